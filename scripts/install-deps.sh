@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Grove needs to build, test, benchmark and package.
+# Idempotent: packages already present are skipped. Works as root or through sudo.
+set -euo pipefail
+
+packages=(
+  # toolchain and build
+  build-essential cmake ninja-build ccache pkg-config git
+  clang-14 libclang-rt-14-dev clang-format clang-tidy
+  # engine
+  liburing-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  # server and client
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  prometheus-cpp-dev libcli11-dev nlohmann-json3-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev
+  python3 python3-matplotlib curl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -q
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,97 @@
+#pragma once
+
+// Options for opening a Db. Every field is documented here; groved builds this struct from YAML
+// (config/grove.yaml documents the same fields under the same names).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "grove/io_backend.h"
+#include "grove/logger.h"
+
+namespace grove {
+
+// When an acknowledged write becomes durable.
+enum class SyncMode {
+  kAlways,  // fdatasync before acknowledging (group commit). Survives kill -9 and power loss.
+  kBatch,   // acknowledge after write(2); fdatasync at least every batch_interval_us. A power loss
+            // may lose the writes of the last interval; kill -9 loses nothing.
+  kNone,    // acknowledge after write(2); sync only at segment roll, checkpoint and close. kill -9
+            // loses nothing; a power loss may lose everything since the last sync.
+};
+
+struct WalOptions {
+  SyncMode sync = SyncMode::kAlways;
+  uint32_t batch_interval_us = 1000;  // kBatch: longest time an acknowledged write stays unsynced
+  uint64_t segment_bytes = 64ull << 20;  // a segment is preallocated to this size, then rolled
+  // Upper bound on log bytes written but not yet synced, in every mode. Recovery uses it to tell a
+  // torn tail (drop it) from mid-log corruption (refuse to open): valid records found further than
+  // this past a bad record mean the bad record had been synced. Must be at least twice
+  // Options::max_batch_bytes.
+  uint64_t max_unsynced_bytes = 16ull << 20;
+};
+
+struct CheckpointOptions {
+  // A checkpoint starts when dirty pages exceed this fraction of the cache. Writers wait when
+  // dirty pages reach twice this fraction (pages are no-steal: only a checkpoint writes them).
+  double dirty_fraction = 0.25;
+  uint64_t wal_bytes = 256ull << 20;  // ... or when the log grew this much since the last one
+  uint32_t interval_seconds = 300;    // ... or this long after the last one (0: never by time)
+};
+
+struct IndexOptions {
+  // Variant name as registered: "btree" (more as they land: "hln", "treeline", "aulid", "aha").
+  std::string variant = "btree";
+  // Variant parameters as text, validated by the variant (see docs/variants.md). Parameters the
+  // variant calls layout parameters are persisted and must match on reopen.
+  std::map<std::string, std::string> params;
+};
+
+struct Options {
+  // Directory holding the superblock/data file, WAL segments, double-write file and lock file.
+  std::string data_dir = "./data";
+  bool create_if_missing = true;
+
+  // Buffer pool budget. Frames are 4 KiB; the pool holds cache_bytes / 4096 of them.
+  uint64_t cache_bytes = 256ull << 20;
+
+  IoBackendOptions io;
+  // O_DIRECT for the data file and the double-write file. Turn off only on filesystems without
+  // O_DIRECT support (tmpfs); then the page cache hides the disk in every measurement.
+  bool direct_io = true;
+  // When set, used instead of creating a backend from `io` (tests inject the fault backend).
+  std::shared_ptr<IoBackend> io_backend;
+
+  uint32_t max_key_bytes = 128;           // keys are 1..max_key_bytes bytes (at most 1024)
+  uint32_t max_value_bytes = 64u << 10;   // values are 0..max_value_bytes bytes (at most 1 MiB)
+  uint32_t inline_value_bytes = 1024;     // larger values go to the value store (at most 1024)
+  uint64_t max_batch_bytes = 4ull << 20;  // keys + values of one Write()
+  uint32_t max_batch_entries = 10000;     // operations in one Write()
+
+  WalOptions wal;
+  CheckpointOptions checkpoint;
+  IndexOptions index;
+
+  // Where the engine logs events. Null: a stderr logger at info level.
+  std::shared_ptr<Logger> logger;
+};
+
+struct ReadOptions {
+  // Verify page checksums on every read from disk. Always on; kept as a field so that a future
+  // offline tool can read damaged files deliberately.
+  bool verify_checksums = true;
+};
+
+// Bounds and direction of an iterator. Keys are in [lower, upper): lower inclusive, upper
+// exclusive; an empty `upper` with has_upper=false means "to the end".
+struct ScanOptions {
+  std::string lower;       // first key (inclusive); empty = from the smallest key
+  std::string upper;       // end key (exclusive)
+  bool has_upper = false;  // whether `upper` bounds the scan
+  bool reverse = false;    // visit keys from the largest to the smallest
+  bool keys_only = false;  // do not read out-of-line values (value() is empty)
+};
+
+}  // namespace grove

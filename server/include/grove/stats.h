@@ -1,0 +1,99 @@
+#pragma once
+
+// DbStats: a point-in-time copy of the engine's counters (Db::GetStats). Counters are cumulative
+// since Open; gauges are current values. Units are base units: bytes, seconds, counts.
+// The metrics layer exports these as grove_* Prometheus series.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace grove {
+
+// Why a page moved between disk and memory.
+enum class IoCause : uint8_t {
+  kDemand = 0,      // a lookup or a write needed the page
+  kPrefetch = 1,    // read ahead of need (path prediction, batched reads)
+  kScan = 2,        // an iterator
+  kCheckpoint = 3,  // written by a checkpoint (double-write and in place)
+  kRecovery = 4,    // recovery reads and re-applied double-write pages
+};
+inline constexpr int kNumIoCauses = 5;
+const char* IoCauseName(IoCause cause);  // "demand", "prefetch", ...
+
+struct HistogramSnapshot {
+  std::vector<double> bounds;    // upper bounds of the buckets, ascending (seconds)
+  std::vector<uint64_t> counts;  // counts[i] observations <= bounds[i]; one extra for +Inf
+  uint64_t count = 0;
+  double sum = 0;
+  double Percentile(double p) const;  // linear within a bucket; 0 when empty
+};
+
+struct BufferPoolStats {
+  uint64_t capacity_pages = 0;
+  uint64_t resident_pages = 0;  // gauge
+  uint64_t dirty_pages = 0;     // gauge
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t evictions = 0;
+  std::array<uint64_t, kNumIoCauses> page_reads{};
+  std::array<uint64_t, kNumIoCauses> page_writes{};
+  uint64_t prefetch_issued = 0;  // pages read into the side pool
+  uint64_t prefetch_used = 0;    // confirmed by a traversal and admitted
+  uint64_t prefetch_wasted = 0;  // dropped unconfirmed
+  uint64_t checksum_failures = 0;  // pages that failed the crc, own-id or epoch check
+};
+
+struct WalStats {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  uint64_t groups = 0;  // group commits (one write, at most one sync each)
+  uint64_t syncs = 0;
+  uint64_t segments = 0;  // gauge: live segment files
+  uint64_t next_lsn = 0;  // gauge
+  HistogramSnapshot sync_seconds;
+};
+
+struct CheckpointStats {
+  uint64_t count = 0;
+  uint64_t failures = 0;
+  uint64_t epoch = 0;     // gauge: the epoch of the newest durable checkpoint
+  uint64_t redo_lsn = 0;  // gauge: recovery replays the WAL from here
+  uint64_t pages_written = 0;
+  uint64_t bytes_written = 0;  // double-write + in place + manifest
+  HistogramSnapshot duration_seconds;
+};
+
+struct IndexStats {
+  std::string variant;
+  uint32_t height = 0;        // levels including the leaves
+  uint64_t inner_pages = 0;
+  uint64_t leaf_pages = 0;
+  uint64_t inner_bytes = 0;   // bytes of inner nodes (what must stay cached for one-IO lookups)
+  uint64_t model_bytes = 0;   // learned models and maps held in memory
+  uint64_t entries = 0;       // keys, where the variant tracks it cheaply
+  std::map<std::string, double> extra;  // variant-specific figures, documented per variant
+};
+
+struct DbStats {
+  std::string io_backend;  // the active backend: "uring" or "psync"
+  uint64_t gets = 0;
+  uint64_t puts = 0;
+  uint64_t deletes = 0;
+  uint64_t writes = 0;  // Write() batches
+  uint64_t scans = 0;   // iterators created
+  uint64_t data_file_pages = 0;  // gauge
+  uint64_t free_pages = 0;       // gauge
+  uint64_t blob_values = 0;      // gauge: values held in the value store
+  uint64_t blob_pages = 0;       // gauge
+  uint64_t recovery_replayed_records = 0;
+  double recovery_seconds = 0;
+  BufferPoolStats cache;
+  WalStats wal;
+  CheckpointStats checkpoint;
+  IndexStats index;
+};
+
+}  // namespace grove

@@ -1,0 +1,32 @@
+#include "testutil/temp_dir.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+namespace grove::testing {
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string templ = std::string(base && *base ? base : "/tmp") + "/grove-test-XXXXXX";
+  char* made = mkdtemp(templ.data());
+  if (made == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed for " << templ;
+    return;
+  }
+  path_ = made;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  if (std::getenv("GROVE_KEEP_TEST_DIRS") != nullptr) {
+    std::fprintf(stderr, "kept test dir %s\n", path_.c_str());
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace grove::testing

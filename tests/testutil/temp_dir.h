@@ -1,0 +1,25 @@
+#pragma once
+
+// Scratch directories for tests. A TempDir lives under $TMPDIR (default /tmp) and is removed with
+// its contents when the object dies, unless GROVE_KEEP_TEST_DIRS is set (then its path is printed
+// so a failing run's data can be inspected).
+
+#include <string>
+
+namespace grove::testing {
+
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace grove::testing

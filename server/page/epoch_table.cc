@@ -1,0 +1,147 @@
+#include "page/epoch_table.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "util/coding.h"
+
+namespace grove {
+
+uint32_t EpochTable::Get(PageId id) const {
+  MutexLock lock(&mu_);
+  return id < entries_.size() ? entries_[id] : 0;
+}
+
+StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(
+    const std::vector<PageId>& pages, uint32_t epoch, ExtentAllocator* allocator) {
+  staged_new_pages_ = 0;
+  staged_dirty_.clear();
+  staged_old_epochs_.clear();
+  staged_epoch_ = epoch;
+  // Cover the whole file. Allocating a map page can add a chunk, which may need another map page.
+  while (map_pages_.size() * kEntriesPerPage < allocator->high_water_pages() ||
+         map_pages_.empty()) {
+    auto id = allocator->Allocate(1);
+    if (!id.ok()) {
+      Abort(allocator);
+      return id.status();
+    }
+    map_pages_.push_back(*id);
+    map_epochs_.push_back(0);
+    ++staged_new_pages_;
+  }
+  std::vector<size_t> dirty;
+  for (PageId p : pages) dirty.push_back(p / kEntriesPerPage);
+  for (size_t k = map_pages_.size() - staged_new_pages_; k < map_pages_.size(); ++k) {
+    dirty.push_back(k);
+  }
+  std::sort(dirty.begin(), dirty.end());
+  dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+
+  std::vector<PageId> sorted_pages = pages;
+  std::sort(sorted_pages.begin(), sorted_pages.end());
+
+  std::vector<MapPageImage> images;
+  images.reserve(dirty.size());
+  MutexLock lock(&mu_);
+  for (size_t k : dirty) {
+    if (k >= map_pages_.size()) {
+      Abort(allocator);
+      return Status::Internal(fmt::format("epoch table: page beyond the file in map page {}", k));
+    }
+    MapPageImage img{map_pages_[k], std::make_unique<char[]>(kPageSize)};
+    char* p = img.image.get();
+    page::Init(p, PageType::kEpochMap, map_pages_[k]);
+    page::SetAux(p, static_cast<uint32_t>(k));
+    auto* slots = reinterpret_cast<uint32_t*>(p + kPageHeaderSize);
+    const PageId first = k * kEntriesPerPage;
+    for (size_t i = 0; i < kEntriesPerPage && first + i < entries_.size(); ++i) {
+      slots[i] = entries_[first + i];
+    }
+    auto it = std::lower_bound(sorted_pages.begin(), sorted_pages.end(), first);
+    for (; it != sorted_pages.end() && *it < first + kEntriesPerPage; ++it) {
+      slots[*it - first] = epoch;
+    }
+    page::Seal(p, epoch);
+    staged_old_epochs_.push_back({k, map_epochs_[k]});
+    map_epochs_[k] = epoch;
+    staged_dirty_.push_back(k);
+    images.push_back(std::move(img));
+  }
+  return images;
+}
+
+void EpochTable::Commit(const std::vector<PageId>& pages, uint32_t epoch) {
+  MutexLock lock(&mu_);
+  const size_t covered = map_pages_.size() * kEntriesPerPage;
+  if (entries_.size() < covered) entries_.resize(covered, 0);
+  for (PageId p : pages) {
+    if (p < entries_.size()) entries_[p] = epoch;
+  }
+  staged_new_pages_ = 0;
+  staged_dirty_.clear();
+  staged_old_epochs_.clear();
+}
+
+void EpochTable::Abort(ExtentAllocator* allocator) {
+  for (auto it = staged_old_epochs_.rbegin(); it != staged_old_epochs_.rend(); ++it) {
+    map_epochs_[it->first] = it->second;
+  }
+  for (; staged_new_pages_ > 0; --staged_new_pages_) {
+    allocator->Free(map_pages_.back(), 1);
+    map_pages_.pop_back();
+    map_epochs_.pop_back();
+  }
+  staged_dirty_.clear();
+  staged_old_epochs_.clear();
+}
+
+void EpochTable::Serialize(std::string* out) const {
+  PutVarint64(out, map_pages_.size());
+  for (size_t k = 0; k < map_pages_.size(); ++k) {
+    PutVarint64(out, map_pages_[k]);
+    PutVarint32(out, map_epochs_[k]);
+  }
+}
+
+Status EpochTable::Deserialize(Slice* in) {
+  uint64_t n;
+  if (!GetVarint64(in, &n) || n > (1ull << 40)) return Status::DataLoss("epoch map list: truncated");
+  std::vector<PageId> ids;
+  std::vector<uint32_t> epochs;
+  for (uint64_t k = 0; k < n; ++k) {
+    uint64_t id;
+    uint32_t e;
+    if (!GetVarint64(in, &id) || !GetVarint32(in, &e)) {
+      return Status::DataLoss("epoch map list: truncated");
+    }
+    ids.push_back(id);
+    epochs.push_back(e);
+  }
+  map_pages_ = std::move(ids);
+  map_epochs_ = std::move(epochs);
+  MutexLock lock(&mu_);
+  entries_.assign(map_pages_.size() * kEntriesPerPage, 0);
+  return Status::Ok();
+}
+
+Status EpochTable::LoadMapPage(size_t k, const char* image) {
+  if (k >= map_pages_.size()) return Status::Internal("epoch map page index out of range");
+  if (page::Type(image) != static_cast<uint16_t>(PageType::kEpochMap) || page::Aux(image) != k) {
+    return Status::DataLoss(fmt::format("page {}: expected epoch-map page {}, found type {} aux {}",
+                                        map_pages_[k], k, page::Type(image), page::Aux(image)));
+  }
+  if (page::Epoch(image) != map_epochs_[k]) {
+    return Status::DataLoss(fmt::format(
+        "page {}: stale epoch-map page (epoch {}, manifest says {})", map_pages_[k],
+        page::Epoch(image), map_epochs_[k]));
+  }
+  const auto* slots = reinterpret_cast<const uint32_t*>(image + kPageHeaderSize);
+  MutexLock lock(&mu_);
+  std::memcpy(&entries_[k * kEntriesPerPage], slots, kEntriesPerPage * 4);
+  return Status::Ok();
+}
+
+}  // namespace grove

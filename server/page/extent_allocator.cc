@@ -1,0 +1,179 @@
+#include "page/extent_allocator.h"
+
+#include <bit>
+
+#include <fmt/format.h>
+
+#include "util/coding.h"
+
+namespace grove {
+namespace {
+
+int OrderFor(uint32_t n) { return std::bit_width(n - 1); }  // ceil(log2(n)), 0 for n == 1
+
+// The largest order whose aligned block starts at `start` and fits in `n` pages.
+int LargestFittingOrder(PageId start, uint64_t n) {
+  int order = 0;
+  while (order + 1 < ExtentAllocator::kOrders && (start & ((2ull << order) - 1)) == 0 &&
+         (2ull << order) <= n) {
+    ++order;
+  }
+  return order;
+}
+
+}  // namespace
+
+StatusOr<PageId> ExtentAllocator::Allocate(uint32_t n) {
+  if (n == 0 || n > kMaxExtentPages) {
+    return Status::InvalidArgument(fmt::format("extent of {} pages: must be 1..{}", n, kMaxExtentPages));
+  }
+  MutexLock lock(&mu_);
+  const int want = OrderFor(n);
+  int have = want;
+  for (;;) {
+    while (have < kOrders && free_[have].empty()) ++have;
+    if (have < kOrders) break;
+    AddChunkLocked();  // chunk 0 lacks a 256-page block, so this may run twice
+    have = want;
+  }
+  const PageId start = *free_[have].begin();
+  free_[have].erase(free_[have].begin());
+  // Split down to the wanted order, returning the upper halves.
+  while (have > want) {
+    --have;
+    free_[have].insert(start + (1ull << have));
+  }
+  free_pages_ -= 1ull << want;
+  // Give back the unused tail of the block.
+  const uint64_t block = 1ull << want;
+  if (n < block) FreeRangeLocked(start + n, block - n);
+  return start;
+}
+
+void ExtentAllocator::Free(PageId first, uint32_t n) {
+  MutexLock lock(&mu_);
+  FreeRangeLocked(first, n);
+}
+
+void ExtentAllocator::FreeRangeLocked(PageId first, uint64_t n) {
+  while (n > 0) {
+    const int order = LargestFittingOrder(first, n);
+    FreeBlockLocked(first, order);
+    first += 1ull << order;
+    n -= 1ull << order;
+  }
+}
+
+void ExtentAllocator::FreeBlockLocked(PageId start, int order) {
+  free_pages_ += 1ull << order;
+  while (order + 1 < kOrders) {
+    const PageId buddy = start ^ (1ull << order);
+    auto it = free_[order].find(buddy);
+    if (it == free_[order].end()) break;
+    free_[order].erase(it);
+    start &= ~(1ull << order);
+    ++order;
+  }
+  free_[order].insert(start);
+}
+
+void ExtentAllocator::AddChunkLocked() {
+  const PageId base = chunks_ * kChunkPages;
+  ++chunks_;
+  if (base == 0) {
+    FreeRangeLocked(kFirstDataPage, kChunkPages - kFirstDataPage);
+  } else {
+    FreeBlockLocked(base, kOrders - 1);
+  }
+}
+
+uint64_t ExtentAllocator::high_water_pages() const {
+  MutexLock lock(&mu_);
+  return chunks_ * kChunkPages;
+}
+
+uint64_t ExtentAllocator::free_pages() const {
+  MutexLock lock(&mu_);
+  return free_pages_;
+}
+
+bool ExtentAllocator::IsFree(PageId id) const {
+  MutexLock lock(&mu_);
+  for (int order = 0; order < kOrders; ++order) {
+    const PageId start = id & ~((1ull << order) - 1);
+    if (free_[order].count(start)) return true;
+  }
+  return false;
+}
+
+void ExtentAllocator::Serialize(std::string* out) const {
+  MutexLock lock(&mu_);
+  PutVarint64(out, chunks_);
+  for (int order = 0; order < kOrders; ++order) {
+    PutVarint64(out, free_[order].size());
+    PageId prev = 0;
+    for (PageId start : free_[order]) {  // ascending: delta-encode
+      PutVarint64(out, start - prev);
+      prev = start;
+    }
+  }
+}
+
+Status ExtentAllocator::Deserialize(Slice in) {
+  uint64_t chunks;
+  std::array<std::set<PageId>, kOrders> sets;
+  uint64_t free_pages = 0;
+  if (!GetVarint64(&in, &chunks)) return Status::DataLoss("allocator state: truncated");
+  for (int order = 0; order < kOrders; ++order) {
+    uint64_t count;
+    if (!GetVarint64(&in, &count) || count > chunks * kChunkPages) {
+      return Status::DataLoss("allocator state: bad block count");
+    }
+    PageId prev = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t delta;
+      if (!GetVarint64(&in, &delta)) return Status::DataLoss("allocator state: truncated");
+      const PageId start = prev + delta;
+      if (i > 0 && delta == 0) return Status::DataLoss("allocator state: duplicate block");
+      sets[order].insert(start);
+      free_pages += 1ull << order;
+      prev = start;
+    }
+  }
+  if (!in.empty()) return Status::DataLoss("allocator state: trailing bytes");
+  MutexLock lock(&mu_);
+  free_ = std::move(sets);
+  chunks_ = chunks;
+  free_pages_ = free_pages;
+  return Status::Ok();
+}
+
+std::string ExtentAllocator::CheckInvariants() const {
+  MutexLock lock(&mu_);
+  const uint64_t end = chunks_ * kChunkPages;
+  std::set<std::pair<PageId, PageId>> ranges;
+  uint64_t total = 0;
+  for (int order = 0; order < kOrders; ++order) {
+    const uint64_t size = 1ull << order;
+    for (PageId start : free_[order]) {
+      if (start % size != 0) return fmt::format("free block {} of {} pages misaligned", start, size);
+      if (start < kFirstDataPage || start + size > end) {
+        return fmt::format("free block {} of {} pages outside the file", start, size);
+      }
+      if (order + 1 < kOrders && free_[order].count(start ^ size)) {
+        return fmt::format("free buddies {} and {} not merged", start, start ^ size);
+      }
+      ranges.insert({start, start + size});
+      total += size;
+    }
+  }
+  PageId prev_end = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b < prev_end) return fmt::format("free blocks overlap at page {}", b);
+    prev_end = e;
+  }
+  if (total != free_pages_) return "free page count out of sync";
+  return "";
+}
+
+}  // namespace grove

@@ -1,0 +1,69 @@
+#pragma once
+
+// ExtentAllocator: hands out runs of 1..256 contiguous pages of the data file (huge leaves, page
+// groups and blobs need contiguous runs; single tree nodes take one page).
+//
+// A binary buddy system over 256-page chunks: free blocks are power-of-two sized and aligned to
+// their size; freeing a block merges it with its free buddy. A request for n pages takes a block of
+// the next power of two and gives back the aligned blocks that cover its unused tail, so no space is
+// lost to rounding. The file grows one chunk (1 MiB) at a time; pages 0 and 1 (the superblock
+// slots) are never handed out.
+//
+// The state is a few sorted sets; it is serialised into every checkpoint's manifest
+// (docs/formats/manifest.md) and restored on open.
+//
+// Thread safety: all methods are safe for concurrent use (one internal mutex).
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "grove/slice.h"
+#include "grove/status.h"
+#include "page/page.h"
+#include "util/mutex.h"
+
+namespace grove {
+
+class ExtentAllocator {
+ public:
+  static constexpr uint32_t kMaxExtentPages = 256;
+  static constexpr int kOrders = 9;  // block sizes 1, 2, 4, ..., 256
+  static constexpr uint64_t kChunkPages = kMaxExtentPages;
+  static constexpr PageId kFirstDataPage = 2;
+
+  // An empty file: no chunks yet.
+  ExtentAllocator() = default;
+
+  // Allocates `n` contiguous pages (1 <= n <= 256) and returns the first.
+  StatusOr<PageId> Allocate(uint32_t n);
+  // Returns [first, first + n) to the free pool. REQUIRES: the run was allocated.
+  void Free(PageId first, uint32_t n);
+
+  // The file size the allocator accounts for, in pages (a multiple of the chunk size).
+  uint64_t high_water_pages() const;
+  uint64_t free_pages() const;
+  // Whether page `id` is inside a free block (for Verify).
+  bool IsFree(PageId id) const;
+
+  void Serialize(std::string* out) const;
+  // Replaces the state with a serialised one; DataLoss on malformed input or overlapping blocks.
+  Status Deserialize(Slice in);
+
+  // Verify(): checks that the free blocks are aligned, inside the file, disjoint, and that no two
+  // free buddies were left unmerged. Returns "" or the first problem.
+  std::string CheckInvariants() const;
+
+ private:
+  void FreeBlockLocked(PageId start, int order) REQUIRES(mu_);
+  void AddChunkLocked() REQUIRES(mu_);
+  void FreeRangeLocked(PageId first, uint64_t n) REQUIRES(mu_);
+
+  mutable Mutex mu_;
+  std::array<std::set<PageId>, kOrders> free_ GUARDED_BY(mu_);
+  uint64_t chunks_ GUARDED_BY(mu_) = 0;
+  uint64_t free_pages_ GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace grove

@@ -1,0 +1,152 @@
+#include "config/validate.h"
+
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "config/address.h"
+
+namespace grove::config {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+
+// Collects one message per offending field.
+class Problems {
+ public:
+  void Add(const std::string& field, const std::string& what) {
+    list_.push_back(field + ": " + what);
+  }
+  void Add(const Status& s) {
+    if (!s.ok()) list_.emplace_back(s.message());
+  }
+  void Range(const std::string& field, double v, double lo, double hi, const std::string& unit) {
+    if (v >= lo && v <= hi) return;
+    Add(field, Num(v) + " is out of range (allowed: " + Num(lo) + ".." + Num(hi) + unit + ")");
+  }
+  void Readable(const std::string& field, const std::string& path) {
+    if (access(path.c_str(), R_OK) != 0) Add(field, "cannot read '" + path + "'");
+  }
+  Status ToStatus() const {
+    if (list_.empty()) return Status::Ok();
+    std::string all;
+    for (const std::string& p : list_) {
+      if (!all.empty()) all += '\n';
+      all += p;
+    }
+    return Status::InvalidArgument(all);
+  }
+
+ private:
+  static std::string Num(double v) {
+    if (v == static_cast<double>(static_cast<int64_t>(v))) {
+      return std::to_string(static_cast<int64_t>(v));
+    }
+    std::string s = std::to_string(v);
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    return s;
+  }
+  std::vector<std::string> list_;
+};
+
+void CheckEngine(const Options& o, Problems* p) {
+  if (o.data_dir.empty()) p->Add("data_dir", "must not be empty");
+  if (o.cache_bytes < 1 * kMiB) p->Add("cache_bytes", "must be at least 1MiB");
+  p->Range("inline_value_bytes", o.inline_value_bytes, 0, 1024, " bytes");
+  p->Range("io.queue_depth", o.io.queue_depth, 1, 4096, "");
+  p->Range("io.psync_threads", o.io.psync_threads, 1, 256, "");
+  if (o.index.variant.empty()) {
+    p->Add("index.variant", "must name a variant (available: btree)");
+  } else if (o.index.variant.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
+             std::string::npos) {
+    p->Add("index.variant", "'" + o.index.variant + "' is not a variant name (available: btree)");
+  }
+  if (o.wal.sync == SyncMode::kBatch) {
+    p->Range("wal.batch_interval_us", o.wal.batch_interval_us, 1, 10'000'000, " us");
+  }
+  if (o.wal.segment_bytes < 1 * kMiB) p->Add("wal.segment_bytes", "must be at least 1MiB");
+  if (o.wal.max_unsynced_bytes < 2 * o.max_batch_bytes) {
+    p->Add("wal.max_unsynced_bytes", "must be at least twice limits.max_batch_bytes (" +
+                                         std::to_string(2 * o.max_batch_bytes) + " bytes)");
+  }
+  if (!(o.checkpoint.dirty_fraction > 0 && o.checkpoint.dirty_fraction <= 0.5)) {
+    p->Add("checkpoint.dirty_fraction", "must be in (0, 0.5]");
+  }
+  if (o.checkpoint.wal_bytes < 1 * kMiB) p->Add("checkpoint.wal_bytes", "must be at least 1MiB");
+}
+
+void CheckLimits(const Options& o, const Limits& l, Problems* p) {
+  p->Range("limits.max_key_bytes", o.max_key_bytes, 1, 1024, " bytes");
+  p->Range("limits.max_value_bytes", o.max_value_bytes, 0, 1 * kMiB, " bytes");
+  p->Range("limits.max_batch_entries", o.max_batch_entries, 1, 1'000'000, "");
+  if (o.max_batch_bytes < uint64_t{o.max_key_bytes} + o.max_value_bytes) {
+    p->Add("limits.max_batch_bytes",
+           "must hold one entry: at least max_key_bytes + max_value_bytes (" +
+               std::to_string(uint64_t{o.max_key_bytes} + o.max_value_bytes) + " bytes)");
+  }
+  p->Range("limits.max_scan_limit", l.max_scan_limit, 1, 100'000'000, "");
+  // Messages stay below gRPC's default 4 MiB client receive limit: at most this much plus one
+  // entry of at most 1 MiB + 1 KiB.
+  p->Range("limits.scan_message_bytes", static_cast<double>(l.scan_message_bytes), 1 * kKiB,
+           2 * kMiB, " bytes");
+  const uint64_t batch_message = o.max_batch_bytes + 16ull * o.max_batch_entries + 64 * kKiB;
+  if (l.max_receive_message_bytes < batch_message) {
+    p->Add("limits.max_receive_message_bytes",
+           "must hold a full batch: at least max_batch_bytes + 16 bytes per entry + 64KiB (" +
+               std::to_string(batch_message) + " bytes)");
+  }
+  if (l.max_receive_message_bytes > 1024 * kMiB) {
+    p->Add("limits.max_receive_message_bytes", "must be at most 1GiB");
+  }
+  p->Range("limits.max_concurrent_streams", l.max_concurrent_streams, 1, 100'000, "");
+  p->Range("limits.max_inflight_requests", l.max_inflight_requests, 1, 100'000, "");
+  p->Range("limits.max_deadline_seconds", l.max_deadline_seconds, 0.001, 86400, " s");
+  p->Range("limits.default_deadline_seconds", l.default_deadline_seconds, 0.001, 86400, " s");
+  if (l.default_deadline_seconds > l.max_deadline_seconds) {
+    p->Add("limits.default_deadline_seconds", "must not exceed limits.max_deadline_seconds");
+  }
+}
+
+void CheckServer(const ServerOptions& s, Problems* p) {
+  StatusOr<HostPort> grpc = ParseHostPort(s.listen, "server.listen");
+  StatusOr<HostPort> http = ParseHostPort(s.metrics_listen, "server.metrics_listen");
+  if (!grpc.ok()) p->Add(grpc.status());
+  if (!http.ok()) p->Add(http.status());
+  if (grpc.ok() && http.ok() && grpc->port != 0 && grpc->port == http->port) {
+    p->Add("server.metrics_listen", "must use another port than server.listen");
+  }
+  if (grpc.ok() && !s.tls.enabled() && !s.allow_plaintext_remote && !IsLoopbackHost(grpc->host)) {
+    p->Add("server.listen", "'" + s.listen +
+                                "' is not a loopback address and TLS is off; configure tls, or set "
+                                "server.allow_plaintext_remote: true for a private network");
+  }
+  p->Range("server.shutdown_delay_seconds", s.shutdown_delay_seconds, 0, 3600, " s");
+  p->Range("server.drain_seconds", s.drain_seconds, 0, 3600, " s");
+
+  const TlsConfig& t = s.tls;
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    p->Add(t.cert_file.empty() ? "tls.cert_file" : "tls.key_file",
+           "tls.cert_file and tls.key_file must be set together");
+  }
+  if (!t.client_ca_file.empty() && t.cert_file.empty()) {
+    p->Add("tls.client_ca_file", "mutual TLS needs tls.cert_file and tls.key_file too");
+  }
+  if (!t.cert_file.empty()) p->Readable("tls.cert_file", t.cert_file);
+  if (!t.key_file.empty()) p->Readable("tls.key_file", t.key_file);
+  if (!t.client_ca_file.empty()) p->Readable("tls.client_ca_file", t.client_ca_file);
+  if (s.auth.enabled()) p->Readable("auth.tokens_file", s.auth.tokens_file);
+}
+
+}  // namespace
+
+Status ValidateConfig(const Config& config) {
+  Problems p;
+  CheckEngine(config.engine, &p);
+  CheckLimits(config.engine, config.server.limits, &p);
+  CheckServer(config.server, &p);
+  return p.ToStatus();
+}
+
+}  // namespace grove::config

@@ -1,0 +1,143 @@
+#include "config/validate.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "testutil/temp_dir.h"
+
+namespace grove::config {
+namespace {
+
+std::string Problems(const Config& c) {
+  Status s = ValidateConfig(c);
+  return s.ok() ? "" : std::string(s.message());
+}
+
+bool Mentions(const Config& c, const std::string& text) {
+  return Problems(c).find(text) != std::string::npos;
+}
+
+TEST(ValidateTest, DefaultsAreValid) { EXPECT_EQ(Problems(Config{}), ""); }
+
+TEST(ValidateTest, EngineRanges) {
+  Config c;
+  c.engine.max_key_bytes = 2000;
+  c.engine.inline_value_bytes = 4096;
+  c.engine.io.queue_depth = 0;
+  c.engine.checkpoint.dirty_fraction = 0.9;
+  c.engine.data_dir = "";
+  const std::string p = Problems(c);
+  EXPECT_NE(p.find("limits.max_key_bytes: 2000 is out of range (allowed: 1..1024 bytes)"),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("inline_value_bytes: 4096 is out of range"), std::string::npos) << p;
+  EXPECT_NE(p.find("io.queue_depth: 0 is out of range (allowed: 1..4096)"), std::string::npos);
+  EXPECT_NE(p.find("checkpoint.dirty_fraction: must be in (0, 0.5]"), std::string::npos);
+  EXPECT_NE(p.find("data_dir: must not be empty"), std::string::npos);
+}
+
+TEST(ValidateTest, VariantName) {
+  Config c;
+  c.engine.index.variant = "B-Tree";
+  EXPECT_TRUE(Mentions(c, "index.variant: 'B-Tree' is not a variant name (available: btree)"));
+}
+
+TEST(ValidateTest, WalMustHoldTwoBatches) {
+  Config c;
+  c.engine.max_batch_bytes = 16ull << 20;
+  c.server.limits.max_receive_message_bytes = 64ull << 20;
+  EXPECT_TRUE(Mentions(c, "wal.max_unsynced_bytes: must be at least twice limits.max_batch_bytes"));
+}
+
+TEST(ValidateTest, ReceiveLimitMustHoldAFullBatch) {
+  Config c;
+  c.server.limits.max_receive_message_bytes = 4ull << 20;
+  EXPECT_TRUE(Mentions(c, "limits.max_receive_message_bytes: must hold a full batch"));
+}
+
+TEST(ValidateTest, BatchMustHoldOneEntry) {
+  Config c;
+  c.engine.max_batch_bytes = 1000;
+  EXPECT_TRUE(Mentions(c, "limits.max_batch_bytes: must hold one entry"));
+}
+
+TEST(ValidateTest, ScanMessageBytesBounded) {
+  Config c;
+  c.server.limits.scan_message_bytes = 8ull << 20;
+  EXPECT_TRUE(Mentions(c, "limits.scan_message_bytes: 8388608 is out of range"));
+}
+
+TEST(ValidateTest, DeadlinesOrdered) {
+  Config c;
+  c.server.limits.default_deadline_seconds = 100;
+  EXPECT_TRUE(Mentions(c, "limits.default_deadline_seconds: must not exceed"));
+  c = Config{};
+  c.server.limits.max_deadline_seconds = 0;
+  EXPECT_TRUE(Mentions(c, "limits.max_deadline_seconds: 0 is out of range"));
+}
+
+TEST(ValidateTest, PlaintextListenerStaysOnLoopbackUnlessAllowed) {
+  Config c;
+  c.server.listen = "0.0.0.0:7400";
+  EXPECT_TRUE(
+      Mentions(c, "server.listen: '0.0.0.0:7400' is not a loopback address and TLS is off"));
+  c.server.allow_plaintext_remote = true;
+  EXPECT_EQ(Problems(c), "");
+  c.server.listen = "[::1]:7400";
+  c.server.allow_plaintext_remote = false;
+  EXPECT_EQ(Problems(c), "");
+}
+
+TEST(ValidateTest, TlsAllowsAnyAddress) {
+  testing::TempDir dir;
+  std::ofstream(dir.Sub("c.pem")) << "x";
+  std::ofstream(dir.Sub("k.pem")) << "x";
+  Config c;
+  c.server.listen = "0.0.0.0:7400";
+  c.server.tls.cert_file = dir.Sub("c.pem");
+  c.server.tls.key_file = dir.Sub("k.pem");
+  EXPECT_EQ(Problems(c), "");
+}
+
+TEST(ValidateTest, TlsFilesMustBePairedAndReadable) {
+  Config c;
+  c.server.tls.cert_file = "/nonexistent/cert.pem";
+  std::string p = Problems(c);
+  EXPECT_NE(p.find("tls.key_file: tls.cert_file and tls.key_file must be set together"),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("tls.cert_file: cannot read '/nonexistent/cert.pem'"), std::string::npos) << p;
+
+  c = Config{};
+  c.server.tls.client_ca_file = "/nonexistent/ca.pem";
+  EXPECT_TRUE(Mentions(c, "tls.client_ca_file: mutual TLS needs tls.cert_file"));
+}
+
+TEST(ValidateTest, TokensFileMustBeReadable) {
+  Config c;
+  c.server.auth.tokens_file = "/nonexistent/tokens";
+  EXPECT_TRUE(Mentions(c, "auth.tokens_file: cannot read '/nonexistent/tokens'"));
+}
+
+TEST(ValidateTest, ListenAddresses) {
+  Config c;
+  c.server.metrics_listen = "127.0.0.1:7400";
+  EXPECT_TRUE(Mentions(c, "server.metrics_listen: must use another port than server.listen"));
+  c.server.metrics_listen = "nonsense";
+  EXPECT_TRUE(Mentions(c, "server.metrics_listen: 'nonsense' is not host:port"));
+  c.server.listen = "127.0.0.1:0";
+  c.server.metrics_listen = "127.0.0.1:0";
+  EXPECT_EQ(Problems(c), "") << "two port-0 listeners get different ports";
+}
+
+TEST(ValidateTest, OneLinePerProblem) {
+  Config c;
+  c.server.drain_seconds = -1;
+  c.server.limits.max_inflight_requests = 0;
+  const std::string p = Problems(c);
+  EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 1) << p;
+}
+
+}  // namespace
+}  // namespace grove::config

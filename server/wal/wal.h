@@ -1,0 +1,192 @@
+#pragma once
+
+// Wal: Grove's logical write-ahead log. Every Put/Delete/BatchInsert becomes one logical record
+// [LSN: fixed64][payload] (the engine's encoded WriteBatch), framed in the block format of
+// log_format.h (LevelDB's log format, credited there) and appended to segment files
+// `wal-<first LSN>.log` in the data directory. docs/formats/wal.md is the full description.
+//
+// Recovery first calls Wal::Replay to feed every record at or after the redo point to the engine,
+// then Wal::Open with the ReplayResult's next_lsn. Open always starts a fresh segment; nothing is
+// ever appended after an old tail.
+//
+// Durability (WalOptions::sync; what each mode can lose is in docs/formats/wal.md):
+//   kAlways  Append returns after the group's fdatasync.
+//   kBatch   Append returns after the write; a background thread owned by the Wal fdatasyncs every
+//            batch_interval_us while there are unsynced bytes.
+//   kNone    Append returns after the write; syncs happen at segment roll, Sync() and Close().
+// In every mode the leader syncs before writing a group that would leave more than
+// max_unsynced_bytes unsynced, which is what lets Replay tell a torn tail from corruption.
+//
+// Group commit (leader/follower): Append queues the caller's record. The writer at the head of the
+// queue is the leader: it takes the queued records (up to a group byte limit), assigns their LSNs,
+// frames them into one buffer, writes it with one File::Write, syncs as the mode requires, then
+// wakes the group's followers and hands leadership to the next queued writer. The mutex is not
+// held during IO, so new writers queue up behind the leader and form the next group.
+//
+// Errors:
+//   * A full disk can only appear when a new segment is created and preallocated (space inside a
+//     segment is reserved). The group's Appends fail with kResourceExhausted, nothing is written,
+//     no LSN is consumed, and the next Append retries the roll.
+//   * Any other write error, a short write, or a failed fdatasync stops the log for good
+//     (fail-stop): the kernel may have dropped the dirty pages, so a later "successful" fsync would
+//     prove nothing. Every later Append and Sync returns kInternal ("... reopen to recover").
+//
+// State machine:
+//
+//              Open()
+//                |
+//                v        ENOSPC creating a segment: the group fails with
+//   +------> Appending <--+  kResourceExhausted; the next Append retries the roll
+//   |          |   |  |   |
+//   +--roll----+   |  +---+
+//                  |
+//     write error, | short write,             Close()
+//     failed sync  +--------------------------------------------+
+//                  v                                            v
+//               Stopped --------------- Close() ------------> Closed
+//     (Append/Sync: kInternal)                        (Append/Sync/Remove...: kUnavailable)
+//
+// Thread safety: every method may be called concurrently. Close() waits for Appends already queued
+// and rejects later ones. The IoBackend and Logger must outlive the Wal.
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grove/io_backend.h"
+#include "grove/logger.h"
+#include "grove/options.h"
+#include "grove/slice.h"
+#include "grove/stats.h"
+#include "grove/status.h"
+
+#include "util/histogram.h"
+#include "util/mutex.h"
+#include "wal/log_format.h"
+#include "wal/segment.h"
+
+namespace grove::wal {
+
+struct ReplayResult {
+  Lsn next_lsn = 1;              // the LSN the next record must get: pass it to Wal::Open
+  uint64_t records = 0;          // records passed to the callback (lsn >= from_lsn)
+  uint64_t bytes = 0;            // framed log bytes of those records
+  uint64_t segments = 0;         // segments read (segments wholly below from_lsn are not read)
+  uint64_t torn_tail_bytes = 0;  // bytes dropped by the torn-tail repair
+  bool torn_tail = false;        // a torn tail was found and repaired
+};
+
+class Wal {
+ public:
+  // Reads every record with lsn >= from_lsn in LSN order and calls fn(lsn, payload); stops and
+  // returns fn's error if fn fails. The payload is valid only during the call.
+  //
+  // A torn tail (a bad record, or non-zero bytes after the end of the data, with no valid record
+  // more than max_unsynced_bytes past it and none in a later segment) is repaired: the segment is
+  // truncated to the end of its last valid record and synced, later segments are deleted, and a
+  // warning is logged. Mid-log corruption, an LSN gap or duplicate, a segment whose first record
+  // does not match its name, or an oldest segment that starts after from_lsn is kDataLoss naming
+  // the segment and offset. Replay fdatasyncs the last segment before it returns, so what it
+  // delivered cannot vanish later under records the next Wal writes. `logger` may be null.
+  static StatusOr<ReplayResult> Replay(IoBackend* io, const std::string& dir, Lsn from_lsn,
+                                       const WalOptions& options, Logger* logger,
+                                       const std::function<Status(Lsn, Slice)>& fn);
+
+  // Starts appending at next_lsn (>= 1; normally ReplayResult::next_lsn) in a fresh, preallocated
+  // segment. Fails with kFailedPrecondition if the directory already holds records at or beyond
+  // next_lsn, and with kResourceExhausted if the disk has no room for the segment.
+  static StatusOr<std::unique_ptr<Wal>> Open(IoBackend* io, const std::string& dir,
+                                             const WalOptions& options, Lsn next_lsn,
+                                             Logger* logger);
+
+  ~Wal();  // Close(), logging a failure
+  Wal(const Wal&) = delete;
+  Wal& operator=(const Wal&) = delete;
+
+  // Appends one record and returns its LSN once it is as durable as options.sync requires.
+  // kInvalidArgument if the payload exceeds max_unsynced_bytes / 2.
+  StatusOr<Lsn> Append(Slice payload) EXCLUDES(mu_);
+
+  // Makes everything appended so far durable.
+  Status Sync() EXCLUDES(mu_);
+
+  // Deletes the segments all of whose records are < redo_lsn (never the active one), then syncs
+  // the directory. A failure here does not stop the log: a segment that survives is only replayed
+  // or removed again later.
+  Status RemoveObsoleteSegments(Lsn redo_lsn) EXCLUDES(mu_);
+
+  Lsn next_lsn() const EXCLUDES(mu_);
+  // Total framed bytes appended since Open (the engine triggers checkpoints on deltas).
+  uint64_t appended_bytes() const { return appended_bytes_.load(std::memory_order_relaxed); }
+  WalStats GetStats() const EXCLUDES(mu_);
+
+  // Waits for queued Appends, syncs, trims the active segment's unused preallocation and closes it.
+  // Later Append/Sync/RemoveObsoleteSegments return kUnavailable; a second Close returns OK. After
+  // a fail-stop, Close releases the files and returns the stored error.
+  Status Close() EXCLUDES(mu_);
+
+ private:
+  struct Writer;
+  struct Segment;
+  struct GroupPlan;
+
+  Wal(IoBackend* io, std::string dir, const WalOptions& options, Lsn next_lsn, Logger* logger);
+
+  // The leader's half of Append: commits a group starting at queue_.front(). Releases mu_ during
+  // IO.
+  void CommitGroup() REQUIRES(mu_);
+  // Runs the IO of one group without holding mu_; only the leader calls it.
+  Status WriteGroup(GroupPlan* plan) EXCLUDES(mu_);
+  // fdatasync with latency accounting. Does not touch state guarded by mu_.
+  Status SyncFile(File* file) EXCLUDES(mu_);
+  // Syncs the active segment up to what has been written; shared by Sync() and the batch thread.
+  Status SyncActive() EXCLUDES(mu_);
+  // Records a fail-stop error and logs it; returns the status for the callers that hit it.
+  Status StopLocked(const std::string& what, const Status& cause) REQUIRES(mu_);
+  Status StoppedError() const REQUIRES(mu_);
+  void BatchSyncLoop() EXCLUDES(mu_);
+  void Log(LogLevel level, const std::string& message) const;
+
+  IoBackend* const io_;
+  const std::string dir_;
+  const WalOptions options_;
+  Logger* const logger_;
+  const uint64_t group_limit_;  // framed bytes a leader gathers into one group (beyond the first)
+
+  mutable Mutex mu_;
+  std::deque<Writer*> queue_ GUARDED_BY(mu_);  // front: the leader
+  CondVar drained_cv_{&mu_};                   // Close waits for queue_ to empty
+  CondVar batch_cv_{&mu_};                     // wakes the batch thread early (Close)
+
+  std::shared_ptr<Segment> active_ GUARDED_BY(mu_);
+  std::vector<SegmentRef> segments_ GUARDED_BY(mu_);  // every live segment, active last
+  uint64_t active_written_ GUARDED_BY(mu_) = 0;       // bytes written into the active segment
+  Lsn next_lsn_ GUARDED_BY(mu_);
+  // The active segment was sealed (synced) for a roll that failed for lack of space; the next group
+  // must go to a new segment.
+  bool roll_pending_ GUARDED_BY(mu_) = false;
+  // Log bytes written and known durable since Open. Bytes of earlier segments are always durable:
+  // a roll syncs the old segment before anything is written to the new one.
+  uint64_t written_ GUARDED_BY(mu_) = 0;
+  uint64_t synced_ GUARDED_BY(mu_) = 0;
+  Status stopped_ GUARDED_BY(mu_);  // non-OK after a fail-stop
+  bool closed_ GUARDED_BY(mu_) = false;
+
+  // Leader-owned scratch (only the writer at queue_.front() touches it, and only in CommitGroup).
+  std::string group_buf_;
+
+  uint64_t records_ GUARDED_BY(mu_) = 0;
+  uint64_t groups_ GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> appended_bytes_{0};
+  std::atomic<uint64_t> syncs_{0};
+  Histogram sync_seconds_;
+
+  std::thread batch_thread_;  // kBatch only; joined in Close
+};
+
+}  // namespace grove::wal

@@ -34,6 +34,12 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(
   }
   std::vector<size_t> dirty;
   for (PageId p : pages) dirty.push_back(p / kEntriesPerPage);
+  {
+    MutexLock lock(&mu_);
+    for (size_t k : pending_) {
+      if (k < map_pages_.size()) dirty.push_back(k);
+    }
+  }
   for (size_t k = map_pages_.size() - staged_new_pages_; k < map_pages_.size(); ++k) {
     dirty.push_back(k);
   }
@@ -51,8 +57,8 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(
       Abort(allocator);
       return Status::Internal(fmt::format("epoch table: page beyond the file in map page {}", k));
     }
-    MapPageImage img{map_pages_[k], std::make_unique<char[]>(kPageSize)};
-    char* p = img.image.get();
+    MapPageImage img{map_pages_[k], AlignedBuffer(kPageSize)};
+    char* p = img.image.data();
     page::Init(p, PageType::kEpochMap, map_pages_[k]);
     page::SetAux(p, static_cast<uint32_t>(k));
     auto* slots = reinterpret_cast<uint32_t*>(p + kPageHeaderSize);
@@ -80,6 +86,13 @@ void EpochTable::Commit(const std::vector<PageId>& pages, uint32_t epoch) {
   for (PageId p : pages) {
     if (p < entries_.size()) entries_[p] = epoch;
   }
+  std::vector<size_t> still_pending;
+  for (size_t k : pending_) {
+    if (std::find(staged_dirty_.begin(), staged_dirty_.end(), k) == staged_dirty_.end()) {
+      still_pending.push_back(k);
+    }
+  }
+  pending_ = std::move(still_pending);
   staged_new_pages_ = 0;
   staged_dirty_.clear();
   staged_old_epochs_.clear();
@@ -96,6 +109,17 @@ void EpochTable::Abort(ExtentAllocator* allocator) {
   }
   staged_dirty_.clear();
   staged_old_epochs_.clear();
+}
+
+void EpochTable::RecordDirect(PageId first, size_t count, uint32_t epoch) {
+  MutexLock lock(&mu_);
+  if (entries_.size() < first + count) {
+    entries_.resize((first + count + kEntriesPerPage - 1) / kEntriesPerPage * kEntriesPerPage, 0);
+  }
+  for (size_t i = 0; i < count; ++i) entries_[first + i] = epoch;
+  for (size_t k = first / kEntriesPerPage; k <= (first + count - 1) / kEntriesPerPage; ++k) {
+    if (std::find(pending_.begin(), pending_.end(), k) == pending_.end()) pending_.push_back(k);
+  }
 }
 
 void EpochTable::Serialize(std::string* out) const {

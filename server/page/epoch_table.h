@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "grove/io_backend.h"
 #include "grove/slice.h"
 #include "grove/status.h"
 #include "page/extent_allocator.h"
@@ -39,7 +40,7 @@ class EpochTable {
   // One map page to write in a checkpoint.
   struct MapPageImage {
     PageId id;
-    std::unique_ptr<char[]> image;  // kPageSize bytes, sealed
+    AlignedBuffer image;  // kPageSize bytes, sealed, 4 KiB aligned for direct IO
   };
 
   // Stages a checkpoint of epoch `epoch` that writes `pages` (ascending or not). Allocates map
@@ -53,6 +54,10 @@ class EpochTable {
   void Commit(const std::vector<PageId>& pages, uint32_t epoch);
   // Forgets a staged checkpoint that failed: releases map pages Stage allocated.
   void Abort(ExtentAllocator* allocator);
+
+  // Pages written outside checkpoints (bulk loads): the live table takes their epoch at once, and
+  // their map pages are rewritten by the next checkpoint.
+  void RecordDirect(PageId first, size_t count, uint32_t epoch);
 
   // The manifest's view: map page ids and the epoch each was written in.
   void Serialize(std::string* out) const;
@@ -72,6 +77,7 @@ class EpochTable {
   size_t staged_new_pages_ = 0;   // map pages Stage() appended
   std::vector<size_t> staged_dirty_;  // map page indexes Stage() will rewrite
   std::vector<std::pair<size_t, uint32_t>> staged_old_epochs_;  // for Abort
+  std::vector<size_t> pending_ GUARDED_BY(mu_);  // map pages changed by RecordDirect
   uint32_t staged_epoch_ = 0;
 };
 

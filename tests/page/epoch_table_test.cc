@@ -25,8 +25,8 @@ TEST(EpochTableTest, StageCommitAndReload) {
   Slice in(manifest);
   ASSERT_TRUE(reloaded.Deserialize(&in).ok());
   const auto& img = (*images)[0];
-  ASSERT_TRUE(page::Verify(img.image.get(), img.id).ok());
-  ASSERT_TRUE(reloaded.LoadMapPage(0, img.image.get()).ok());
+  ASSERT_TRUE(page::Verify(img.image.data(), img.id).ok());
+  ASSERT_TRUE(reloaded.LoadMapPage(0, img.image.data()).ok());
   for (PageId p : pages) EXPECT_EQ(reloaded.Get(p), 3u);
 }
 
@@ -45,7 +45,7 @@ TEST(EpochTableTest, StaleMapPageIsRejected) {
   EpochTable reloaded;
   Slice in(manifest);
   ASSERT_TRUE(reloaded.Deserialize(&in).ok());
-  EXPECT_TRUE(reloaded.LoadMapPage(0, (*first)[0].image.get()).IsDataLoss());
+  EXPECT_TRUE(reloaded.LoadMapPage(0, (*first)[0].image.data()).IsDataLoss());
 }
 
 TEST(EpochTableTest, GrowsWithTheFileAndAbortReleasesPages) {

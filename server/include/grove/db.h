@@ -18,6 +18,7 @@
 // failed fsync or a failure between logging and applying a write, the Db refuses further writes
 // (fail-stop) until it is reopened, which recovers from the WAL; reads keep working.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@
 #include "grove/write_batch.h"
 
 namespace grove {
+
+// Source of sorted, unique key/value pairs for Db::BulkLoad: sets *key and *value and returns true,
+// or returns false at the end.
+using BulkLoadSource = std::function<StatusOr<bool>(std::string* key, std::string* value)>;
 
 // What Verify() found. Counts describe the index and the allocator.
 struct VerifyReport {
@@ -75,6 +80,13 @@ class Db {
 
   // An iterator over the range and direction in `options`, positioned on its first entry.
   virtual StatusOr<std::unique_ptr<Iterator>> NewIterator(const ScanOptions& options) = 0;
+
+  // Loads sorted, unique pairs into an empty database, much faster than Put: the index builds its
+  // pages bottom-up and writes them directly, and a checkpoint makes the load durable before this
+  // returns. All or nothing: a crash during the load leaves the database empty. Input out of order
+  // is kInvalidArgument (naming the entry). If the load fails part way, the Db refuses writes until
+  // it is reopened, which returns it to empty. REQUIRES: the database is empty; writes wait.
+  virtual Status BulkLoad(const BulkLoadSource& source) = 0;
 
   // Writes a checkpoint now and waits for it: afterwards recovery replays nothing older.
   virtual Status Checkpoint() = 0;

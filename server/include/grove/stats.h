@@ -19,8 +19,9 @@ enum class IoCause : uint8_t {
   kScan = 2,        // an iterator
   kCheckpoint = 3,  // written by a checkpoint (double-write and in place)
   kRecovery = 4,    // recovery reads and re-applied double-write pages
+  kBulkLoad = 5,    // written directly by a bulk load
 };
-inline constexpr int kNumIoCauses = 5;
+inline constexpr int kNumIoCauses = 6;
 const char* IoCauseName(IoCause cause);  // "demand", "prefetch", ...
 
 struct HistogramSnapshot {

@@ -1,0 +1,565 @@
+#include "buffer/buffer_pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace grove {
+
+using buffer_internal::Frame;
+using buffer_internal::FrameState;
+
+// --- Guards ---------------------------------------------------------------------------------
+
+PageReadGuard& PageReadGuard::operator=(PageReadGuard&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pool_ = std::exchange(other.pool_, nullptr);
+    frame_ = std::exchange(other.frame_, nullptr);
+    id_ = std::exchange(other.id_, kInvalidPageId);
+  }
+  return *this;
+}
+
+void PageReadGuard::Release() {
+  if (frame_ == nullptr) return;
+  frame_->latch.UnlockShared();
+  pool_->Unpin(frame_);
+  frame_ = nullptr;
+}
+
+PageWriteGuard& PageWriteGuard::operator=(PageWriteGuard&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pool_ = std::exchange(other.pool_, nullptr);
+    frame_ = std::exchange(other.frame_, nullptr);
+    id_ = std::exchange(other.id_, kInvalidPageId);
+  }
+  return *this;
+}
+
+char* PageWriteGuard::mutable_data() {
+  pool_->MarkDirty(frame_);
+  return frame_->data;
+}
+
+void PageWriteGuard::Release() {
+  if (frame_ == nullptr) return;
+  frame_->latch.Unlock();
+  pool_->Unpin(frame_);
+  frame_ = nullptr;
+}
+
+void PageWriteGuard::Discard() {
+  if (frame_ == nullptr) return;
+  Frame* f = std::exchange(frame_, nullptr);
+  {
+    BufferPool::Shard& shard = pool_->ShardOf(id_);
+    MutexLock lock(&shard.mu);
+    auto it = shard.table.find(id_);
+    if (it != shard.table.end() && &pool_->frames_[it->second] == f) shard.table.erase(it);
+    if (f->state.load() == FrameState::kResident) pool_->resident_.fetch_sub(1);
+    f->state.store(FrameState::kInvalid);
+    if (f->dirty.exchange(false)) pool_->dirty_count_.fetch_sub(1);
+  }
+  f->latch.Unlock();
+  pool_->Unpin(f);
+}
+
+// --- Pool -----------------------------------------------------------------------------------
+
+BufferPool::BufferPool(const BufferPoolOptions& options, IoBackend* io, File* data_file,
+                       const EpochTable* epochs)
+    : io_(io),
+      file_(data_file),
+      epochs_(epochs),
+      num_frames_(static_cast<uint32_t>(std::max<uint64_t>(16, options.capacity_bytes / kPageSize))),
+      frames_(new Frame[num_frames_]),
+      side_arena_(static_cast<size_t>(options.side_pool_pages) * kPageSize) {
+  const size_t bytes = static_cast<size_t>(num_frames_) * kPageSize;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Without the arena the pool cannot work at all; fall back to the heap so that the failure (if
+  // the heap fails too) is an allocation failure at startup rather than a crash later.
+  if (mem == MAP_FAILED) {
+    mem = std::aligned_alloc(kPageSize, bytes);
+    mmapped_ = false;
+  }
+  arena_ = static_cast<char*>(mem);
+  MutexLock lock(&evict_mu_);
+  free_frames_.reserve(num_frames_);
+  for (uint32_t i = 0; i < num_frames_; ++i) {
+    frames_[i].data = arena_ + static_cast<size_t>(i) * kPageSize;
+    free_frames_.push_back(num_frames_ - 1 - i);  // pop_back hands out low frames first
+  }
+  MutexLock side_lock(&side_mu_);
+  for (uint32_t i = 0; i < options.side_pool_pages; ++i) {
+    side_free_.push_back(side_arena_.data() + static_cast<size_t>(i) * kPageSize);
+  }
+}
+
+BufferPool::~BufferPool() {
+  const size_t bytes = static_cast<size_t>(num_frames_) * kPageSize;
+  if (mmapped_) {
+    munmap(arena_, bytes);
+  } else {
+    std::free(arena_);
+  }
+}
+
+Frame* BufferPool::PinIfPresent(PageId id, Retention retention) {
+  Shard& shard = ShardOf(id);
+  MutexLock lock(&shard.mu);
+  auto it = shard.table.find(id);
+  if (it == shard.table.end()) return nullptr;
+  Frame* f = &frames_[it->second];
+  f->pins.fetch_add(1, std::memory_order_acq_rel);
+  const auto want = static_cast<uint8_t>(retention);
+  if (f->usage.load(std::memory_order_relaxed) < want) f->usage.store(want, std::memory_order_relaxed);
+  return f;
+}
+
+void BufferPool::Unpin(Frame* frame) { frame->pins.fetch_sub(1, std::memory_order_acq_rel); }
+
+bool BufferPool::IsResident(PageId id) {
+  Shard& shard = ShardOf(id);
+  MutexLock lock(&shard.mu);
+  return shard.table.count(id) > 0;
+}
+
+void BufferPool::MarkDirty(Frame* frame) {
+  if (!frame->dirty.exchange(true, std::memory_order_acq_rel)) dirty_count_.fetch_add(1);
+}
+
+StatusOr<uint32_t> BufferPool::ReserveFrame() {
+  MutexLock lock(&evict_mu_);
+  if (!free_frames_.empty()) {
+    const uint32_t idx = free_frames_.back();
+    free_frames_.pop_back();
+    frames_[idx].pins.store(1);
+    return idx;
+  }
+  // CLOCK: a resident, clean, unpinned frame whose usage count has run down is the victim.
+  // Three sweeps are enough for any usage count (Retention::kHigh is 3).
+  for (uint64_t step = 0; step < 4ull * num_frames_; ++step) {
+    const uint32_t idx = clock_hand_;
+    clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
+    Frame& f = frames_[idx];
+    const FrameState state = f.state.load();
+    if (state == FrameState::kInvalid) {
+      // Out of the table: once unpinned nobody can reach it again.
+      uint32_t expected = 0;
+      if (f.pins.compare_exchange_strong(expected, 1)) {
+        f.state.store(FrameState::kFree);
+        f.flushing.store(false);
+        return idx;
+      }
+      continue;
+    }
+    if (state != FrameState::kResident) continue;
+    if (f.pins.load() > 0 || f.dirty.load() || f.flushing.load()) continue;
+    const uint8_t usage = f.usage.load(std::memory_order_relaxed);
+    if (usage > 0) {
+      f.usage.store(usage - 1, std::memory_order_relaxed);
+      continue;
+    }
+    const PageId pid = f.page_id.load();
+    Shard& shard = ShardOf(pid);
+    MutexLock shard_lock(&shard.mu);
+    // Pins are only taken under the shard lock, so this check cannot race with a new reader.
+    if (f.pins.load() != 0 || f.dirty.load() || f.flushing.load() ||
+        f.state.load() != FrameState::kResident || f.page_id.load() != pid) {
+      continue;
+    }
+    shard.table.erase(pid);
+    f.state.store(FrameState::kFree);
+    f.pins.store(1);
+    resident_.fetch_sub(1);
+    evictions_.fetch_add(1);
+    return idx;
+  }
+  return Status::ResourceExhausted(fmt::format(
+      "buffer pool: all {} frames are pinned or dirty ({} dirty); raise cache_bytes or lower "
+      "checkpoint.dirty_fraction",
+      num_frames_, dirty_count_.load()));
+}
+
+void BufferPool::ReturnFrame(uint32_t index) {
+  Frame& f = frames_[index];
+  f.state.store(FrameState::kFree);
+  f.page_id.store(kInvalidPageId);
+  MutexLock lock(&evict_mu_);
+  f.pins.store(0);
+  free_frames_.push_back(index);
+}
+
+bool BufferPool::InstallLocked(Shard& shard, PageId id, uint32_t index, FrameState state) {
+  if (shard.table.count(id)) return false;
+  Frame& f = frames_[index];
+  f.page_id.store(id);
+  f.state.store(state);
+  f.usage.store(static_cast<uint8_t>(Retention::kNormal));
+  f.dirty.store(false);
+  f.flushing.store(false);
+  shard.table.emplace(id, index);
+  return true;
+}
+
+Status BufferPool::VerifyImage(const char* image, PageId id) {
+  GROVE_RETURN_IF_ERROR(page::Verify(image, id));
+  const uint32_t expected = epochs_->Get(id);
+  if (page::Epoch(image) != expected) {
+    return Status::DataLoss(fmt::format(
+        "page {}: stale page (epoch {} on disk, {} expected): a write to it was lost", id,
+        page::Epoch(image), expected));
+  }
+  return Status::Ok();
+}
+
+void BufferPool::InvalidateAndUnpin(Frame* frame, PageId id) {
+  {
+    Shard& shard = ShardOf(id);
+    MutexLock lock(&shard.mu);
+    auto it = shard.table.find(id);
+    if (it != shard.table.end() && &frames_[it->second] == frame) shard.table.erase(it);
+    frame->state.store(FrameState::kInvalid);
+    if (frame->dirty.exchange(false)) dirty_count_.fetch_sub(1);
+  }
+  Unpin(frame);
+}
+
+Status BufferPool::FinishLoad(Frame* frame, PageId id, const IoOp& op, IoCause cause) {
+  Status s = op.status;
+  if (s.ok() && op.bytes != kPageSize) {
+    s = Status::DataLoss(fmt::format("page {}: short read ({} bytes): beyond the end of the data file",
+                                     id, op.bytes));
+  }
+  if (s.ok()) s = VerifyImage(frame->data, id);
+  if (s.ok()) {
+    reads_[static_cast<int>(cause)].fetch_add(1, std::memory_order_relaxed);
+    resident_.fetch_add(1);
+    frame->state.store(FrameState::kResident);
+    return s;
+  }
+  if (s.IsDataLoss()) checksum_failures_.fetch_add(1);
+  frame->latch.Unlock();
+  InvalidateAndUnpin(frame, id);
+  return s;
+}
+
+Status BufferPool::LoadPinned(Frame** out, PageId id, IoCause cause, Retention retention,
+                              PrefetchBatch* prefetched) {
+  for (;;) {
+    if (Frame* f = PinIfPresent(id, retention)) {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      *out = f;
+      return Status::Ok();
+    }
+    GROVE_ASSIGN_OR_RETURN(const uint32_t idx, ReserveFrame());
+    Frame* f = &frames_[idx];
+    f->latch.Lock();  // uncontended: the frame is in no table yet
+    bool installed;
+    {
+      Shard& shard = ShardOf(id);
+      MutexLock lock(&shard.mu);
+      installed = InstallLocked(shard, id, idx, FrameState::kLoading);
+    }
+    if (!installed) {  // another thread is loading it; use theirs
+      f->latch.Unlock();
+      ReturnFrame(idx);
+      continue;
+    }
+    f->usage.store(static_cast<uint8_t>(retention), std::memory_order_relaxed);
+    misses_.fetch_add(1, std::memory_order_relaxed);
+
+    // A confirmed prefetch: the traversal asks for exactly the page that was read ahead.
+    if (prefetched != nullptr) {
+      if (PrefetchBatch::Entry* e = prefetched->Take(id)) {
+        if (e->op.status.ok() && e->op.bytes == kPageSize && VerifyImage(e->buf, id).ok()) {
+          std::memcpy(f->data, e->buf, kPageSize);
+          e->used = true;
+          prefetch_used_.fetch_add(1, std::memory_order_relaxed);
+          resident_.fetch_add(1);
+          f->state.store(FrameState::kResident);
+          f->latch.Unlock();
+          *out = f;
+          return Status::Ok();
+        }
+        // A failed or outdated speculative image (the page may have been rewritten since the
+        // read was issued) is never used: fall through to a normal read.
+      }
+    }
+    IoOp op = IoOp::Read(file_, id * kPageSize, f->data, kPageSize);
+    {
+      auto queue = io_->AcquireQueue();
+      queue->Push(&op);
+      queue->Submit();
+      queue->Wait(&op);
+    }
+    GROVE_RETURN_IF_ERROR(FinishLoad(f, id, op, cause));
+    f->latch.Unlock();
+    *out = f;
+    return Status::Ok();
+  }
+}
+
+StatusOr<PageReadGuard> BufferPool::FetchRead(PageId id, IoCause cause, Retention retention,
+                                              PrefetchBatch* prefetched) {
+  for (;;) {
+    Frame* f;
+    GROVE_RETURN_IF_ERROR(LoadPinned(&f, id, cause, retention, prefetched));
+    f->latch.LockShared();
+    if (f->state.load() == FrameState::kResident && f->page_id.load() == id) {
+      return PageReadGuard(this, f, id);
+    }
+    f->latch.UnlockShared();  // its load failed or it was discarded: look again
+    Unpin(f);
+  }
+}
+
+StatusOr<PageWriteGuard> BufferPool::FetchWrite(PageId id, IoCause cause, Retention retention) {
+  for (;;) {
+    Frame* f;
+    GROVE_RETURN_IF_ERROR(LoadPinned(&f, id, cause, retention, nullptr));
+    f->latch.Lock();
+    if (f->state.load() == FrameState::kResident && f->page_id.load() == id) {
+      return PageWriteGuard(this, f, id);
+    }
+    f->latch.Unlock();
+    Unpin(f);
+  }
+}
+
+StatusOr<PageReadGuard> BufferPool::TryFetchRead(PageId id, IoCause cause) {
+  Frame* f;
+  GROVE_RETURN_IF_ERROR(LoadPinned(&f, id, cause, Retention::kNormal, nullptr));
+  if (!f->latch.TryLockShared()) {
+    Unpin(f);
+    return PageReadGuard();
+  }
+  if (f->state.load() == FrameState::kResident && f->page_id.load() == id) {
+    return PageReadGuard(this, f, id);
+  }
+  f->latch.UnlockShared();
+  Unpin(f);
+  return PageReadGuard();
+}
+
+StatusOr<PageWriteGuard> BufferPool::NewPage(PageId id, PageType type, Retention retention) {
+  GROVE_ASSIGN_OR_RETURN(const uint32_t idx, ReserveFrame());
+  Frame* f = &frames_[idx];
+  f->latch.Lock();
+  bool installed;
+  {
+    Shard& shard = ShardOf(id);
+    MutexLock lock(&shard.mu);
+    installed = InstallLocked(shard, id, idx, FrameState::kResident);
+  }
+  if (!installed) {
+    f->latch.Unlock();
+    ReturnFrame(idx);
+    return Status::Internal(fmt::format("buffer pool: new page {} is already resident", id));
+  }
+  f->usage.store(static_cast<uint8_t>(retention), std::memory_order_relaxed);
+  resident_.fetch_add(1);
+  page::Init(f->data, type, id);
+  MarkDirty(f);
+  return PageWriteGuard(this, f, id);
+}
+
+void BufferPool::Discard(PageId id) {
+  Frame* f = PinIfPresent(id, Retention::kNormal);
+  if (f == nullptr) return;
+  f->latch.Lock();
+  if (f->page_id.load() == id && f->state.load() == FrameState::kResident) {
+    PageWriteGuard guard(this, f, id);
+    guard.Discard();
+    return;
+  }
+  f->latch.Unlock();
+  Unpin(f);
+}
+
+Status BufferPool::LoadMany(const std::vector<PageId>& ids, IoCause cause) {
+  struct Load {
+    Frame* frame;
+    PageId id;
+    IoOp op;
+  };
+  std::vector<Load> loads;
+  loads.reserve(ids.size());
+  Status first_error;
+  for (PageId id : ids) {
+    if (Frame* f = PinIfPresent(id, Retention::kNormal)) {
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      Unpin(f);
+      continue;
+    }
+    auto idx = ReserveFrame();
+    if (!idx.ok()) {
+      first_error = idx.status();
+      break;
+    }
+    Frame* f = &frames_[*idx];
+    f->latch.Lock();
+    bool installed;
+    {
+      Shard& shard = ShardOf(id);
+      MutexLock lock(&shard.mu);
+      installed = InstallLocked(shard, id, *idx, FrameState::kLoading);
+    }
+    if (!installed) {
+      f->latch.Unlock();
+      ReturnFrame(*idx);
+      continue;
+    }
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    loads.push_back({f, id, IoOp::Read(file_, id * kPageSize, f->data, kPageSize)});
+  }
+  if (!loads.empty()) {
+    auto queue = io_->AcquireQueue();
+    for (Load& l : loads) queue->Push(&l.op);
+    queue->Submit();
+    queue->WaitAll();
+  }
+  for (Load& l : loads) {
+    Status s = FinishLoad(l.frame, l.id, l.op, cause);
+    if (s.ok()) {
+      l.frame->latch.Unlock();
+      Unpin(l.frame);
+    } else if (first_error.ok()) {
+      first_error = s;
+    }
+  }
+  return first_error;
+}
+
+StatusOr<std::vector<PageId>> BufferPool::SnapshotDirty(uint32_t epoch, AlignedBuffer* arena) {
+  std::vector<std::pair<PageId, uint32_t>> dirty;
+  for (uint32_t i = 0; i < num_frames_; ++i) {
+    Frame& f = frames_[i];
+    if (f.state.load() == FrameState::kResident && f.dirty.load()) {
+      dirty.push_back({f.page_id.load(), i});
+    }
+  }
+  std::sort(dirty.begin(), dirty.end());
+  *arena = AlignedBuffer(std::max<size_t>(1, dirty.size()) * kPageSize);
+  std::vector<PageId> ids;
+  ids.reserve(dirty.size());
+  MutexLock lock(&checkpoint_mu_);
+  flushing_.clear();
+  for (size_t n = 0; n < dirty.size(); ++n) {
+    const auto [pid, idx] = dirty[n];
+    Frame& f = frames_[idx];
+    char* copy = arena->data() + n * kPageSize;
+    f.latch.LockShared();
+    std::memcpy(copy, f.data, kPageSize);
+    f.flushing.store(true);
+    if (f.dirty.exchange(false)) dirty_count_.fetch_sub(1);
+    f.latch.UnlockShared();
+    page::Seal(copy, epoch);
+    ids.push_back(pid);
+    flushing_.push_back({idx, pid});
+  }
+  return ids;
+}
+
+void BufferPool::EndCheckpoint(bool success) {
+  MutexLock lock(&checkpoint_mu_);
+  for (const auto& [idx, pid] : flushing_) {
+    Frame& f = frames_[idx];
+    if (!success && f.page_id.load() == pid && f.state.load() == FrameState::kResident) {
+      MarkDirty(&f);
+    }
+    f.flushing.store(false);
+  }
+  flushing_.clear();
+}
+
+void BufferPool::RecordWrites(IoCause cause, uint64_t pages) {
+  writes_[static_cast<int>(cause)].fetch_add(pages, std::memory_order_relaxed);
+}
+
+void BufferPool::RecordReads(IoCause cause, uint64_t pages) {
+  reads_[static_cast<int>(cause)].fetch_add(pages, std::memory_order_relaxed);
+}
+
+BufferPoolStats BufferPool::GetStats() const {
+  BufferPoolStats s;
+  s.capacity_pages = num_frames_;
+  s.resident_pages = resident_.load();
+  s.dirty_pages = dirty_count_.load();
+  s.hits = hits_.load();
+  s.misses = misses_.load();
+  s.evictions = evictions_.load();
+  for (int i = 0; i < kNumIoCauses; ++i) {
+    s.page_reads[i] = reads_[i].load();
+    s.page_writes[i] = writes_[i].load();
+  }
+  s.prefetch_issued = prefetch_issued_.load();
+  s.prefetch_used = prefetch_used_.load();
+  s.prefetch_wasted = prefetch_wasted_.load();
+  s.checksum_failures = checksum_failures_.load();
+  return s;
+}
+
+// --- PrefetchBatch --------------------------------------------------------------------------
+
+PrefetchBatch::PrefetchBatch(BufferPool* pool) : pool_(pool) {}
+
+PrefetchBatch::~PrefetchBatch() {
+  if (queue_) queue_->WaitAll();
+  uint64_t wasted = 0;
+  MutexLock lock(&pool_->side_mu_);
+  for (auto& e : entries_) {
+    if (!e->used) ++wasted;
+    pool_->side_free_.push_back(e->buf);
+  }
+  pool_->prefetch_wasted_.fetch_add(wasted, std::memory_order_relaxed);
+}
+
+size_t PrefetchBatch::Issue(const std::vector<PageId>& ids) {
+  size_t issued = 0;
+  for (PageId id : ids) {
+    if (id == kInvalidPageId || pool_->IsResident(id)) continue;
+    bool dup = false;
+    for (const auto& e : entries_) dup |= e->id == id;
+    if (dup) continue;
+    char* buf;
+    {
+      MutexLock lock(&pool_->side_mu_);
+      if (pool_->side_free_.empty()) break;
+      buf = pool_->side_free_.back();
+      pool_->side_free_.pop_back();
+    }
+    if (!queue_) queue_ = pool_->io_->AcquireQueue();
+    auto e = std::make_unique<Entry>();
+    e->id = id;
+    e->buf = buf;
+    e->op = IoOp::Read(pool_->file_, id * kPageSize, buf, kPageSize);
+    queue_->Push(&e->op);
+    entries_.push_back(std::move(e));
+    ++issued;
+  }
+  if (issued > 0) {
+    queue_->Submit();
+    pool_->prefetch_issued_.fetch_add(issued, std::memory_order_relaxed);
+    pool_->RecordReads(IoCause::kPrefetch, issued);
+  }
+  return issued;
+}
+
+PrefetchBatch::Entry* PrefetchBatch::Take(PageId id) {
+  for (auto& e : entries_) {
+    if (e->id == id && !e->taken) {
+      queue_->Wait(&e->op);
+      e->taken = true;
+      return e.get();
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace grove

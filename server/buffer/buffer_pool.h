@@ -1,0 +1,267 @@
+#pragma once
+
+// BufferPool: the page cache over the data file, and the only way to reach page memory.
+//
+// A fixed number of 4 KiB frames (cache_bytes / 4096). A page is found through a sharded page
+// table; a miss takes a frame from the free list or by CLOCK eviction and reads the page with the
+// IO backend, then checks its checksum, own id and epoch (EpochTable) before anyone sees it.
+//
+// Access is through RAII guards only: PageReadGuard holds the frame's latch shared, PageWriteGuard
+// exclusive; both pin the frame so it cannot be evicted. Dropping the guard releases both.
+//
+// No-steal: a dirty frame is never evicted; only a checkpoint writes pages (SnapshotDirty copies
+// them while writers are paused, EndCheckpoint releases them). Frames captured by a checkpoint stay
+// pinned in memory ("flushing") until their in-place write is durable, so a page is never read
+// back from disk while its newest image is still on its way there.
+//
+// Prefetching: PrefetchBatch reads pages speculatively into a small side pool. A prefetched page
+// enters the cache only when a traversal confirms it (FetchRead with the batch, for exactly that
+// page id, and the page verifies); unconfirmed pages are dropped and counted as wasted.
+//
+// Frame state machine (state changes under the page-table shard lock of the frame's page):
+//
+//     kFree --(miss: reserve + insert)--> kLoading --(read ok)--> kResident
+//       ^                                    |                        |
+//       |                              (read failed)          (evict / discard)
+//       |                                    v                        |
+//       +------------(pin == 0)-------- kInvalid <--------------------+
+//
+// Lock order: eviction mutex -> page-table shard mutex -> frame latch is never held while taking
+// the eviction mutex or a shard mutex, except that a loader holds its new frame's latch (no one
+// else can hold it yet). Page latches among themselves are ordered by the index (top-down,
+// left-to-right; see index/btree/btree.h).
+//
+// Thread safety: every public method is safe for concurrent use.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "grove/io_backend.h"
+#include "grove/stats.h"
+#include "grove/status.h"
+#include "page/epoch_table.h"
+#include "page/page.h"
+#include "util/mutex.h"
+
+namespace grove {
+
+// How long a page should stay: CLOCK grants a frame this many sweeps of grace per access.
+enum class Retention : uint8_t { kNormal = 1, kHigh = 3 };
+
+struct BufferPoolOptions {
+  uint64_t capacity_bytes = 256ull << 20;
+  uint32_t side_pool_pages = 512;  // buffers for speculative reads (PrefetchBatch)
+};
+
+class BufferPool;
+class PrefetchBatch;
+
+namespace buffer_internal {
+
+enum class FrameState : uint8_t { kFree, kLoading, kResident, kInvalid };
+
+struct Frame {
+  std::atomic<PageId> page_id{kInvalidPageId};
+  std::atomic<uint32_t> pins{0};
+  std::atomic<FrameState> state{FrameState::kFree};
+  std::atomic<uint8_t> usage{0};
+  std::atomic<bool> dirty{false};
+  std::atomic<bool> flushing{false};
+  SharedMutex latch;
+  char* data = nullptr;
+};
+
+}  // namespace buffer_internal
+
+class PageReadGuard {
+ public:
+  PageReadGuard() = default;
+  PageReadGuard(PageReadGuard&& other) noexcept { *this = std::move(other); }
+  PageReadGuard& operator=(PageReadGuard&& other) noexcept;
+  PageReadGuard(const PageReadGuard&) = delete;
+  PageReadGuard& operator=(const PageReadGuard&) = delete;
+  ~PageReadGuard() { Release(); }
+
+  explicit operator bool() const { return frame_ != nullptr; }
+  const char* data() const { return frame_->data; }
+  PageId id() const { return id_; }
+  void Release();
+
+ private:
+  friend class BufferPool;
+  PageReadGuard(BufferPool* pool, buffer_internal::Frame* frame, PageId id)
+      : pool_(pool), frame_(frame), id_(id) {}
+  BufferPool* pool_ = nullptr;
+  buffer_internal::Frame* frame_ = nullptr;
+  PageId id_ = kInvalidPageId;
+};
+
+class PageWriteGuard {
+ public:
+  PageWriteGuard() = default;
+  PageWriteGuard(PageWriteGuard&& other) noexcept { *this = std::move(other); }
+  PageWriteGuard& operator=(PageWriteGuard&& other) noexcept;
+  PageWriteGuard(const PageWriteGuard&) = delete;
+  PageWriteGuard& operator=(const PageWriteGuard&) = delete;
+  ~PageWriteGuard() { Release(); }
+
+  explicit operator bool() const { return frame_ != nullptr; }
+  const char* data() const { return frame_->data; }
+  // The page's bytes for modification; marks the page dirty.
+  char* mutable_data();
+  PageId id() const { return id_; }
+  void Release();
+  // The page was freed: drop it from the pool without writing it, and release the guard.
+  void Discard();
+
+ private:
+  friend class BufferPool;
+  PageWriteGuard(BufferPool* pool, buffer_internal::Frame* frame, PageId id)
+      : pool_(pool), frame_(frame), id_(id) {}
+  BufferPool* pool_ = nullptr;
+  buffer_internal::Frame* frame_ = nullptr;
+  PageId id_ = kInvalidPageId;
+};
+
+class BufferPool {
+ public:
+  // `data_file` is the O_DIRECT data file; `epochs` the table every read is checked against.
+  BufferPool(const BufferPoolOptions& options, IoBackend* io, File* data_file,
+             const EpochTable* epochs);
+  ~BufferPool();  // REQUIRES: no guard or PrefetchBatch of this pool is alive
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // Returns the page latched shared, reading it from disk on a miss. kDataLoss when the page
+  // fails its checks; the bad image never enters the cache.
+  StatusOr<PageReadGuard> FetchRead(PageId id, IoCause cause = IoCause::kDemand,
+                                    Retention retention = Retention::kNormal,
+                                    PrefetchBatch* prefetched = nullptr);
+  StatusOr<PageWriteGuard> FetchWrite(PageId id, IoCause cause = IoCause::kDemand,
+                                      Retention retention = Retention::kNormal);
+  // Like FetchRead, but only if the latch can be taken without waiting. An OK result with an empty
+  // guard means "busy": the caller must back off (used to move right-to-left without deadlock).
+  StatusOr<PageReadGuard> TryFetchRead(PageId id, IoCause cause = IoCause::kScan);
+
+  // A new page that was never written: no read; the frame is zeroed, initialised with `type` and
+  // `id`, and dirty. REQUIRES: `id` was just allocated.
+  StatusOr<PageWriteGuard> NewPage(PageId id, PageType type, Retention retention = Retention::kNormal);
+
+  // Drops page `id` if it is resident (it was freed). REQUIRES: the caller holds no guard on it.
+  void Discard(PageId id);
+
+  // Makes every page of `ids` resident, reading the missing ones in one IO submission.
+  Status LoadMany(const std::vector<PageId>& ids, IoCause cause);
+
+  bool IsResident(PageId id);
+
+  // --- Checkpoint support (one checkpoint at a time; writers paused during SnapshotDirty). ---
+  // Copies every dirty page, sealed with `epoch`, into *arena (kPageSize apiece, ascending page
+  // id), marks the frames clean and flushing, and returns their ids in the same order.
+  StatusOr<std::vector<PageId>> SnapshotDirty(uint32_t epoch, AlignedBuffer* arena);
+  // Ends the checkpoint begun by SnapshotDirty. On failure the captured pages become dirty again.
+  void EndCheckpoint(bool success);
+  uint64_t dirty_pages() const { return dirty_count_.load(std::memory_order_relaxed); }
+  uint64_t capacity_pages() const { return num_frames_; }
+  void RecordWrites(IoCause cause, uint64_t pages);
+  void RecordReads(IoCause cause, uint64_t pages);
+
+  BufferPoolStats GetStats() const;
+
+ private:
+  friend class PageReadGuard;
+  friend class PageWriteGuard;
+  friend class PrefetchBatch;
+  using Frame = buffer_internal::Frame;
+  using FrameState = buffer_internal::FrameState;
+
+  static constexpr int kShards = 64;
+  struct Shard {
+    Mutex mu;
+    std::unordered_map<PageId, uint32_t> table GUARDED_BY(mu);  // page id -> frame index
+  };
+  Shard& ShardOf(PageId id) { return shards_[(id * 0x9E3779B97F4A7C15ull) >> 58]; }
+
+  // Pins the resident or loading frame of `id`, or returns null when absent.
+  Frame* PinIfPresent(PageId id, Retention retention);
+  // Takes a frame out of circulation for a new page: free list first, then CLOCK.
+  StatusOr<uint32_t> ReserveFrame();
+  void ReturnFrame(uint32_t index);
+  // Inserts `id` -> frame in the table, unless someone else inserted `id` first (then returns
+  // false and the caller uses theirs).
+  bool InstallLocked(Shard& shard, PageId id, uint32_t index, FrameState state) REQUIRES(shard.mu);
+  // After a read: verify, then publish or invalidate. Returns the page's status.
+  Status FinishLoad(Frame* frame, PageId id, const IoOp& op, IoCause cause);
+  void InvalidateAndUnpin(Frame* frame, PageId id);
+  void Unpin(Frame* frame);
+  Status VerifyImage(const char* image, PageId id);
+  Status LoadPinned(Frame** frame_out, PageId id, IoCause cause, Retention retention,
+                    PrefetchBatch* prefetched);
+  void MarkDirty(Frame* frame);
+
+  IoBackend* const io_;
+  File* const file_;
+  const EpochTable* const epochs_;
+  const uint32_t num_frames_;
+  char* arena_ = nullptr;  // num_frames_ * kPageSize bytes, mmap'ed (heap if mmap failed)
+  bool mmapped_ = true;
+  std::unique_ptr<Frame[]> frames_;
+  std::array<Shard, kShards> shards_;
+
+  Mutex evict_mu_;
+  std::vector<uint32_t> free_frames_ GUARDED_BY(evict_mu_);
+  uint32_t clock_hand_ GUARDED_BY(evict_mu_) = 0;
+
+  // Frames captured by the running checkpoint.
+  Mutex checkpoint_mu_;
+  std::vector<std::pair<uint32_t, PageId>> flushing_ GUARDED_BY(checkpoint_mu_);
+
+  // Side pool for PrefetchBatch.
+  Mutex side_mu_;
+  std::vector<char*> side_free_ GUARDED_BY(side_mu_);
+  AlignedBuffer side_arena_;
+
+  std::atomic<uint64_t> dirty_count_{0};
+  std::atomic<uint64_t> resident_{0};
+  std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, checksum_failures_{0};
+  std::array<std::atomic<uint64_t>, kNumIoCauses> reads_{}, writes_{};
+  std::atomic<uint64_t> prefetch_issued_{0}, prefetch_used_{0}, prefetch_wasted_{0};
+};
+
+// Speculative reads of pages a lookup expects to need (SHORTCUT's one-shot path prefetch). Owned
+// by one thread for the duration of one lookup. Pages already resident are not read. Issue() sends
+// every read in one submission into side-pool buffers; FetchRead(id, ..., this) consumes a
+// prefetched page only when the traversal asks for exactly that id and the image verifies.
+class PrefetchBatch {
+ public:
+  explicit PrefetchBatch(BufferPool* pool);
+  ~PrefetchBatch();  // waits for outstanding reads; unused pages count as wasted
+  PrefetchBatch(const PrefetchBatch&) = delete;
+  PrefetchBatch& operator=(const PrefetchBatch&) = delete;
+
+  // Returns how many reads were issued (side-pool exhaustion or residency may reduce it).
+  size_t Issue(const std::vector<PageId>& ids);
+  size_t issued() const { return entries_.size(); }
+
+ private:
+  friend class BufferPool;
+  struct Entry {
+    PageId id;
+    char* buf;
+    IoOp op;
+    bool taken = false;  // handed to a traversal
+    bool used = false;   // verified and admitted to the cache
+  };
+  // The entry for `id`, waiting for its read; null when `id` was not prefetched.
+  Entry* Take(PageId id);
+
+  BufferPool* const pool_;
+  std::unique_ptr<IoQueue> queue_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace grove

@@ -1,0 +1,205 @@
+// DbImpl: checkpoints and the background thread that triggers them.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "engine/db_impl.h"
+#include "engine/double_write.h"
+#include "engine/manifest.h"
+#include "util/clock.h"
+#include "util/crc32c.h"
+
+namespace grove {
+
+Status DbImpl::Checkpoint() {
+  if (closed_.load()) return Status::Unavailable("database is closed");
+  return RunCheckpoint(CheckpointReason::kManual);
+}
+
+Status DbImpl::RunCheckpoint(CheckpointReason reason) {
+  MutexLock lock(&checkpoint_mu_);
+  return CheckpointLocked(reason);
+}
+
+Status DbImpl::CheckpointLocked(CheckpointReason reason) {
+  if (failed_.load()) {
+    MutexLock lock(&state_mu_);
+    return bg_error_;
+  }
+  const uint64_t t0 = NowNanos();
+  const uint64_t epoch = durable_epoch_.load() + 1;
+  const auto epoch32 = static_cast<uint32_t>(epoch);
+
+  // 1. With writers paused: a consistent snapshot of dirty pages, epochs and metadata.
+  AlignedBuffer arena;
+  std::vector<PageId> ids;
+  std::vector<EpochTable::MapPageImage> maps;
+  std::string manifest;
+  uint64_t high_water = 0, wal_bytes = 0;
+  Lsn redo = 0;
+  bool snapshotted = false;
+  gate_.Pause();
+  Status s = [&]() -> Status {
+    GROVE_RETURN_IF_ERROR(index_->PrepareCheckpoint());
+    redo = wal_ ? wal_->next_lsn() : replay_next_lsn_.load();
+    redo = std::min(redo, index_->OldestUnpersistedLsn());
+    wal_bytes = wal_ ? wal_->appended_bytes() : 0;
+    GROVE_ASSIGN_OR_RETURN(ids, pool_->SnapshotDirty(epoch32, &arena));
+    snapshotted = true;
+    GROVE_ASSIGN_OR_RETURN(maps, epochs_.Stage(ids, epoch32, &allocator_));
+    Manifest m;
+    m.epoch = epoch;
+    m.redo_lsn = redo;
+    allocator_.Serialize(&m.allocator);
+    epochs_.Serialize(&m.epoch_map);
+    m.variant = variant_;
+    m.params = params_string_;
+    m.index_metadata = index_->SerializeMetadata();
+    m.blob_values = values_->blob_values();
+    m.blob_pages = values_->blob_pages();
+    manifest = m.Encode();
+    high_water = allocator_.high_water_pages();
+    return Status::Ok();
+  }();
+  gate_.Resume();
+
+  auto abort = [&](const Status& cause) {
+    if (snapshotted) pool_->EndCheckpoint(false);
+    epochs_.Abort(&allocator_);
+    checkpoint_failures_.fetch_add(1);
+    last_checkpoint_no_space_ = cause.IsResourceExhausted();
+    return cause.WithContext(fmt::format("checkpoint {}", epoch));
+  };
+  if (!s.ok()) return abort(s);
+  if (ids.empty() && maps.empty() && redo == redo_lsn_.load() && reason != CheckpointReason::kCreate) {
+    pool_->EndCheckpoint(true);  // nothing changed since the last checkpoint
+    epochs_.Commit({}, epoch32);
+    last_checkpoint_nanos_ = NowNanos();
+    return Status::Ok();
+  }
+
+  PageImages pages;
+  pages.reserve(ids.size() + maps.size());
+  for (size_t i = 0; i < ids.size(); ++i) pages.push_back({ids[i], arena.data() + i * kPageSize});
+  for (const auto& m : maps) pages.push_back({m.id, m.image.data()});
+  std::sort(pages.begin(), pages.end());
+
+  // 2. Reserve space, so that a full disk fails here, before anything is overwritten.
+  s = data_file_->Allocate(0, high_water * kPageSize);
+  // 3. The double-write batch, then the manifest: after these, recovery can finish this
+  //    checkpoint on its own.
+  if (s.ok()) s = WriteDoubleWrite(dw_file_.get(), epoch, pages, manifest);
+  if (s.ok()) s = WriteManifestFile(io_.get(), options_.data_dir, epoch, manifest);
+  if (!s.ok()) return abort(s);
+
+  // 4. In place, then the superblock flip. A failure from here on is fail-stop: memory is ahead of
+  //    a data file that may be half-written; reopening repairs it from the double-write batch.
+  s = WritePagesInPlace(io_.get(), data_file_.get(), pages);
+  if (s.ok()) {
+    Superblock sb;
+    sb.epoch = epoch;
+    sb.manifest_size = manifest.size();
+    sb.manifest_crc = crc32c::Mask(crc32c::Value(manifest.data(), manifest.size()));
+    sb.created_unix = created_unix_;
+    sb.variant = variant_;
+    sb.layout = layout_;
+    s = WriteSuperblock(data_file_.get(), sb);
+  }
+  if (!s.ok()) {
+    pool_->EndCheckpoint(false);
+    checkpoint_failures_.fetch_add(1);
+    const Status err = Status::Internal(fmt::format(
+        "checkpoint {} failed while writing pages in place ({}); the database refuses writes "
+        "until it is reopened, which completes the checkpoint from the double-write file",
+        epoch, s.ToString()));
+    SetBackgroundError(err);
+    return err;
+  }
+
+  // 5. Durable: publish, then clean up what no recovery can need any more.
+  epochs_.Commit(ids, epoch32);
+  pool_->EndCheckpoint(true);
+  durable_epoch_ = epoch;
+  redo_lsn_ = redo;
+  wal_bytes_at_checkpoint_ = wal_bytes;
+  last_checkpoint_no_space_ = false;
+  pool_->RecordWrites(IoCause::kCheckpoint, 2 * pages.size());
+  checkpoints_.fetch_add(1);
+  checkpoint_pages_.fetch_add(pages.size());
+  checkpoint_bytes_.fetch_add(2 * pages.size() * kPageSize + 2 * manifest.size());
+  const uint64_t t1 = NowNanos();
+  last_checkpoint_nanos_ = t1;
+  checkpoint_seconds_.RecordNanos(t1 - t0);
+
+  if (auto names = io_->ListDir(options_.data_dir); names.ok()) {
+    for (const std::string& name : *names) {
+      uint64_t e;
+      if (ParseManifestFileName(name, &e) && e + 1 < epoch) {
+        io_->DeleteFile(options_.data_dir + "/" + name).IgnoreError();  // a leftover is harmless
+      }
+    }
+  }
+  if (wal_) {
+    if (Status ws = wal_->RemoveObsoleteSegments(redo); !ws.ok()) {
+      logger_->Log(LogLevel::kWarn, "removing old WAL segments failed: " + ws.ToString());
+    }
+  }
+  if (reason != CheckpointReason::kTimer && reason != CheckpointReason::kDirty) {
+    logger_->Log(LogLevel::kDebug, fmt::format("checkpoint {}: {} pages, redo LSN {}, {:.1f} ms",
+                                               epoch, pages.size(), redo, (t1 - t0) * 1e-6));
+  }
+  return Status::Ok();
+}
+
+bool DbImpl::CheckpointDue() const {
+  const double dirty = static_cast<double>(pool_->dirty_pages());
+  if (dirty >= options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages())) {
+    return true;
+  }
+  const uint64_t wal_now = wal_ ? wal_->appended_bytes() : 0;
+  const uint64_t wal_since = wal_now - std::min(wal_now, wal_bytes_at_checkpoint_.load());
+  if (wal_since >= options_.checkpoint.wal_bytes) return true;
+  if (options_.checkpoint.interval_seconds > 0 && (dirty > 0 || wal_since > 0)) {
+    const uint64_t age = NowNanos() - last_checkpoint_nanos_.load();
+    if (age >= uint64_t{options_.checkpoint.interval_seconds} * 1000000000ull) return true;
+  }
+  return false;
+}
+
+void DbImpl::MaybeScheduleCheckpoint() {
+  const double dirty = static_cast<double>(pool_->dirty_pages());
+  if (dirty < options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages())) {
+    const uint64_t wal_now = wal_->appended_bytes();
+    if (wal_now - std::min(wal_now, wal_bytes_at_checkpoint_.load()) < options_.checkpoint.wal_bytes) {
+      return;
+    }
+  }
+  MutexLock lock(&bg_mu_);
+  bg_kick_ = true;
+  bg_cv_.Signal();
+}
+
+void DbImpl::BackgroundLoop() {
+  uint64_t failures_logged = 0;
+  for (;;) {
+    {
+      MutexLock lock(&bg_mu_);
+      if (!bg_stop_ && !bg_kick_) bg_cv_.WaitFor(std::chrono::milliseconds(100));
+      if (bg_stop_) return;
+      bg_kick_ = false;
+    }
+    if (failed_.load() || closed_.load() || !CheckpointDue()) continue;
+    Status s = RunCheckpoint(CheckpointReason::kTimer);
+    if (!s.ok()) {
+      // A full disk makes every attempt fail the same way; say so now and then, not every 100 ms.
+      if (failures_logged++ % 100 == 0) {
+        logger_->Log(LogLevel::kError, "background checkpoint failed: " + s.ToString());
+      }
+    } else {
+      failures_logged = 0;
+    }
+  }
+}
+
+}  // namespace grove

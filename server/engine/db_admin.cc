@@ -1,0 +1,188 @@
+// DbImpl: close, statistics, verification, and DestroyDb.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+
+#include <fmt/format.h>
+
+#include "engine/db_impl.h"
+#include "engine/double_write.h"
+#include "engine/manifest.h"
+#include "util/crc32c.h"
+
+namespace grove {
+
+Status DbImpl::Close() {
+  if (closed_.exchange(true)) return Status::Unavailable("database is closed");
+  {
+    MutexLock lock(&bg_mu_);
+    bg_stop_ = true;
+    bg_cv_.SignalAll();
+  }
+  if (bg_thread_.joinable()) bg_thread_.join();
+  Status s;
+  if (failed_.load()) {
+    MutexLock lock(&state_mu_);
+    s = bg_error_;
+  } else {
+    s = RunCheckpoint(CheckpointReason::kClose);
+  }
+  if (wal_) {
+    Status ws = wal_->Close();
+    if (s.ok()) s = ws;
+  }
+  lock_.reset();
+  if (s.ok()) logger_->Log(LogLevel::kInfo, "closed " + options_.data_dir);
+  return s;
+}
+
+DbStats DbImpl::GetStats() {
+  DbStats s;
+  s.io_backend = std::string(io_->Name());
+  s.gets = gets_.load();
+  s.puts = puts_.load();
+  s.deletes = deletes_.load();
+  s.writes = writes_.load();
+  s.scans = scans_.load();
+  s.data_file_pages = allocator_.high_water_pages();
+  s.free_pages = allocator_.free_pages();
+  s.blob_values = values_->blob_values();
+  s.blob_pages = values_->blob_pages();
+  s.recovery_replayed_records = recovery_records_;
+  s.recovery_seconds = recovery_seconds_;
+  s.cache = pool_->GetStats();
+  if (wal_) s.wal = wal_->GetStats();
+  s.checkpoint.count = checkpoints_.load();
+  s.checkpoint.failures = checkpoint_failures_.load();
+  s.checkpoint.epoch = durable_epoch_.load();
+  s.checkpoint.redo_lsn = redo_lsn_.load();
+  s.checkpoint.pages_written = checkpoint_pages_.load();
+  s.checkpoint.bytes_written = checkpoint_bytes_.load();
+  s.checkpoint.duration_seconds = checkpoint_seconds_.Snapshot();
+  s.index = index_->GetStats();
+  return s;
+}
+
+namespace {
+
+// Collects what the index claims and checks it against the allocator and the value store.
+class EngineVerifier final : public IndexVerifier {
+ public:
+  EngineVerifier(DbImpl* db, uint64_t pages, VerifyReport* report)
+      : db_(db), owner_(pages, nullptr), report_(report) {}
+
+  void ClaimPages(PageId first, uint32_t count, std::string_view what) override {
+    for (PageId p = first; p < first + count; ++p) {
+      if (p >= owner_.size()) {
+        Problem(fmt::format("{} page {} lies beyond the data file ({} pages)", what, p,
+                            owner_.size()));
+        continue;
+      }
+      if (owner_[p] != nullptr) {
+        Problem(fmt::format("page {} is reachable twice: as {} and as {}", p, owner_[p], what));
+        continue;
+      }
+      owner_[p] = Intern(what);
+      ++report_->pages_checked;
+    }
+  }
+
+  void OnCell(Slice key, Slice cell) override {
+    ++report_->entries_checked;
+    if (!IsValidCell(cell)) {
+      Problem(fmt::format("malformed value cell ({} bytes)", cell.size()));
+      return;
+    }
+    if (!IsBlobCell(cell)) return;
+    const BlobRef ref = DecodeBlobCell(cell);
+    ClaimPages(ref.first, ref.pages(), "blob");
+    std::string value;
+    if (Status s = db_->ResolveCell(key, std::string(cell), IoCause::kScan, &value); !s.ok()) {
+      Problem(fmt::format("blob at page {}: {}", ref.first, s.ToString()));
+    }
+    ++report_->blob_values_checked;
+  }
+
+  void Problem(std::string description) override {
+    if (report_->problems.size() < 1000) report_->problems.push_back(std::move(description));
+  }
+
+  bool owned(PageId p) const { return owner_[p] != nullptr; }
+
+ private:
+  const char* Intern(std::string_view what) {
+    for (const std::string& s : names_) {
+      if (s == what) return s.c_str();
+    }
+    names_.emplace_back(what);
+    return names_.back().c_str();
+  }
+
+  DbImpl* const db_;
+  std::vector<const char*> owner_;
+  std::deque<std::string> names_;
+  VerifyReport* const report_;
+};
+
+}  // namespace
+
+Status DbImpl::Verify(VerifyReport* report) {
+  if (closed_.load()) return Status::Unavailable("database is closed");
+  *report = VerifyReport();
+  // Writers wait: the walk must see one consistent tree. Checkpoints wait too (their page
+  // ownership changes would look like leaks).
+  MutexLock checkpoint_lock(&checkpoint_mu_);
+  gate_.Pause();
+  const uint64_t pages = allocator_.high_water_pages();
+  EngineVerifier v(this, pages, report);
+  Status s = index_->Verify(&v);
+  gate_.Resume();
+  GROVE_RETURN_IF_ERROR(s);
+  for (PageId p : {PageId{0}, PageId{1}}) {
+    if (p < pages) v.ClaimPages(p, 1, "superblock");
+  }
+  for (PageId p : epochs_.map_page_ids()) v.ClaimPages(p, 1, "epoch map");
+  if (std::string why = allocator_.CheckInvariants(); !why.empty()) v.Problem("allocator: " + why);
+  uint64_t leaked = 0, reachable_free = 0;
+  PageId first_leak = 0, first_free = 0;
+  for (PageId p = 0; p < pages; ++p) {
+    const bool free = allocator_.IsFree(p);
+    if (v.owned(p) && free && reachable_free++ == 0) first_free = p;
+    if (!v.owned(p) && !free && leaked++ == 0) first_leak = p;
+  }
+  if (reachable_free > 0) {
+    v.Problem(fmt::format("{} reachable pages are marked free (first: {})", reachable_free, first_free));
+  }
+  if (leaked > 0) {
+    v.Problem(fmt::format("{} allocated pages are unreachable (leaked; first: {})", leaked, first_leak));
+  }
+  return Status::Ok();
+}
+
+Status DestroyDb(const std::string& data_dir) {
+  auto io = NewIoBackend(IoBackendOptions{.kind = IoBackendKind::kPsync}, nullptr);
+  if (!io.ok()) return io.status();
+  if (!(*io)->FileExists(data_dir)) return Status::Ok();
+  GROVE_ASSIGN_OR_RETURN(auto lock, LockFile::Acquire(data_dir));
+  GROVE_ASSIGN_OR_RETURN(const auto names, (*io)->ListDir(data_dir));
+  for (const std::string& name : names) {
+    uint64_t epoch;
+    const bool ours = name == "grove.data" || name == kDoubleWriteFileName ||
+                      ParseManifestFileName(name, &epoch) ||
+                      (name.rfind("wal-", 0) == 0 && name.size() > 8 &&
+                       name.compare(name.size() - 4, 4, ".log") == 0);
+    if (ours) GROVE_RETURN_IF_ERROR((*io)->DeleteFile(data_dir + "/" + name));
+  }
+  lock.reset();
+  (*io)->DeleteFile(data_dir + "/LOCK").IgnoreError();
+  (*io)->SyncDir(data_dir).IgnoreError();
+  if (auto rest = (*io)->ListDir(data_dir); rest.ok() && rest->empty()) {
+    if (::rmdir(data_dir.c_str()) != 0) return Status::FromErrno(errno, "rmdir " + data_dir);
+  }
+  return Status::Ok();
+}
+
+}  // namespace grove

@@ -1,0 +1,264 @@
+// DbImpl: open, create and recovery.
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "engine/db_impl.h"
+#include "engine/double_write.h"
+#include "engine/manifest.h"
+#include "index/registry.h"
+#include "util/clock.h"
+#include "util/crc32c.h"
+
+namespace grove {
+
+inline constexpr const char* kDataFileName = "grove.data";
+
+// Writes bulk-load pages straight to the data file (see DirectPageWriter).
+class DbImpl::DirectWriter final : public DirectPageWriter {
+ public:
+  explicit DirectWriter(DbImpl* db) : db_(db) {}
+  Status WriteRun(PageId first, size_t count, char* images) override {
+    const auto epoch = static_cast<uint32_t>(db_->durable_epoch_.load() + 1);
+    for (size_t i = 0; i < count; ++i) page::Seal(images + i * kPageSize, epoch);
+    GROVE_RETURN_IF_ERROR(
+        db_->data_file_->Write(first * kPageSize, Slice(images, count * kPageSize)));
+    db_->epochs_.RecordDirect(first, count, epoch);
+    db_->pool_->RecordWrites(IoCause::kBulkLoad, count);
+    return Status::Ok();
+  }
+
+ private:
+  DbImpl* const db_;
+};
+
+StatusOr<std::unique_ptr<Db>> Db::Open(const Options& options) { return DbImpl::Open(options); }
+
+StatusOr<std::unique_ptr<Db>> DbImpl::Open(const Options& options) {
+  GROVE_ASSIGN_OR_RETURN(Options checked, CheckOptions(options));
+  std::unique_ptr<DbImpl> db(new DbImpl(checked));
+  Status s = db->OpenImpl();
+  if (!s.ok()) {
+    db->closed_ = true;  // nothing to checkpoint: the destructor only releases resources
+    return s;
+  }
+  return std::unique_ptr<Db>(std::move(db));
+}
+
+DbImpl::DbImpl(const Options& options) : options_(options), logger_(options.logger) {}
+
+DbImpl::~DbImpl() {
+  if (!closed_.load()) {
+    Status s = Close();
+    if (!s.ok()) logger_->Log(LogLevel::kError, "close on destruction failed: " + s.ToString());
+  }
+  {
+    MutexLock lock(&bg_mu_);
+    bg_stop_ = true;
+    bg_cv_.SignalAll();
+  }
+  if (bg_thread_.joinable()) bg_thread_.join();
+}
+
+Status DbImpl::OpenImpl() {
+  const uint64_t t0 = NowNanos();
+  const std::string& dir = options_.data_dir;
+  if (options_.io_backend) {
+    io_ = options_.io_backend;
+  } else {
+    GROVE_ASSIGN_OR_RETURN(io_, NewIoBackend(options_.io, logger_.get()));
+  }
+  if (options_.create_if_missing) {
+    GROVE_RETURN_IF_ERROR(io_->CreateDir(dir));
+  } else if (!io_->FileExists(dir + "/" + kDataFileName)) {
+    return Status::NotFound(
+        fmt::format("no database in {} (and create_if_missing is false)", dir));
+  }
+  GROVE_ASSIGN_OR_RETURN(lock_, LockFile::Acquire(dir));
+
+  const FileOptions data_opts{.create = true, .direct = options_.direct_io};
+  GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(dir + "/" + kDataFileName, data_opts));
+  GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
+  pool_ = std::make_unique<BufferPool>(BufferPoolOptions{.capacity_bytes = options_.cache_bytes},
+                                       io_.get(), data_file_.get(), &epochs_);
+  direct_ = std::make_unique<DirectWriter>(this);
+  values_ = std::make_unique<ValueStore>(pool_.get(), &allocator_, direct_.get());
+
+  const IndexRegistry registry = IndexRegistry::WithBuiltins();
+  variant_ = options_.index.variant;
+  GROVE_ASSIGN_OR_RETURN(const ParamMap params, registry.Resolve(variant_, options_.index.params));
+  layout_ = registry.LayoutString(variant_, params);
+  params_string_.clear();
+  for (const auto& [k, v] : params) params_string_ += (params_string_.empty() ? "" : ";") + k + "=" + v;
+
+  GROVE_ASSIGN_OR_RETURN(const uint64_t size, data_file_->Size());
+  std::optional<Superblock> sb;
+  if (size > 0) {
+    std::string problems;
+    GROVE_ASSIGN_OR_RETURN(sb, ReadSuperblock(data_file_.get(), &problems));
+    if (!sb) {
+      return Status::DataLoss(fmt::format("{}/{}: no valid superblock ({})", dir, kDataFileName,
+                                          problems));
+    }
+    if (sb->format != kDataFormatVersion) {
+      return Status::FailedPrecondition(fmt::format(
+          "{} holds data format version {}; this build reads version {}", dir, sb->format,
+          kDataFormatVersion));
+    }
+    if (sb->variant != variant_ || sb->layout != layout_) {
+      return Status::FailedPrecondition(fmt::format(
+          "{} holds index variant '{}' with layout [{}], but variant '{}' with layout [{}] was "
+          "asked for; open it with the variant on disk or choose another data directory",
+          dir, sb->variant, sb->layout, variant_, layout_));
+    }
+    GROVE_RETURN_IF_ERROR(RepairFromDoubleWrite(&*sb));
+  }
+
+  if (!sb || sb->epoch == 0) {
+    GROVE_RETURN_IF_ERROR(CreateFresh(registry, params, layout_));
+  } else {
+    GROVE_RETURN_IF_ERROR(LoadCheckpoint(*sb, registry, params));
+  }
+  GROVE_RETURN_IF_ERROR(ReplayWal());
+  GROVE_ASSIGN_OR_RETURN(wal_, wal::Wal::Open(io_.get(), dir, options_.wal,
+                                              replay_next_lsn_.load(), logger_.get()));
+  wal_bytes_at_checkpoint_ = 0;
+  last_checkpoint_nanos_ = NowNanos();
+  recovery_seconds_ = static_cast<double>(NowNanos() - t0) * 1e-9;
+  bg_thread_ = std::thread([this] { BackgroundLoop(); });
+  logger_->Log(LogLevel::kInfo,
+               fmt::format("opened {}: variant {} [{}], io backend {}, checkpoint epoch {}, "
+                           "replayed {} WAL records, {:.3f} s",
+                           dir, variant_, params_string_, io_->Name(), durable_epoch_.load(),
+                           recovery_records_, recovery_seconds_));
+  return Status::Ok();
+}
+
+Status DbImpl::CreateFresh(const IndexRegistry& registry, const ParamMap& params,
+                           const std::string& layout) {
+  created_unix_ = static_cast<uint64_t>(std::time(nullptr));
+  // Epoch 0 names the variant before anything else is written, so that a crash during creation
+  // and a reopen with another variant is refused like any other mismatch.
+  Superblock sb0;
+  sb0.epoch = 0;
+  sb0.created_unix = created_unix_;
+  sb0.variant = variant_;
+  sb0.layout = layout;
+  GROVE_RETURN_IF_ERROR(data_file_->Truncate(0));
+  GROVE_RETURN_IF_ERROR(WriteSuperblock(data_file_.get(), sb0));
+  GROVE_RETURN_IF_ERROR(io_->SyncDir(options_.data_dir));
+
+  const VariantSpec* spec = registry.Find(variant_);
+  IndexContext ctx{pool_.get(), &allocator_, io_.get(), direct_.get(), options_.data_dir, &options_,
+                   logger_.get()};
+  GROVE_ASSIGN_OR_RETURN(index_, spec->create(ctx, params));
+  replay_next_lsn_ = 1;
+  redo_lsn_ = 1;
+  logger_->Log(LogLevel::kInfo, fmt::format("created a new {} database in {}", variant_,
+                                            options_.data_dir));
+  return RunCheckpoint(CheckpointReason::kCreate);
+}
+
+Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
+  GROVE_ASSIGN_OR_RETURN(auto batch, ReadDoubleWrite(dw_file_.get()));
+  if (!batch || batch->epoch != sb->epoch + 1) return Status::Ok();
+  // The checkpoint after the durable one wrote its complete batch but may not have finished its
+  // in-place writes or its superblock: finish it.
+  GROVE_ASSIGN_OR_RETURN(Manifest m, Manifest::Decode(batch->manifest));
+  if (m.epoch != batch->epoch) {
+    return Status::DataLoss("double-write batch carries a manifest of another epoch");
+  }
+  GROVE_RETURN_IF_ERROR(WriteManifestFile(io_.get(), options_.data_dir, batch->epoch,
+                                          batch->manifest));
+  const PageImages pages = batch->pages();
+  GROVE_RETURN_IF_ERROR(WritePagesInPlace(io_.get(), data_file_.get(), pages));
+  pool_->RecordWrites(IoCause::kRecovery, pages.size());
+  Superblock next = *sb;
+  next.epoch = batch->epoch;
+  next.manifest_size = batch->manifest.size();
+  next.manifest_crc = crc32c::Mask(crc32c::Value(batch->manifest.data(), batch->manifest.size()));
+  GROVE_RETURN_IF_ERROR(WriteSuperblock(data_file_.get(), next));
+  logger_->Log(LogLevel::kWarn,
+               fmt::format("recovery: completed checkpoint {} from the double-write file ({} pages)",
+                           batch->epoch, pages.size()));
+  *sb = next;
+  return Status::Ok();
+}
+
+Status DbImpl::LoadCheckpoint(const Superblock& sb, const IndexRegistry& registry,
+                              const ParamMap& params) {
+  created_unix_ = sb.created_unix;
+  GROVE_ASSIGN_OR_RETURN(const std::string data,
+                         ReadManifestFile(io_.get(), options_.data_dir, sb.epoch, sb.manifest_size,
+                                          sb.manifest_crc));
+  GROVE_ASSIGN_OR_RETURN(const Manifest m, Manifest::Decode(data));
+  if (m.epoch != sb.epoch) return Status::DataLoss("manifest epoch differs from the superblock's");
+  GROVE_RETURN_IF_ERROR(allocator_.Deserialize(m.allocator));
+  Slice em(m.epoch_map);
+  GROVE_RETURN_IF_ERROR(epochs_.Deserialize(&em));
+  GROVE_RETURN_IF_ERROR(LoadEpochMap());
+  values_->SetCounters(m.blob_values, m.blob_pages);
+  durable_epoch_ = sb.epoch;
+  redo_lsn_ = m.redo_lsn;
+  const VariantSpec* spec = registry.Find(variant_);
+  IndexContext ctx{pool_.get(), &allocator_, io_.get(), direct_.get(), options_.data_dir, &options_,
+                   logger_.get()};
+  GROVE_ASSIGN_OR_RETURN(index_, spec->open(ctx, params, m.index_metadata));
+  return Status::Ok();
+}
+
+Status DbImpl::LoadEpochMap() {
+  const auto& ids = epochs_.map_page_ids();
+  constexpr size_t kBatch = 256;
+  AlignedBuffer buf(kBatch * kPageSize);
+  auto queue = io_->AcquireQueue();
+  for (size_t base = 0; base < ids.size(); base += kBatch) {
+    const size_t n = std::min(kBatch, ids.size() - base);
+    std::vector<IoOp> ops;
+    ops.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      ops.push_back(IoOp::Read(data_file_.get(), ids[base + i] * kPageSize,
+                               buf.data() + i * kPageSize, kPageSize));
+    }
+    for (IoOp& op : ops) queue->Push(&op);
+    queue->Submit();
+    queue->WaitAll();
+    for (size_t i = 0; i < n; ++i) {
+      GROVE_RETURN_IF_ERROR(ops[i].status);
+      const char* img = buf.data() + i * kPageSize;
+      if (ops[i].bytes != kPageSize) {
+        return Status::DataLoss(fmt::format("epoch-map page {} lies beyond the data file",
+                                            ids[base + i]));
+      }
+      GROVE_RETURN_IF_ERROR(page::Verify(img, ids[base + i]));
+      GROVE_RETURN_IF_ERROR(epochs_.LoadMapPage(base + i, img));
+    }
+    pool_->RecordReads(IoCause::kRecovery, n);
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::ReplayWal() {
+  recovering_ = true;
+  replay_next_lsn_ = redo_lsn_.load();
+  const double soft = options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages());
+  auto result = wal::Wal::Replay(
+      io_.get(), options_.data_dir, redo_lsn_.load(), options_.wal, logger_.get(),
+      [&](Lsn lsn, Slice payload) -> Status {
+        GROVE_ASSIGN_OR_RETURN(const WriteBatch batch, WriteBatch::Decode(payload));
+        GROVE_RETURN_IF_ERROR(ApplyBatch(lsn, batch).WithContext(fmt::format("replaying LSN {}", lsn)));
+        replay_next_lsn_ = lsn + 1;
+        if (static_cast<double>(pool_->dirty_pages()) >= soft) {
+          GROVE_RETURN_IF_ERROR(RunCheckpoint(CheckpointReason::kRecovery));
+        }
+        return Status::Ok();
+      });
+  recovering_ = false;
+  if (!result.ok()) return result.status();
+  recovery_records_ = result->records;
+  replay_next_lsn_ = std::max<Lsn>(replay_next_lsn_.load(), result->next_lsn);
+  return Status::Ok();
+}
+
+}  // namespace grove

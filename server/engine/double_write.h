@@ -1,0 +1,54 @@
+#pragma once
+
+// The double-write file (DOUBLEWRITE): every checkpoint first writes all of its pages here,
+// sequentially, and syncs, before writing any page in place. A crash during the in-place writes
+// leaves a torn or half-updated data file, and recovery repairs it by re-applying the complete
+// batch found here (docs/formats/double_write.md):
+//
+//   +-------------+------------------+-------------------+-------------------+--------------+
+//   | header page | directory pages  | page images       | manifest bytes    | trailer page |
+//   |             | u64 id per image | (sealed, 4 KiB)   | (padded to 4 KiB) |              |
+//   +-------------+------------------+-------------------+-------------------+--------------+
+//   header:  magic "GROVEDW1" | epoch u64 | page count u64 | manifest bytes u64 | masked crc u32
+//   trailer: magic "GROVEDWT" | epoch u64 | masked crc u32 of header + directory + manifest
+//
+// A batch is complete when header and trailer agree and every image verifies as the page the
+// directory names. Anything less (a crash while writing the batch) is ignored: in that case no
+// page was written in place yet.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grove/io_backend.h"
+#include "grove/status.h"
+#include "page/page.h"
+
+namespace grove {
+
+inline constexpr const char* kDoubleWriteFileName = "DOUBLEWRITE";
+
+// Pages of one checkpoint: (id, sealed image), ascending by id.
+using PageImages = std::vector<std::pair<PageId, const char*>>;
+
+// Writes the batch (reserving space first) and syncs it.
+Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Slice manifest);
+
+struct DoubleWriteBatch {
+  uint64_t epoch = 0;
+  std::vector<PageId> ids;
+  AlignedBuffer images;  // ids.size() pages
+  std::string manifest;
+  PageImages pages() const;
+};
+
+// Reads the batch; nullopt when the file holds no complete batch.
+StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file);
+
+// Writes `pages` to their places in the data file through an IO queue, coalescing runs of
+// consecutive pages that are contiguous in memory, and syncs the file.
+Status WritePagesInPlace(IoBackend* io, File* data_file, const PageImages& pages);
+
+}  // namespace grove

@@ -1,0 +1,70 @@
+#pragma once
+
+// IndexRegistry: index variants by name, with their parameters and factories.
+//
+// A variant registers a VariantSpec: its name (persisted in the superblock), its parameters with
+// defaults and help text, which of them are layout parameters (persisted; reopening with different
+// values is refused because the on-disk structure depends on them), and two factories: `create`
+// builds a new empty index, `open` reopens one from the metadata its SerializeMetadata() wrote.
+//
+// There is no global registry: the engine builds one with IndexRegistry::WithBuiltins() and tests
+// may register their own variants.
+//
+// Thread safety: registration is not synchronised; build the registry before sharing it.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grove/index.h"
+
+namespace grove {
+
+using ParamMap = std::map<std::string, std::string>;
+
+struct ParamSpec {
+  std::string name;
+  std::string default_value;
+  bool layout = false;  // persisted and fixed for the life of the data directory
+  std::string help;     // allowed values and meaning
+};
+
+struct VariantSpec {
+  std::string name;
+  std::string summary;
+  std::vector<ParamSpec> params;
+  std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&)> create;
+  std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&, Slice)> open;
+};
+
+class IndexRegistry {
+ public:
+  // A registry holding every variant built into Grove.
+  static IndexRegistry WithBuiltins();
+
+  Status Register(VariantSpec spec);
+  const VariantSpec* Find(const std::string& name) const;
+  std::vector<std::string> Names() const;
+
+  // Fills in defaults and rejects parameters the variant does not have (kInvalidArgument naming
+  // the parameter and listing the variant's parameters). Unknown variants are kInvalidArgument too,
+  // listing the registered names.
+  StatusOr<ParamMap> Resolve(const std::string& variant, const ParamMap& given) const;
+  // The layout parameters of `resolved`, canonical "k=v;k=v" (persisted in the superblock).
+  std::string LayoutString(const std::string& variant, const ParamMap& resolved) const;
+
+ private:
+  std::map<std::string, VariantSpec> variants_;
+};
+
+// Helpers for variants parsing their parameters; errors name the parameter.
+StatusOr<double> ParseDoubleParam(const ParamMap& params, const std::string& name, double lo,
+                                  double hi);
+StatusOr<uint64_t> ParseUintParam(const ParamMap& params, const std::string& name, uint64_t lo,
+                                  uint64_t hi);
+StatusOr<std::string> ParseEnumParam(const ParamMap& params, const std::string& name,
+                                     const std::vector<std::string>& allowed);
+
+}  // namespace grove

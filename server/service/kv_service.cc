@@ -1,0 +1,314 @@
+#include "service/kv_service.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grove/write_batch.h"
+
+#include "service/status_mapping.h"
+#include "service/version.h"
+
+namespace grove::service {
+namespace {
+
+// BatchGet reads this many keys per engine call, checking the response size and the deadline in
+// between, so that memory stays bounded by max_batch_bytes plus one chunk.
+constexpr int kBatchGetChunk = 128;
+
+grpc::Status DeadlineExceeded(std::string_view when) {
+  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                      "deadline exceeded " + std::string(when));
+}
+
+}  // namespace
+
+// The gate every call passes (see kv_service.h); releases its admission slot when destroyed.
+class KvService::Call {
+ public:
+  Call(KvService* service, grpc::ServerContext* context, Role role, std::string_view method)
+      : service_(service), context_(context) {
+    const uint32_t now_inflight = service_->inflight_.fetch_add(1, std::memory_order_relaxed) + 1;
+    service_->metrics_->RequestStarted();
+    if (now_inflight > service_->options_.max_inflight_requests) {
+      service_->metrics_->LimitRejected("max_inflight_requests");
+      status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             "server busy: limits.max_inflight_requests (" +
+                                 std::to_string(service_->options_.max_inflight_requests) +
+                                 ") calls in flight; retry with backoff");
+      return;
+    }
+    status_ = service_->auth_->Check(*context, role, method);
+    if (!status_.ok()) return;
+    db_ = service_->engine_->db();
+    if (db_ == nullptr) {
+      status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                             "the engine is not open (starting, recovering or shutting down)");
+      return;
+    }
+    deadline_ = EffectiveDeadline(context->deadline(), Clock::now(), service_->options_.deadlines);
+    if (Expired()) status_ = DeadlineExceeded("before the call started");
+  }
+
+  ~Call() {
+    service_->inflight_.fetch_sub(1, std::memory_order_relaxed);
+    service_->metrics_->RequestFinished();
+  }
+
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  bool ok() const { return status_.ok(); }
+  const grpc::Status& status() const { return status_; }
+  Db* db() const { return db_; }
+  bool Expired() const { return Clock::now() >= deadline_; }
+
+  // DEADLINE_EXCEEDED or CANCELLED when the call should stop now, OK otherwise.
+  grpc::Status Continue(std::string_view when) const {
+    if (context_->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    if (Expired()) return DeadlineExceeded(when);
+    return grpc::Status::OK;
+  }
+
+ private:
+  KvService* const service_;
+  grpc::ServerContext* const context_;
+  grpc::Status status_;
+  Db* db_ = nullptr;
+  Clock::time_point deadline_ = Clock::time_point::max();
+};
+
+KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
+                     metrics::ServerMetrics* metrics, spdlog::logger* log)
+    : options_(std::move(options)), engine_(engine), auth_(auth), metrics_(metrics), log_(log) {}
+
+grpc::Status KvService::EngineError(const Status& s, std::string_view what) {
+  // Damage and IO failures are events an operator must see; everything else is the caller's.
+  if (s.code() == StatusCode::kDataLoss || s.code() == StatusCode::kInternal) {
+    log_->error("{}: {}", what, s.ToString());
+  }
+  return ToGrpcStatus(s, what);
+}
+
+grpc::Status KvService::Reject(const CheckResult& r) {
+  if (!r.limit.empty()) metrics_->LimitRejected(r.limit);
+  return r.status;
+}
+
+grpc::Status KvService::Get(grpc::ServerContext* context, const v1::GetRequest* request,
+                            v1::GetResponse* response) {
+  Call call(this, context, Role::kRead, "Get");
+  if (!call.ok()) return call.status();
+  if (CheckResult r = CheckGet(*request, options_.limits); !r.ok()) return Reject(r);
+  StatusOr<bool> found = call.db()->Get(request->key(), response->mutable_value());
+  if (!found.ok()) return EngineError(found.status(), "get");
+  response->set_found(*found);
+  if (!*found) response->clear_value();
+  return grpc::Status::OK;
+}
+
+grpc::Status KvService::BatchGet(grpc::ServerContext* context, const v1::BatchGetRequest* request,
+                                 v1::BatchGetResponse* response) {
+  Call call(this, context, Role::kRead, "BatchGet");
+  if (!call.ok()) return call.status();
+  if (CheckResult r = CheckBatchGet(*request, options_.limits); !r.ok()) return Reject(r);
+
+  uint64_t bytes = 0;
+  std::vector<Slice> keys;
+  std::vector<std::optional<std::string>> values;
+  for (int begin = 0; begin < request->keys_size(); begin += kBatchGetChunk) {
+    if (grpc::Status s = call.Continue("during BatchGet"); !s.ok()) return s;
+    const int end = std::min(request->keys_size(), begin + kBatchGetChunk);
+    keys.clear();
+    for (int i = begin; i < end; ++i) keys.emplace_back(request->keys(i));
+    values.clear();
+    if (Status s = call.db()->BatchGet(keys, &values); !s.ok()) {
+      return EngineError(s, "batch_get");
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      v1::GetResult* result = response->add_results();
+      result->set_found(values[i].has_value());
+      if (values[i]) {
+        bytes += keys[i].size() + values[i]->size();
+        *result->mutable_value() = std::move(*values[i]);
+      }
+    }
+    // The response's size is known only after reading; refuse before it grows further.
+    if (bytes > options_.limits.max_batch_bytes) {
+      metrics_->LimitRejected("max_batch_bytes");
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "keys: the found keys and values exceed limits.max_batch_bytes (" +
+                              std::to_string(options_.limits.max_batch_bytes) +
+                              "); ask for fewer keys per call");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* request,
+                            v1::PutResponse*) {
+  Call call(this, context, Role::kWrite, "Put");
+  if (!call.ok()) return call.status();
+  if (CheckResult r = CheckPut(*request, options_.limits); !r.ok()) return Reject(r);
+  return EngineError(call.db()->Put(request->key(), request->value()), "put");
+}
+
+grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
+                               v1::DeleteResponse*) {
+  Call call(this, context, Role::kWrite, "Delete");
+  if (!call.ok()) return call.status();
+  if (CheckResult r = CheckDelete(*request, options_.limits); !r.ok()) return Reject(r);
+  return EngineError(call.db()->Delete(request->key()), "delete");
+}
+
+grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
+                                    const v1::BatchInsertRequest* request,
+                                    v1::BatchInsertResponse* response) {
+  Call call(this, context, Role::kWrite, "BatchInsert");
+  if (!call.ok()) return call.status();
+  if (CheckResult r = CheckBatchInsert(*request, options_.limits); !r.ok()) return Reject(r);
+  WriteBatch batch;
+  for (const v1::Mutation& m : request->mutations()) {
+    if (m.type() == v1::Mutation::PUT) {
+      batch.Put(m.key(), m.value());
+    } else {
+      batch.Delete(m.key());
+    }
+  }
+  if (Status s = call.db()->Write(batch); !s.ok()) return EngineError(s, "batch_insert");
+  response->set_applied(static_cast<uint32_t>(request->mutations_size()));
+  return grpc::Status::OK;
+}
+
+grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest* request,
+                             grpc::ServerWriter<v1::ScanResponse>* writer) {
+  Call call(this, context, Role::kRead, "Scan");
+  if (!call.ok()) return call.status();
+  if (CheckResult r = CheckScan(*request, options_.limits); !r.ok()) return Reject(r);
+
+  ScanOptions scan;
+  scan.lower = request->start();
+  scan.upper = request->end();
+  scan.has_upper = !request->end().empty();
+  scan.reverse = request->reverse();
+  scan.keys_only = request->keys_only();
+  StatusOr<std::unique_ptr<Iterator>> it = call.db()->NewIterator(scan);
+  if (!it.ok()) return EngineError(it.status(), "scan");
+  Iterator& iter = **it;
+
+  const uint32_t limit = EffectiveScanLimit(*request, options_.limits);
+  uint32_t count = 0;
+  uint64_t message_bytes = 0;
+  v1::ScanResponse message;
+  auto flush = [&]() -> grpc::Status {
+    message.set_last_key(message.entries(message.entries_size() - 1).key());
+    if (!writer->Write(message)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
+    message.Clear();
+    message_bytes = 0;
+    return call.Continue("during Scan; resume after last_key");
+  };
+  for (; iter.Valid() && count < limit; iter.Next()) {
+    const Slice key = iter.key();
+    const Slice value = request->keys_only() ? Slice() : iter.value();
+    const uint64_t entry_bytes = key.size() + value.size();
+    // A message holds at least one entry, and otherwise stays within scan_message_bytes.
+    if (message.entries_size() > 0 && message_bytes + entry_bytes > options_.scan_message_bytes) {
+      if (grpc::Status s = flush(); !s.ok()) return s;
+    }
+    v1::KeyValue* kv = message.add_entries();
+    kv->set_key(key.data(), key.size());
+    kv->set_value(value.data(), value.size());
+    message_bytes += entry_bytes;
+    ++count;
+  }
+  if (!iter.status().ok()) {
+    // Entries already sent stay valid; the client resumes after the last key it received.
+    return EngineError(iter.status(), "scan");
+  }
+  if (message.entries_size() > 0) {
+    message.set_more(count == limit && iter.Valid());
+    message.set_last_key(message.entries(message.entries_size() - 1).key());
+    if (!writer->Write(message)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status KvService::Stats(grpc::ServerContext* context, const v1::StatsRequest*,
+                              v1::StatsResponse* response) {
+  Call call(this, context, Role::kRead, "Stats");
+  if (!call.ok()) return call.status();
+  const DbStats s = call.db()->GetStats();
+  response->set_version(kVersion);
+  response->set_variant(s.index.variant);
+  response->set_io_backend(s.io_backend);
+  response->set_uptime_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+
+  v1::StatsResponse::Operations* ops = response->mutable_operations();
+  ops->set_gets(s.gets);
+  ops->set_puts(s.puts);
+  ops->set_deletes(s.deletes);
+  ops->set_writes(s.writes);
+  ops->set_scans(s.scans);
+
+  v1::StatsResponse::Storage* st = response->mutable_storage();
+  st->set_data_file_pages(s.data_file_pages);
+  st->set_free_pages(s.free_pages);
+  st->set_blob_values(s.blob_values);
+  st->set_blob_pages(s.blob_pages);
+  st->set_recovery_replayed_records(s.recovery_replayed_records);
+  st->set_recovery_seconds(s.recovery_seconds);
+
+  v1::StatsResponse::Cache* c = response->mutable_cache();
+  c->set_capacity_pages(s.cache.capacity_pages);
+  c->set_resident_pages(s.cache.resident_pages);
+  c->set_dirty_pages(s.cache.dirty_pages);
+  c->set_hits(s.cache.hits);
+  c->set_misses(s.cache.misses);
+  c->set_evictions(s.cache.evictions);
+  for (int i = 0; i < kNumIoCauses; ++i) {
+    const char* cause = IoCauseName(static_cast<IoCause>(i));
+    (*c->mutable_page_reads())[cause] = s.cache.page_reads[i];
+    (*c->mutable_page_writes())[cause] = s.cache.page_writes[i];
+  }
+  c->set_prefetch_issued(s.cache.prefetch_issued);
+  c->set_prefetch_used(s.cache.prefetch_used);
+  c->set_prefetch_wasted(s.cache.prefetch_wasted);
+  c->set_checksum_failures(s.cache.checksum_failures);
+
+  v1::StatsResponse::Wal* w = response->mutable_wal();
+  w->set_records(s.wal.records);
+  w->set_bytes(s.wal.bytes);
+  w->set_group_commits(s.wal.groups);
+  w->set_syncs(s.wal.syncs);
+  w->set_segments(s.wal.segments);
+  w->set_next_lsn(s.wal.next_lsn);
+  w->set_sync_p50_seconds(s.wal.sync_seconds.Percentile(50));
+  w->set_sync_p99_seconds(s.wal.sync_seconds.Percentile(99));
+
+  v1::StatsResponse::Checkpoint* cp = response->mutable_checkpoint();
+  cp->set_count(s.checkpoint.count);
+  cp->set_failures(s.checkpoint.failures);
+  cp->set_epoch(s.checkpoint.epoch);
+  cp->set_redo_lsn(s.checkpoint.redo_lsn);
+  cp->set_pages_written(s.checkpoint.pages_written);
+  cp->set_bytes_written(s.checkpoint.bytes_written);
+  cp->set_duration_p50_seconds(s.checkpoint.duration_seconds.Percentile(50));
+  cp->set_duration_p99_seconds(s.checkpoint.duration_seconds.Percentile(99));
+
+  v1::StatsResponse::Index* ix = response->mutable_index();
+  ix->set_height(s.index.height);
+  ix->set_inner_pages(s.index.inner_pages);
+  ix->set_leaf_pages(s.index.leaf_pages);
+  ix->set_inner_bytes(s.index.inner_bytes);
+  ix->set_model_bytes(s.index.model_bytes);
+  ix->set_entries(s.index.entries);
+  for (const auto& [name, value] : s.index.extra) (*ix->mutable_extra())[name] = value;
+  return grpc::Status::OK;
+}
+
+}  // namespace grove::service

@@ -1,0 +1,200 @@
+#include "service/server.h"
+
+#include <chrono>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/server_builder.h>
+
+#include "grove/db.h"
+
+#include "config/address.h"
+#include "service/logging.h"
+#include "service/metrics_interceptor.h"
+#include "service/tls.h"
+#include "service/version.h"
+
+namespace grove::service {
+namespace {
+
+// gRPC needs a few threads besides the ones running handlers (pollers, health watches).
+constexpr int kSpareThreads = 16;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+KvServiceOptions ServiceOptions(const config::Config& c) {
+  KvServiceOptions o;
+  o.limits.max_key_bytes = c.engine.max_key_bytes;
+  o.limits.max_value_bytes = c.engine.max_value_bytes;
+  o.limits.max_batch_entries = c.engine.max_batch_entries;
+  o.limits.max_batch_bytes = c.engine.max_batch_bytes;
+  o.limits.max_scan_limit = c.server.limits.max_scan_limit;
+  o.deadlines.max = SecondsToDuration(c.server.limits.max_deadline_seconds);
+  o.deadlines.fallback = SecondsToDuration(c.server.limits.default_deadline_seconds);
+  o.scan_message_bytes = c.server.limits.scan_message_bytes;
+  o.max_inflight_requests = c.server.limits.max_inflight_requests;
+  return o;
+}
+
+// `address` with its port replaced by the bound one (they differ when the config said port 0).
+std::string WithPort(const std::string& address, int port) {
+  StatusOr<config::HostPort> hp = config::ParseHostPort(address, "");
+  if (!hp.ok()) return address;
+  hp->port = static_cast<uint16_t>(port);
+  return hp->ToString();
+}
+
+}  // namespace
+
+GroveServer::GroveServer(config::Config config, std::shared_ptr<spdlog::logger> log)
+    : config_(std::move(config)), log_(std::move(log)) {}
+
+GroveServer::~GroveServer() {
+  // Run() normally drained already; this covers a failed or skipped Run().
+  if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now());
+  engine_.Close().IgnoreError();
+}
+
+StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
+                                                          std::shared_ptr<spdlog::logger> log) {
+  std::unique_ptr<GroveServer> s(new GroveServer(std::move(config), std::move(log)));
+  const config::ServerOptions& so = s->config_.server;
+
+  s->registry_ = std::make_shared<prometheus::Registry>();
+  s->grpc_metrics_ = std::make_unique<metrics::GrpcMetrics>(*s->registry_);
+  s->server_metrics_ = std::make_unique<metrics::ServerMetrics>(*s->registry_, kVersion);
+  EngineHandle* engine = &s->engine_;
+  s->engine_collector_ =
+      std::make_shared<metrics::EngineCollector>([engine] { return engine->Stats(); });
+
+  if (so.auth.enabled()) {
+    GROVE_ASSIGN_OR_RETURN(TokenStore tokens, TokenStore::LoadFile(so.auth.tokens_file));
+    s->tokens_ = std::make_unique<TokenStore>(std::move(tokens));
+  }
+  s->authorizer_ = std::make_unique<Authorizer>(s->tokens_.get());
+  s->kv_ =
+      std::make_unique<KvService>(ServiceOptions(s->config_), &s->engine_, s->authorizer_.get(),
+                                  s->server_metrics_.get(), s->log_.get());
+
+  // Metrics first, so that /livez answers while the engine recovers.
+  HealthService* health = &s->health_;
+  GROVE_ASSIGN_OR_RETURN(
+      s->http_, metrics::HttpServer::Start(so.metrics_listen, {s->registry_, s->engine_collector_},
+                                           [health] { return health->serving(); }));
+  s->metrics_port_ = s->http_->port();
+  GROVE_RETURN_IF_ERROR(s->BuildGrpcServer());
+
+  s->log_->info("groved {} listening on {} ({}{}), metrics on http://{}/metrics", kVersion,
+                WithPort(so.listen, s->grpc_port_),
+                so.tls.mutual()    ? "mutual TLS"
+                : so.tls.enabled() ? "TLS"
+                                   : "plaintext",
+                so.auth.enabled() ? ", token auth" : "",
+                WithPort(so.metrics_listen, s->metrics_port_));
+  return s;
+}
+
+Status GroveServer::BuildGrpcServer() {
+  const config::ServerOptions& so = config_.server;
+  GROVE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
+                         MakeServerCredentials(so.tls));
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(so.listen, creds, &grpc_port_);
+  builder.RegisterService(kv_.get());
+  builder.RegisterService(&health_);
+  // gRPC adds reflection through a process-wide plugin list; the call is idempotent.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  // Two servers must never split one port's traffic (gRPC enables SO_REUSEPORT by default).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(so.limits.max_receive_message_bytes));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             static_cast<int>(so.limits.max_concurrent_streams));
+  grpc::ResourceQuota quota("groved");
+  quota.SetMaxThreads(static_cast<int>(so.limits.max_inflight_requests) + kSpareThreads);
+  builder.SetResourceQuota(quota);
+
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(grpc_metrics_.get()));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+
+  grpc_ = builder.BuildAndStart();
+  if (grpc_ == nullptr || grpc_port_ == 0) {
+    grpc_.reset();
+    return Status::Unavailable("server.listen: cannot listen on " + so.listen +
+                               " (address in use, or not an address of this machine)");
+  }
+  return Status::Ok();
+}
+
+void GroveServer::SetReady(bool ready) {
+  health_.SetServing(ready);
+  server_metrics_->SetReady(ready);
+}
+
+void GroveServer::RequestStop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_requested_ = true;
+  stop_requested_cv_.notify_all();
+}
+
+Status GroveServer::Run() {
+  Options options = config_.engine;
+  options.logger = std::make_shared<SpdlogLogger>(log_);
+  log_->info("opening the engine in {} (variant {})", options.data_dir, options.index.variant);
+  const auto open_start = std::chrono::steady_clock::now();
+  StatusOr<std::unique_ptr<Db>> db = Db::Open(options);
+  if (!db.ok()) {
+    log_->error("cannot open the engine in {}: {}", options.data_dir, db.status().ToString());
+    grpc_->Shutdown(std::chrono::system_clock::now());
+    return db.status();
+  }
+  engine_.Set(std::move(*db));
+  if (std::optional<DbStats> stats = engine_.Stats()) {
+    log_->info("engine open in {:.3f}s: variant {}, io backend {}, {} log records replayed",
+               SecondsSince(open_start), stats->index.variant, stats->io_backend,
+               stats->recovery_replayed_records);
+  }
+
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!stop_requested_) {
+      SetReady(true);
+      log_->info("serving");
+    }
+    stop_requested_cv_.wait(lock, [this] { return stop_requested_; });
+  }
+  return Drain();
+}
+
+Status GroveServer::Drain() {
+  const auto start = std::chrono::steady_clock::now();
+  SetReady(false);
+  const config::ServerOptions& so = config_.server;
+  log_->info(
+      "stopping: health NOT_SERVING; closing the listener in {}s, then draining {} "
+      "in-flight calls for up to {}s",
+      so.shutdown_delay_seconds, kv_->inflight(), so.drain_seconds);
+  if (so.shutdown_delay_seconds > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(so.shutdown_delay_seconds));
+  }
+  health_.Shutdown();
+  grpc_->Shutdown(std::chrono::system_clock::now() + SecondsToDuration(so.drain_seconds));
+  log_->info("gRPC drained in {:.3f}s", SecondsSince(start));
+
+  Status closed = engine_.Close();
+  if (closed.ok()) {
+    log_->info("engine closed (final checkpoint written)");
+  } else {
+    log_->error("closing the engine failed: {}", closed.ToString());
+  }
+  http_.reset();
+  log_->info("stopped after {:.3f}s", SecondsSince(start));
+  return closed;
+}
+
+}  // namespace grove::service

@@ -62,7 +62,7 @@ std::string Filled(size_t n, uint32_t seed) {
 
 std::string MakeRecord(int i) { return Filled(50 + (i * 131) % 2000, 100 + i); }
 
-TEST(LogFormatTest, HeaderLayoutMatchesTheDocumentation) {
+TEST(WalFormatTest, HeaderLayoutMatchesTheDocumentation) {
   const std::string bytes = Frame({"hello"});
   ASSERT_EQ(bytes.size(), kHeaderSize + 5);
   EXPECT_EQ(DecodeFixed16(bytes.data() + 4), 5);
@@ -72,7 +72,7 @@ TEST(LogFormatTest, HeaderLayoutMatchesTheDocumentation) {
   EXPECT_EQ(bytes.substr(kHeaderSize), "hello");
 }
 
-TEST(LogFormatTest, RoundTripsEmptyOneByteAndSmallRecords) {
+TEST(WalFormatTest, RoundTripsEmptyOneByteAndSmallRecords) {
   const std::vector<std::string> records = {"", "x", "", "hello world", std::string(1000, 'z')};
   const ReadBack back = ReadAll(Frame(records));
   EXPECT_EQ(back.records, records);
@@ -82,7 +82,7 @@ TEST(LogFormatTest, RoundTripsEmptyOneByteAndSmallRecords) {
   EXPECT_EQ(back.offsets[1], kHeaderSize);
 }
 
-TEST(LogFormatTest, RecordExactlyFillingABlock) {
+TEST(WalFormatTest, RecordExactlyFillingABlock) {
   const std::string big = Filled(kBlockSize - kHeaderSize, 1);
   const std::string bytes = Frame({big, "next"});
   ASSERT_EQ(bytes.size(), kBlockSize + kHeaderSize + 4);
@@ -94,7 +94,7 @@ TEST(LogFormatTest, RecordExactlyFillingABlock) {
   EXPECT_EQ(back.offsets[1], kBlockSize);
 }
 
-TEST(LogFormatTest, RecordSpanningManyBlocks) {
+TEST(WalFormatTest, RecordSpanningManyBlocks) {
   const std::string huge = Filled(5 * kBlockSize + 123, 2);
   const std::vector<std::string> records = {"a", huge, "b"};
   const std::string bytes = Frame(records);
@@ -108,7 +108,7 @@ TEST(LogFormatTest, RecordSpanningManyBlocks) {
 
 // A record that ends `tail` bytes before the block end: a tail shorter than a header is zero-filled
 // and the next record starts in the next block; a tail of exactly a header holds a (First) header.
-TEST(LogFormatTest, BlockTailsOfEveryShortLength) {
+TEST(WalFormatTest, BlockTailsOfEveryShortLength) {
   for (size_t tail = 0; tail <= kHeaderSize + 1; ++tail) {
     SCOPED_TRACE(tail);
     const std::string first = Filled(kBlockSize - kHeaderSize - tail, 3);
@@ -126,7 +126,7 @@ TEST(LogFormatTest, BlockTailsOfEveryShortLength) {
   }
 }
 
-TEST(LogFormatTest, WriterStartingMidSegmentContinuesTheBlockLayout) {
+TEST(WalFormatTest, WriterStartingMidSegmentContinuesTheBlockLayout) {
   // Framing in two calls (as the WAL does, one group at a time) equals framing in one.
   const std::vector<std::string> a = {Filled(20000, 4), "x"};
   const std::vector<std::string> b = {Filled(30000, 5), ""};
@@ -137,7 +137,7 @@ TEST(LogFormatTest, WriterStartingMidSegmentContinuesTheBlockLayout) {
   EXPECT_EQ(part1 + part2, Frame(all));
 }
 
-TEST(LogFormatTest, ZerosAfterTheDataAreACleanEnd) {
+TEST(WalFormatTest, ZerosAfterTheDataAreACleanEnd) {
   const std::vector<std::string> records = {"one", "two"};
   std::string bytes = Frame(records);
   const size_t end = bytes.size();
@@ -162,7 +162,7 @@ TEST(LogFormatTest, ZerosAfterTheDataAreACleanEnd) {
   EXPECT_EQ(reader.data_end(), end);
 }
 
-TEST(LogFormatTest, DetectsChecksumLengthTypeAndSequenceErrors) {
+TEST(WalFormatTest, DetectsChecksumLengthTypeAndSequenceErrors) {
   const std::string good = Frame({"aaaa", "bbbb", "cccc"});
   const size_t second = kHeaderSize + 4;
   {
@@ -205,7 +205,7 @@ TEST(LogFormatTest, DetectsChecksumLengthTypeAndSequenceErrors) {
   }
 }
 
-TEST(LogFormatTest, BadFragmentReportsTheStartOfItsLogicalRecord) {
+TEST(WalFormatTest, BadFragmentReportsTheStartOfItsLogicalRecord) {
   const std::string big = Filled(2 * kBlockSize, 6);
   std::string bytes = Frame({"head", big});
   bytes[kBlockSize + kHeaderSize + 10] ^= 0x40;  // inside the Middle fragment
@@ -217,7 +217,7 @@ TEST(LogFormatTest, BadFragmentReportsTheStartOfItsLogicalRecord) {
 
 // Every truncation of a small log that crosses a block boundary: the reader returns exactly the
 // records that lie wholly before the cut, then stops, and never returns anything else.
-TEST(LogFormatTest, EveryTruncationPoint) {
+TEST(WalFormatTest, EveryTruncationPoint) {
   std::vector<std::string> records;
   for (int i = 0; i < 12; ++i) records.push_back(Filled(37 * i, 10 + i));
   records.push_back(Filled(kBlockSize - 1000, 30));  // crosses into block 1
@@ -253,7 +253,7 @@ TEST(LogFormatTest, EveryTruncationPoint) {
 
 // Random garbage: the reader terminates, reports no record (a forged crc32c is a 2^-32 event), and
 // never reads out of bounds (the sanitizer builds check that).
-TEST(LogFormatTest, RandomGarbageNeverYieldsARecord) {
+TEST(WalFormatTest, RandomGarbageNeverYieldsARecord) {
   std::mt19937_64 rng(7);
   for (int iter = 0; iter < 300; ++iter) {
     const size_t size = rng() % (3 * kBlockSize);
@@ -279,7 +279,7 @@ TEST(LogFormatTest, RandomGarbageNeverYieldsARecord) {
 }
 
 // Garbage over parts of a valid log: every record returned is one that was written, in order.
-TEST(LogFormatTest, DamagedLogYieldsOnlyWrittenRecordsInOrder) {
+TEST(WalFormatTest, DamagedLogYieldsOnlyWrittenRecordsInOrder) {
   std::mt19937_64 rng(11);
   std::vector<std::string> records;
   for (int i = 0; i < 200; ++i) records.push_back(MakeRecord(i));

@@ -23,7 +23,7 @@ using testing::MakePayload;
 using testing::ReplayAll;
 using testing::Replayed;
 
-class ReplayTest : public ::testing::TestWithParam<IoBackendKind> {
+class WalReplayTest : public ::testing::TestWithParam<IoBackendKind> {
  protected:
   void SetUp() override {
     std::string why;
@@ -93,7 +93,7 @@ class ReplayTest : public ::testing::TestWithParam<IoBackendKind> {
 // The last record is damaged at every byte offset, three ways: the file cut there, one byte
 // changed there, or everything from there zeroed. Replay returns exactly the records before it,
 // repairs the tail, and a second replay is clean. The last record crosses a block boundary.
-TEST_P(ReplayTest, TornTailAtEveryOffsetOfTheLastRecord) {
+TEST_P(WalReplayTest, TornTailAtEveryOffsetOfTheLastRecord) {
   std::vector<std::string> payloads = {"alpha", "beta"};
   payloads.push_back(std::string(kBlockSize - 100 - 20 - 19 - 15, 'f'));  // ends 100 bytes early
   payloads.push_back(MakePayload("last", 4, 300));
@@ -153,7 +153,7 @@ TEST_P(ReplayTest, TornTailAtEveryOffsetOfTheLastRecord) {
 
 // A bit flip in an early record with far more than max_unsynced_bytes of valid records after it
 // cannot be a torn tail: the record had been synced.
-TEST_P(ReplayTest, BitFlipInAnEarlyRecordIsDataLoss) {
+TEST_P(WalReplayTest, BitFlipInAnEarlyRecordIsDataLoss) {
   std::vector<std::string> payloads;
   for (int i = 0; i < 300; ++i) payloads.push_back(MakePayload("p", i, 1000));
   const auto ranges = Write(payloads);
@@ -176,7 +176,7 @@ TEST_P(ReplayTest, BitFlipInAnEarlyRecordIsDataLoss) {
 
 // The same flip within max_unsynced_bytes of the end is a torn tail: the records after it may have
 // been unsynced writes that only partly reached the disk.
-TEST_P(ReplayTest, BitFlipNearTheEndIsATornTail) {
+TEST_P(WalReplayTest, BitFlipNearTheEndIsATornTail) {
   std::vector<std::string> payloads;
   for (int i = 0; i < 300; ++i) payloads.push_back(MakePayload("p", i, 1000));
   const auto ranges = Write(payloads);
@@ -196,7 +196,7 @@ TEST_P(ReplayTest, BitFlipNearTheEndIsATornTail) {
 
 // Zeros in the middle of the tail (a lost sector) followed by records written after it, all within
 // the unsynced bound: a torn tail, repaired.
-TEST_P(ReplayTest, ZerosFollowedByDataIsATornTail) {
+TEST_P(WalReplayTest, ZerosFollowedByDataIsATornTail) {
   std::vector<std::string> payloads;
   for (int i = 0; i < 10; ++i) payloads.push_back(MakePayload("z", i, 200));
   const auto ranges = Write(payloads);
@@ -216,7 +216,7 @@ TEST_P(ReplayTest, ZerosFollowedByDataIsATornTail) {
 }
 
 // A torn tail followed by a later segment holding only garbage: the garbage segment is deleted.
-TEST_P(ReplayTest, TornTailDeletesLaterGarbageSegments) {
+TEST_P(WalReplayTest, TornTailDeletesLaterGarbageSegments) {
   std::vector<std::string> payloads;
   for (int i = 0; i < 10; ++i) payloads.push_back(MakePayload("g", i, 100));
   const auto ranges = Write(payloads);
@@ -239,7 +239,7 @@ TEST_P(ReplayTest, TornTailDeletesLaterGarbageSegments) {
 
 // A bad record at the end of a segment that a later segment follows with valid records: the roll
 // had synced that segment, so this is corruption however close the bad record is to the end.
-TEST_P(ReplayTest, CorruptionBeforeALaterSegmentIsDataLoss) {
+TEST_P(WalReplayTest, CorruptionBeforeALaterSegmentIsDataLoss) {
   options_.segment_bytes = 128 << 10;
   std::vector<std::string> payloads;
   for (int i = 0; i < 300; ++i) payloads.push_back(MakePayload("s", i, 1000));
@@ -265,7 +265,7 @@ TEST_P(ReplayTest, CorruptionBeforeALaterSegmentIsDataLoss) {
   EXPECT_EQ(ReadBytes((*segments)[0].path), bytes);  // not repaired
 }
 
-TEST_P(ReplayTest, LsnGapOrDuplicateInASegmentIsDataLoss) {
+TEST_P(WalReplayTest, LsnGapOrDuplicateInASegmentIsDataLoss) {
   WriteSegment(1, {1, 2, 4, 5});
   Replayed gap = ReplayAll(io_.get(), dir_.path(), 1, options_);
   ASSERT_EQ(gap.status.code(), StatusCode::kDataLoss) << gap.status.ToString();
@@ -278,7 +278,7 @@ TEST_P(ReplayTest, LsnGapOrDuplicateInASegmentIsDataLoss) {
   EXPECT_EQ(dup.records.size(), 2u);  // never a record twice
 }
 
-TEST_P(ReplayTest, SegmentNameMustMatchItsFirstRecord) {
+TEST_P(WalReplayTest, SegmentNameMustMatchItsFirstRecord) {
   WriteSegment(5, {1, 2, 3});
   Replayed early = ReplayAll(io_.get(), dir_.path(), 1, options_);
   ASSERT_EQ(early.status.code(), StatusCode::kDataLoss);  // LSNs 1..4 would be missing
@@ -289,7 +289,7 @@ TEST_P(ReplayTest, SegmentNameMustMatchItsFirstRecord) {
       << r.status.ToString();
 }
 
-TEST_P(ReplayTest, LsnGapBetweenSegmentsIsDataLoss) {
+TEST_P(WalReplayTest, LsnGapBetweenSegmentsIsDataLoss) {
   Write({"a", "b", "c"}, 1);
   Write({"e"}, 5);  // LSN 4 is missing
   Replayed r = ReplayAll(io_.get(), dir_.path(), 1, options_);
@@ -302,7 +302,7 @@ TEST_P(ReplayTest, LsnGapBetweenSegmentsIsDataLoss) {
 }
 
 // Segments wholly below from_lsn are skipped by name: garbage in them does not matter.
-TEST_P(ReplayTest, SegmentsBelowTheRedoPointAreNotRead) {
+TEST_P(WalReplayTest, SegmentsBelowTheRedoPointAreNotRead) {
   options_.segment_bytes = 128 << 10;
   std::vector<std::string> payloads;
   for (int i = 0; i < 300; ++i) payloads.push_back(MakePayload("k", i, 1000));
@@ -323,7 +323,7 @@ TEST_P(ReplayTest, SegmentsBelowTheRedoPointAreNotRead) {
   EXPECT_EQ(all.status.code(), StatusCode::kDataLoss) << all.status.ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ReplayTest,
+INSTANTIATE_TEST_SUITE_P(Backends, WalReplayTest,
                          ::testing::Values(IoBackendKind::kPsync, IoBackendKind::kUring),
                          [](const ::testing::TestParamInfo<IoBackendKind>& info) {
                            return std::string(testing::BackendName(info.param));

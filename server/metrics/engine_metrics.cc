@@ -147,6 +147,11 @@ void IndexFamilies(const DbStats& s, Builder& b) {
 
 }  // namespace
 
+const char* IoCauseLabel(IoCause cause) {
+  const auto i = static_cast<size_t>(cause);
+  return i < std::size(kCauseLabels) ? kCauseLabels[i] : "unknown";
+}
+
 std::vector<MetricFamily> EngineFamilies(const DbStats& s) {
   std::vector<MetricFamily> out;
   Builder b(&out);

@@ -19,6 +19,10 @@
 
 namespace grove::metrics {
 
+// The `cause` label value of an IoCause ("demand", "prefetch", "scan", "checkpoint", "recovery",
+// "bulk_load"), also used as the key of the Stats RPC's page_reads/page_writes maps.
+const char* IoCauseLabel(IoCause cause);
+
 // Every grove_* family describing `stats`.
 std::vector<prometheus::MetricFamily> EngineFamilies(const DbStats& stats);
 

@@ -6,6 +6,7 @@
 
 #include "grove/write_batch.h"
 
+#include "metrics/engine_metrics.h"
 #include "service/status_mapping.h"
 #include "service/version.h"
 
@@ -271,7 +272,7 @@ grpc::Status KvService::Stats(grpc::ServerContext* context, const v1::StatsReque
   c->set_misses(s.cache.misses);
   c->set_evictions(s.cache.evictions);
   for (int i = 0; i < kNumIoCauses; ++i) {
-    const char* cause = IoCauseName(static_cast<IoCause>(i));
+    const char* cause = metrics::IoCauseLabel(static_cast<IoCause>(i));
     (*c->mutable_page_reads())[cause] = s.cache.page_reads[i];
     (*c->mutable_page_writes())[cause] = s.cache.page_writes[i];
   }

@@ -80,6 +80,11 @@ Status FaultFile::BeginWrite(uint64_t offset, Slice data, bool* proceed, size_t*
   return std::move(verdict.status);
 }
 
+Status FaultFile::BeginQueuedWrite(uint64_t offset, Slice data, bool* proceed, size_t* written) {
+  MutexLock order(&backend_->order_mu_);
+  return BeginWrite(offset, data, proceed, written);
+}
+
 Status FaultFile::Write(uint64_t offset, Slice data) {
   MutexLock order(&backend_->order_mu_);
   bool proceed;

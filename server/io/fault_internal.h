@@ -37,6 +37,9 @@ class FaultFile final : public File {
   // is false the returned status is the op's outcome and *written the bytes that reached disk.
   Status BeginWrite(uint64_t offset, Slice data, bool* proceed, size_t* written)
       REQUIRES(backend_->order_mu_);
+  // BeginWrite for a queued write, taking the backend's op-order lock itself.
+  Status BeginQueuedWrite(uint64_t offset, Slice data, bool* proceed, size_t* written)
+      EXCLUDES(backend_->order_mu_);
 
  private:
   Status RecordUndo(FaultInjectionBackend::OpKind kind, uint64_t offset, uint64_t len)

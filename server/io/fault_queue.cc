@@ -52,11 +52,7 @@ void FaultQueue::Submit() {
     } else {
       bool proceed;
       size_t written;
-      Status s;
-      {
-        MutexLock order(&backend_->order_mu_);
-        s = file->BeginWrite(op->offset, Slice(op->buf, op->len), &proceed, &written);
-      }
+      Status s = file->BeginQueuedWrite(op->offset, Slice(op->buf, op->len), &proceed, &written);
       if (!proceed) {
         Finish(op, std::move(s), written);
         continue;

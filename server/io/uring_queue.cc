@@ -28,14 +28,14 @@ std::string OpContext(const IoOp* op) {
 StatusOr<std::unique_ptr<UringRing>> UringRing::Create(uint32_t entries) {
   std::unique_ptr<UringRing> ring(new UringRing());
   const int r = io_uring_queue_init(entries, &ring->ring_, 0);
-  if (r < 0) {
-    ring.release();  // NOLINT: nothing was set up, so ~UringRing must not call queue_exit
-    return Status::FromErrno(-r, "io_uring_queue_init");
-  }
+  if (r < 0) return Status::FromErrno(-r, "io_uring_queue_init");
+  ring->set_up_ = true;
   return ring;
 }
 
-UringRing::~UringRing() { io_uring_queue_exit(&ring_); }
+UringRing::~UringRing() {
+  if (set_up_) io_uring_queue_exit(&ring_);
+}
 
 UringQueue::UringQueue(UringBackend* backend, std::unique_ptr<UringRing> ring, Status setup_error)
     : backend_(backend), ring_(std::move(ring)), broken_(std::move(setup_error)) {

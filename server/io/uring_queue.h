@@ -42,6 +42,7 @@ class UringRing {
  private:
   UringRing() = default;
   io_uring ring_{};
+  bool set_up_ = false;  // io_uring_queue_exit only after a successful io_uring_queue_init
 };
 
 class UringQueue final : public IoQueue {

@@ -129,10 +129,38 @@ void CheckFallbackUnderSeccomp(const std::string& dir) {
     std::fprintf(stderr, "%s\n", why.c_str());
     std::_Exit(1);
   };
-  if (!BlockIoUringSetup()) fail("cannot install the seccomp filter");
-
+  // A uring backend made before the filter: its pooled ring keeps working, but a second
+  // concurrent queue needs a new ring, whose set-up now fails; that queue's ops carry the error.
   IoBackendOptions explicit_uring;
   explicit_uring.kind = IoBackendKind::kUring;
+  auto early = NewIoBackend(explicit_uring, nullptr);
+  if (!early.ok()) fail("kUring before the filter: " + early.status().ToString());
+
+  if (!BlockIoUringSetup()) fail("cannot install the seccomp filter");
+
+  {
+    FileOptions create;
+    create.create = true;
+    auto file = (*early)->OpenFile(dir + "/early", create);
+    if (!file.ok()) fail(file.status().ToString());
+    auto pooled = (*early)->AcquireQueue();
+    auto fresh = (*early)->AcquireQueue();
+    std::string data = "x";
+    IoOp ok_op = IoOp::Write(file->get(), 0, data.data(), 1);
+    IoOp failed_op = IoOp::Write(file->get(), 1, data.data(), 1);
+    pooled->Push(&ok_op);
+    pooled->Submit();
+    pooled->WaitAll();
+    fresh->Push(&failed_op);
+    fresh->Submit();
+    fresh->WaitAll();
+    if (!ok_op.done || !ok_op.status.ok()) fail("pooled ring: " + ok_op.status.ToString());
+    if (!failed_op.done || failed_op.status.code() != StatusCode::kPermissionDenied ||
+        failed_op.status.message().find("io_uring_queue_init") == std::string::npos) {
+      fail("queue without a ring: " + failed_op.status.ToString());
+    }
+  }
+
   auto refused = NewIoBackend(explicit_uring, nullptr);
   if (refused.ok()) fail("kUring succeeded although io_uring_setup is blocked");
   if (refused.status().code() != StatusCode::kPermissionDenied) {

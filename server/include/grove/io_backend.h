@@ -104,6 +104,9 @@ struct IoOp {
   }
 };
 
+// Completion is marked (op->done, InFlight()) only inside Wait, WaitAll and Poll on the owner's
+// thread, never asynchronously: poll or wait rather than spin on op->done. Wait on an op that was
+// pushed but not submitted submits first; ops never submitted complete kAborted on destruction.
 class IoQueue {
  public:
   virtual ~IoQueue() = default;  // waits for every submitted op, then returns the lease

@@ -1,0 +1,185 @@
+#include "grovectl/app.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "grove/client/client.h"
+
+#include "grovectl/commands.h"
+#include <CLI/CLI.hpp>
+
+namespace grove::grovectl {
+namespace {
+
+const std::vector<std::string> kFormats = {"text", "hex", "base64", "u64"};
+
+constexpr const char* kFooter = R"(
+Keys and values are written as --key-format / --value-format: text (as is), hex, base64, or u64
+(a decimal integer stored as 8 bytes big-endian, so numeric order is key order).
+Exit status: 0 ok, 1 the call failed, 2 bad usage, 3 get found no such key.
+The token can also come from --token-file or the GROVE_TOKEN environment variable (safer than
+the command line, which other users can see); the address from GROVE_ADDR.)";
+
+struct Globals {
+  client::ClientOptions client;
+  std::string token_file;
+  double timeout_seconds = 10;
+  std::string key_format = "text";
+  std::string value_format = "text";
+  std::string output = "text";
+};
+
+void AddGlobalOptions(CLI::App& app, Globals& g) {
+  app.add_option("--addr", g.client.address, "groved address host:port")
+      ->envname("GROVE_ADDR")
+      ->capture_default_str();
+  app.add_option("--token", g.client.token, "Bearer token")->envname("GROVE_TOKEN");
+  app.add_option("--token-file", g.token_file, "Read the bearer token from this file");
+  app.add_flag("--tls", g.client.tls, "Connect with TLS");
+  app.add_option("--ca", g.client.ca_file, "CA certificate (PEM) that signed the server's")
+      ->check(CLI::ExistingFile);
+  app.add_option("--cert", g.client.cert_file, "Client certificate (PEM), for mutual TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--key", g.client.key_file, "Client private key (PEM), for mutual TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--server-name", g.client.server_name,
+                 "Name expected in the server certificate (default: the host of --addr)");
+  app.add_option("--timeout", g.timeout_seconds, "Deadline of each attempt, in seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retries", g.client.max_attempts,
+                 "Attempts when the server is unavailable (starting, draining, unreachable)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  app.add_option("--key-format", g.key_format, "How keys are written")
+      ->capture_default_str()
+      ->check(CLI::IsMember(kFormats));
+  app.add_option("--value-format", g.value_format, "How values are written")
+      ->capture_default_str()
+      ->check(CLI::IsMember(kFormats));
+  app.add_option("-o,--output", g.output, "Output: text, or json (one object per line)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+}
+
+}  // namespace
+
+int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostream& out,
+                std::ostream& err) {
+  CLI::App app{"grovectl: command-line client for groved (grove.v1.KV)", "grovectl"};
+  app.footer(kFooter);
+  // Global options may also follow the subcommand ("grovectl get k --addr ...").
+  app.fallthrough();
+  app.require_subcommand(1);
+  Globals g;
+  AddGlobalOptions(app, g);
+
+  std::string key, value, value_file;
+  CLI::App* get = app.add_subcommand("get", "Print the value of KEY (exit 3 when absent)");
+  get->add_option("KEY", key, "The key")->required();
+
+  CLI::App* put = app.add_subcommand("put", "Set KEY to VALUE");
+  put->add_option("KEY", key, "The key")->required();
+  CLI::Option* value_opt = put->add_option("VALUE", value, "The value");
+  CLI::Option* file_opt =
+      put->add_option("--value-file", value_file, "Read the value's bytes from a file (- = stdin)");
+  value_opt->excludes(file_opt);
+
+  CLI::App* del = app.add_subcommand("delete", "Delete KEY (succeeds when it is absent)");
+  del->add_option("KEY", key, "The key")->required();
+
+  ScanArgs scan_args;
+  CLI::App* scan = app.add_subcommand("scan", "Print the entries of a key range, in key order");
+  scan->add_option("--start", scan_args.start, "First key (inclusive); default: the smallest");
+  scan->add_option("--end", scan_args.end, "End key (exclusive); default: past the largest");
+  scan->add_option("-n,--limit", scan_args.limit, "At most this many entries (0: all)")
+      ->capture_default_str();
+  scan->add_flag("-r,--reverse", scan_args.reverse, "From the largest key down");
+  scan->add_flag("--keys-only", scan_args.keys_only, "Print keys without values");
+  scan->add_option("--page-size", scan_args.page_size,
+                   "Entries per request (at most the server's limits.max_scan_limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000000u));
+
+  LoadArgs load_args;
+  CLI::App* load =
+      app.add_subcommand("load", "Load key/value records from a CSV, TSV or JSONL file");
+  load->add_option("FILE", load_args.file, "The file; - reads standard input")->required();
+  load->add_option("--format", load_args.format,
+                   "csv, tsv or jsonl (default: from the file name's extension)")
+      ->check(CLI::IsMember({"csv", "tsv", "jsonl", "ndjson"}));
+  load->add_flag("--header", load_args.header, "Skip the first record (a header line)");
+  load->add_option("--batch-entries", load_args.batch_entries, "Records per BatchInsert")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000000u));
+  load->add_option("--batch-bytes", load_args.batch_bytes,
+                   "Key and value bytes per BatchInsert (keep under limits.max_batch_bytes)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  bool progress_on = false, progress_off = false;
+  CLI::Option* on = load->add_flag("--progress", progress_on, "Show a progress bar");
+  load->add_flag("--no-progress", progress_off, "Never show a progress bar")->excludes(on);
+
+  CLI::App* stats = app.add_subcommand("stats", "Print engine, index and cache figures");
+
+  std::string service;
+  CLI::App* health =
+      app.add_subcommand("health", "Print the server's health (exit 0 only when SERVING)");
+  health->add_option("--service", service, "Service to check (default: the whole server)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (!g.token_file.empty()) {
+    std::ifstream f(g.token_file);
+    if (!f || !std::getline(f, g.client.token) || g.client.token.empty()) {
+      err << "grovectl: --token-file: cannot read a token from '" << g.token_file << "'\n";
+      return kExitUsage;
+    }
+    while (!g.client.token.empty() &&
+           std::isspace(static_cast<unsigned char>(g.client.token.back()))) {
+      g.client.token.pop_back();
+    }
+  }
+  g.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_seconds * 1000));
+  std::unique_ptr<client::Client> client;
+  if (grpc::Status s = client::Client::Create(g.client, &client); !s.ok()) {
+    err << "grovectl: " << s.error_message() << "\n";
+    return kExitUsage;
+  }
+
+  Context ctx;
+  ctx.client = client.get();
+  ctx.key_format = *client::ParseFormat(g.key_format);
+  ctx.value_format = *client::ParseFormat(g.value_format);
+  ctx.output = g.output == "json" ? Output::kJson : Output::kText;
+  ctx.in = &in;
+  ctx.out = &out;
+  ctx.err = &err;
+
+  if (*get) return RunGet(ctx, key);
+  if (*put) {
+    if (value_opt->count() == 0 && value_file.empty()) {
+      err << "grovectl: put: give VALUE or --value-file\n";
+      return kExitUsage;
+    }
+    return RunPut(ctx, key, value, value_file);
+  }
+  if (*del) return RunDelete(ctx, key);
+  if (*scan) return RunScan(ctx, scan_args);
+  if (*load) {
+    load_args.progress = progress_on ? 1 : progress_off ? 0 : -1;
+    return RunLoad(ctx, load_args);
+  }
+  if (*stats) return RunStats(ctx);
+  if (*health) return RunHealth(ctx, service);
+  return kExitUsage;
+}
+
+}  // namespace grove::grovectl

@@ -1,0 +1,197 @@
+#include "grovectl/commands.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <nlohmann/json.hpp>
+
+namespace grove::grovectl {
+namespace {
+
+const char* CodeName(grpc::StatusCode code) {
+  static constexpr const char* kNames[] = {"OK",
+                                           "CANCELLED",
+                                           "UNKNOWN",
+                                           "INVALID_ARGUMENT",
+                                           "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND",
+                                           "ALREADY_EXISTS",
+                                           "PERMISSION_DENIED",
+                                           "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION",
+                                           "ABORTED",
+                                           "OUT_OF_RANGE",
+                                           "UNIMPLEMENTED",
+                                           "INTERNAL",
+                                           "UNAVAILABLE",
+                                           "DATA_LOSS",
+                                           "UNAUTHENTICATED"};
+  const int i = static_cast<int>(code);
+  return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
+}
+
+// Decodes a command-line key; on failure prints the reason and returns false.
+bool DecodeArg(const Context& ctx, client::Format format, const char* what, const std::string& text,
+               std::string* bytes) {
+  std::string why;
+  if (client::Decode(format, text, bytes, &why)) return true;
+  *ctx.err << "grovectl: " << what << ": " << why << "\n";
+  return false;
+}
+
+// JSON strings must be UTF-8; text-format bytes that are not are replaced (use hex or base64).
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+int ReportRpcError(const Context& ctx, const grpc::Status& status) {
+  *ctx.err << "grovectl: " << CodeName(status.error_code()) << ": " << status.error_message();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    *ctx.err << " (is groved running and reachable at " << ctx.client->options().address << "?)";
+  }
+  *ctx.err << "\n";
+  return kExitFailed;
+}
+
+int RunGet(const Context& ctx, const std::string& key_text) {
+  std::string key;
+  if (!DecodeArg(ctx, ctx.key_format, "KEY", key_text, &key)) return kExitUsage;
+  std::string value;
+  bool found = false;
+  grpc::Status s = ctx.client->Get(key, &value, &found);
+  if (!s.ok()) return ReportRpcError(ctx, s);
+  if (ctx.output == Output::kJson) {
+    nlohmann::json j = {{"key", client::Encode(ctx.key_format, key)}, {"found", found}};
+    if (found) j["value"] = client::Encode(ctx.value_format, value);
+    *ctx.out << Dump(j) << "\n";
+  } else if (found) {
+    *ctx.out << client::Encode(ctx.value_format, value) << "\n";
+  } else {
+    *ctx.err << "grovectl: not found\n";
+  }
+  return found ? kExitOk : kExitNotFound;
+}
+
+int RunPut(const Context& ctx, const std::string& key_text, const std::string& value_text,
+           const std::string& value_file) {
+  std::string key, value;
+  if (!DecodeArg(ctx, ctx.key_format, "KEY", key_text, &key)) return kExitUsage;
+  if (!value_file.empty()) {
+    // The file holds the value's bytes as they are; no format applies.
+    std::ostringstream buf;
+    if (value_file == "-") {
+      buf << ctx.in->rdbuf();
+    } else {
+      std::ifstream f(value_file, std::ios::binary);
+      if (!f) {
+        *ctx.err << "grovectl: --value-file: cannot read '" << value_file << "'\n";
+        return kExitUsage;
+      }
+      buf << f.rdbuf();
+    }
+    value = buf.str();
+  } else if (!DecodeArg(ctx, ctx.value_format, "VALUE", value_text, &value)) {
+    return kExitUsage;
+  }
+  grpc::Status s = ctx.client->Put(key, value);
+  return s.ok() ? kExitOk : ReportRpcError(ctx, s);
+}
+
+int RunDelete(const Context& ctx, const std::string& key_text) {
+  std::string key;
+  if (!DecodeArg(ctx, ctx.key_format, "KEY", key_text, &key)) return kExitUsage;
+  grpc::Status s = ctx.client->Delete(key);
+  return s.ok() ? kExitOk : ReportRpcError(ctx, s);
+}
+
+int RunScan(const Context& ctx, const ScanArgs& args) {
+  client::ScanRange range;
+  if (!args.start.empty() && !DecodeArg(ctx, ctx.key_format, "--start", args.start, &range.start)) {
+    return kExitUsage;
+  }
+  if (!args.end.empty() && !DecodeArg(ctx, ctx.key_format, "--end", args.end, &range.end)) {
+    return kExitUsage;
+  }
+  range.limit = args.limit;
+  range.reverse = args.reverse;
+  range.keys_only = args.keys_only;
+  range.page_size = args.page_size;
+  grpc::Status s = ctx.client->Scan(range, [&](std::string_view key, std::string_view value) {
+    if (ctx.output == Output::kJson) {
+      nlohmann::json j = {{"key", client::Encode(ctx.key_format, key)}};
+      if (!args.keys_only) j["value"] = client::Encode(ctx.value_format, value);
+      *ctx.out << Dump(j) << "\n";
+    } else if (args.keys_only) {
+      *ctx.out << client::Encode(ctx.key_format, key) << "\n";
+    } else {
+      *ctx.out << client::Encode(ctx.key_format, key) << "\t"
+               << client::Encode(ctx.value_format, value) << "\n";
+    }
+    return static_cast<bool>(*ctx.out);  // stop when the reader went away (| head)
+  });
+  ctx.out->flush();
+  return s.ok() ? kExitOk : ReportRpcError(ctx, s);
+}
+
+int RunStats(const Context& ctx) {
+  v1::StatsResponse stats;
+  grpc::Status s = ctx.client->Stats(&stats);
+  if (!s.ok()) return ReportRpcError(ctx, s);
+  if (ctx.output == Output::kJson) {
+    std::string json;
+    google::protobuf::util::JsonPrintOptions o;
+    o.always_print_primitive_fields = true;
+    o.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(stats, &json, o);
+    *ctx.out << json << "\n";
+    return kExitOk;
+  }
+  std::ostream& o = *ctx.out;
+  const auto& c = stats.cache();
+  const double lookups = static_cast<double>(c.hits() + c.misses());
+  o << "groved " << stats.version() << ", up " << static_cast<uint64_t>(stats.uptime_seconds())
+    << " s\n"
+    << "variant            " << stats.variant() << "\n"
+    << "io backend         " << stats.io_backend() << "\n"
+    << "operations         gets " << stats.operations().gets() << ", puts "
+    << stats.operations().puts() << ", deletes " << stats.operations().deletes() << ", batches "
+    << stats.operations().writes() << ", scans " << stats.operations().scans() << "\n"
+    << "index              height " << stats.index().height() << ", " << stats.index().leaf_pages()
+    << " leaf pages, " << stats.index().inner_pages() << " inner pages ("
+    << stats.index().inner_bytes() << " bytes), " << stats.index().entries() << " entries\n"
+    << "cache              " << c.resident_pages() << "/" << c.capacity_pages()
+    << " pages resident, " << c.dirty_pages() << " dirty, hit ratio "
+    << (lookups > 0 ? static_cast<double>(c.hits()) / lookups : 0.0) << "\n"
+    << "prefetch           issued " << c.prefetch_issued() << ", used " << c.prefetch_used()
+    << ", wasted " << c.prefetch_wasted() << "\n"
+    << "checksum failures  " << c.checksum_failures() << "\n"
+    << "wal                " << stats.wal().records() << " records, " << stats.wal().bytes()
+    << " bytes, " << stats.wal().syncs() << " syncs (p99 " << stats.wal().sync_p99_seconds()
+    << " s)\n"
+    << "checkpoints        " << stats.checkpoint().count() << " (epoch "
+    << stats.checkpoint().epoch() << ", p99 " << stats.checkpoint().duration_p99_seconds()
+    << " s)\n"
+    << "data file          " << stats.storage().data_file_pages() << " pages, "
+    << stats.storage().free_pages() << " free\n";
+  return kExitOk;
+}
+
+int RunHealth(const Context& ctx, const std::string& service) {
+  grpc::health::v1::HealthCheckResponse::ServingStatus status{};
+  grpc::Status s = ctx.client->Health(service, &status);
+  if (!s.ok()) return ReportRpcError(ctx, s);
+  const std::string name = grpc::health::v1::HealthCheckResponse::ServingStatus_Name(status);
+  if (ctx.output == Output::kJson) {
+    *ctx.out << Dump({{"service", service}, {"status", name}}) << "\n";
+  } else {
+    *ctx.out << name << "\n";
+  }
+  return status == grpc::health::v1::HealthCheckResponse::SERVING ? kExitOk : kExitFailed;
+}
+
+}  // namespace grove::grovectl

@@ -1,0 +1,70 @@
+#pragma once
+
+// grovectl's commands, each over a connected Client. They write results to `out`, diagnostics to
+// `err`, and return the process exit status:
+//
+//   0  success
+//   1  the call failed (the gRPC code and the server's message are printed)
+//   2  bad usage (a malformed key, an unreadable file)
+//   3  get: the key does not exist
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "grove/client/client.h"
+#include "grove/client/codec.h"
+#include "grove/client/record_reader.h"
+
+namespace grove::grovectl {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitNotFound = 3;
+
+enum class Output { kText, kJson };
+
+struct Context {
+  client::Client* client = nullptr;
+  client::Format key_format = client::Format::kText;
+  client::Format value_format = client::Format::kText;
+  Output output = Output::kText;
+  std::istream* in = nullptr;
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+};
+
+// Prints "grovectl: CODE: message" (with a hint for UNAVAILABLE) and returns kExitFailed.
+int ReportRpcError(const Context& ctx, const grpc::Status& status);
+
+int RunGet(const Context& ctx, const std::string& key);
+// `value` is used unless `value_file` is set ("-" reads standard input).
+int RunPut(const Context& ctx, const std::string& key, const std::string& value,
+           const std::string& value_file);
+int RunDelete(const Context& ctx, const std::string& key);
+
+struct ScanArgs {
+  std::string start;  // as written (decoded with the key format)
+  std::string end;
+  uint64_t limit = 0;
+  bool reverse = false;
+  bool keys_only = false;
+  uint32_t page_size = 10000;
+};
+int RunScan(const Context& ctx, const ScanArgs& args);
+
+struct LoadArgs {
+  std::string file;    // "-" reads standard input
+  std::string format;  // "csv", "tsv", "jsonl"; empty: from the file name
+  bool header = false;
+  uint32_t batch_entries = 1000;
+  uint64_t batch_bytes = 1ull << 20;
+  int progress = -1;  // 1 on, 0 off, -1 when stderr is a terminal
+};
+int RunLoad(const Context& ctx, const LoadArgs& args);
+
+int RunStats(const Context& ctx);
+int RunHealth(const Context& ctx, const std::string& service);
+
+}  // namespace grove::grovectl

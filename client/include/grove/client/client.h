@@ -1,0 +1,114 @@
+#pragma once
+
+// grove::client::Client: one small class over the grove.v1.KV stub.
+//
+//   * Every call gets a deadline (ClientOptions::timeout per attempt).
+//   * UNAVAILABLE (server starting, draining, restarting, or the connection broke) is retried
+//     with exponential backoff and jitter, up to max_attempts. Writes are idempotent, so retrying
+//     them is safe.
+//   * TLS and mutual TLS from PEM files; a bearer token is sent with every KV call.
+//   * Scan pages and resumes: it asks for page_size entries at a time, continues while the server
+//     says more, and after a broken stream restarts right after the last key it delivered, so the
+//     callback sees each key exactly once, in order.
+//
+// Errors are grpc::Status values with the server's message (the field is named there).
+//
+// Thread safety: a Client may be shared by many threads.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/status.h>
+
+#include "grove/v1/kv.grpc.pb.h"
+
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace grove::client {
+
+struct ClientOptions {
+  std::string address = "127.0.0.1:7400";
+  std::string token;  // bearer token; empty sends none
+
+  bool tls = false;
+  std::string ca_file;    // CA that signed the server certificate; empty: system roots
+  std::string cert_file;  // client certificate and key, for servers that require mutual TLS
+  std::string key_file;
+  std::string server_name;  // expected name in the server certificate, when not the address
+
+  std::chrono::milliseconds timeout{10000};  // deadline of each attempt
+  int max_attempts = 5;                      // attempts on UNAVAILABLE, the first included
+  std::chrono::milliseconds initial_backoff{50};
+  std::chrono::milliseconds max_backoff{2000};
+};
+
+struct Mutation {
+  enum class Type { kPut, kDelete };
+  Type type = Type::kPut;
+  std::string key;
+  std::string value;
+};
+
+// Keys in [start, end) (end empty: to the last key), forward or reverse.
+struct ScanRange {
+  std::string start;
+  std::string end;
+  uint64_t limit = 0;  // entries in total; 0: all of them
+  bool reverse = false;
+  bool keys_only = false;
+  uint32_t page_size = 10000;  // entries per request (at most the server's limits.max_scan_limit)
+};
+
+// Return false to stop the scan early (Scan then returns OK).
+using ScanVisitor = std::function<bool(std::string_view key, std::string_view value)>;
+
+class Client {
+ public:
+  // INVALID_ARGUMENT naming the option when a TLS file cannot be read. Does not connect yet:
+  // the first call does.
+  static grpc::Status Create(const ClientOptions& options, std::unique_ptr<Client>* client);
+
+  grpc::Status Get(std::string_view key, std::string* value, bool* found);
+  // (*values)[i] answers keys[i]; nullopt when absent.
+  grpc::Status BatchGet(const std::vector<std::string>& keys,
+                        std::vector<std::optional<std::string>>* values);
+  grpc::Status Put(std::string_view key, std::string_view value);
+  grpc::Status Delete(std::string_view key);
+  // Atomic and durable: all mutations or none.
+  grpc::Status BatchInsert(const std::vector<Mutation>& mutations);
+  grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);
+  grpc::Status Stats(v1::StatsResponse* stats);
+  // The health of `service` ("" = the whole server), e.g. SERVING.
+  grpc::Status Health(const std::string& service,
+                      grpc::health::v1::HealthCheckResponse::ServingStatus* status);
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel);
+
+  // A context with this attempt's deadline and the token.
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+  // Runs `attempt` until it returns something other than UNAVAILABLE or attempts run out.
+  grpc::Status WithRetries(const std::function<grpc::Status()>& attempt);
+  std::chrono::milliseconds Backoff(int retry);
+
+  const ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::KV::Stub> kv_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  std::mutex rng_mu_;
+  std::minstd_rand rng_;  // backoff jitter; guarded by rng_mu_
+};
+
+}  // namespace grove::client

@@ -1,0 +1,230 @@
+#include "grove/client/client.h"
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+namespace grove::client {
+namespace {
+
+grpc::Status ReadFile(const char* option, const std::string& path, std::string* out) {
+  std::ifstream in(path);
+  if (!in) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        std::string(option) + ": cannot read '" + path + "'");
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  *out = buf.str();
+  return grpc::Status::OK;
+}
+
+bool Retryable(const grpc::Status& s) { return s.error_code() == grpc::StatusCode::UNAVAILABLE; }
+
+}  // namespace
+
+grpc::Status Client::Create(const ClientOptions& options, std::unique_ptr<Client>* client) {
+  grpc::ChannelArguments args;
+  // Accept any message the server's own limits allow (gRPC's default is 4 MiB).
+  args.SetMaxReceiveMessageSize(-1);
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (options.tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.ca_file.empty()) {
+      grpc::Status s = ReadFile("ca_file", options.ca_file, &ssl.pem_root_certs);
+      if (!s.ok()) return s;
+    }
+    if (options.cert_file.empty() != options.key_file.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "cert_file and key_file must be given together");
+    }
+    if (!options.cert_file.empty()) {
+      grpc::Status s = ReadFile("cert_file", options.cert_file, &ssl.pem_cert_chain);
+      if (s.ok()) s = ReadFile("key_file", options.key_file, &ssl.pem_private_key);
+      if (!s.ok()) return s;
+    }
+    if (!options.server_name.empty()) args.SetSslTargetNameOverride(options.server_name);
+    creds = grpc::SslCredentials(ssl);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  client->reset(new Client(options, grpc::CreateCustomChannel(options.address, creds, args)));
+  return grpc::Status::OK;
+}
+
+Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      kv_(v1::KV::NewStub(channel_)),
+      health_(grpc::health::v1::Health::NewStub(channel_)),
+      rng_(std::random_device{}()) {}
+
+std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+  // Sent as plain metadata rather than call credentials: gRPC refuses call credentials on
+  // plaintext channels, and the loopback listener is plaintext.
+  if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+  return ctx;
+}
+
+std::chrono::milliseconds Client::Backoff(int retry) {
+  auto d = options_.initial_backoff * (1 << std::min(retry, 16));
+  d = std::min(d, options_.max_backoff);
+  // "Equal jitter": half fixed, half random, so that many clients do not retry in lockstep.
+  std::lock_guard<std::mutex> lock(rng_mu_);
+  std::uniform_int_distribution<int64_t> jitter(0, d.count() / 2);
+  return std::chrono::milliseconds(d.count() / 2 + jitter(rng_));
+}
+
+grpc::Status Client::WithRetries(const std::function<grpc::Status()>& attempt) {
+  grpc::Status s;
+  for (int i = 0; i < std::max(1, options_.max_attempts); ++i) {
+    if (i > 0) std::this_thread::sleep_for(Backoff(i - 1));
+    s = attempt();
+    if (!Retryable(s)) return s;
+  }
+  return s;
+}
+
+grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) {
+  v1::GetRequest req;
+  req.set_key(key.data(), key.size());
+  v1::GetResponse resp;
+  grpc::Status s = WithRetries([&] { return kv_->Get(NewContext().get(), req, &resp); });
+  if (!s.ok()) return s;
+  *found = resp.found();
+  *value = std::move(*resp.mutable_value());
+  return s;
+}
+
+grpc::Status Client::BatchGet(const std::vector<std::string>& keys,
+                              std::vector<std::optional<std::string>>* values) {
+  v1::BatchGetRequest req;
+  for (const std::string& k : keys) req.add_keys(k);
+  v1::BatchGetResponse resp;
+  grpc::Status s = WithRetries([&] { return kv_->BatchGet(NewContext().get(), req, &resp); });
+  if (!s.ok()) return s;
+  values->clear();
+  for (v1::GetResult& r : *resp.mutable_results()) {
+    if (r.found()) {
+      values->emplace_back(std::move(*r.mutable_value()));
+    } else {
+      values->emplace_back(std::nullopt);
+    }
+  }
+  return s;
+}
+
+grpc::Status Client::Put(std::string_view key, std::string_view value) {
+  v1::PutRequest req;
+  req.set_key(key.data(), key.size());
+  req.set_value(value.data(), value.size());
+  v1::PutResponse resp;
+  return WithRetries([&] { return kv_->Put(NewContext().get(), req, &resp); });
+}
+
+grpc::Status Client::Delete(std::string_view key) {
+  v1::DeleteRequest req;
+  req.set_key(key.data(), key.size());
+  v1::DeleteResponse resp;
+  return WithRetries([&] { return kv_->Delete(NewContext().get(), req, &resp); });
+}
+
+grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations) {
+  v1::BatchInsertRequest req;
+  for (const Mutation& m : mutations) {
+    v1::Mutation* pm = req.add_mutations();
+    pm->set_type(m.type == Mutation::Type::kPut ? v1::Mutation::PUT : v1::Mutation::DELETE);
+    pm->set_key(m.key);
+    if (m.type == Mutation::Type::kPut) pm->set_value(m.value);
+  }
+  v1::BatchInsertResponse resp;
+  return WithRetries([&] { return kv_->BatchInsert(NewContext().get(), req, &resp); });
+}
+
+grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
+  v1::ScanRequest req;
+  req.set_start(range.start);
+  req.set_end(range.end);
+  req.set_reverse(range.reverse);
+  req.set_keys_only(range.keys_only);
+  uint64_t delivered = 0;
+  int failures = 0;
+  while (true) {
+    uint64_t want = range.page_size == 0 ? 0 : range.page_size;
+    if (range.limit != 0) {
+      const uint64_t remaining = range.limit - delivered;
+      if (remaining == 0) return grpc::Status::OK;
+      if (want == 0 || remaining < want) want = remaining;
+    }
+    req.set_limit(static_cast<uint32_t>(want));
+
+    std::unique_ptr<grpc::ClientContext> ctx = NewContext();
+    std::unique_ptr<grpc::ClientReader<v1::ScanResponse>> reader = kv_->Scan(ctx.get(), req);
+    v1::ScanResponse msg;
+    bool more = false;
+    bool stopped = false;
+    std::string last_key;
+    bool progressed = false;
+    while (!stopped && reader->Read(&msg)) {
+      for (const v1::KeyValue& kv : msg.entries()) {
+        ++delivered;
+        if (!visit(kv.key(), kv.value()) || (range.limit != 0 && delivered >= range.limit)) {
+          stopped = true;
+          break;
+        }
+      }
+      if (!msg.entries().empty()) {
+        last_key = msg.last_key();
+        progressed = true;
+      }
+      more = msg.more();
+    }
+    if (stopped) {
+      ctx->TryCancel();
+      (void)reader->Finish();  // CANCELLED by us; not an error
+      return grpc::Status::OK;
+    }
+    grpc::Status s = reader->Finish();
+    if (!s.ok()) {
+      if (!Retryable(s)) return s;
+      // A stream that delivered entries made progress; only consecutive fruitless attempts count.
+      failures = progressed ? 1 : failures + 1;
+      if (failures >= std::max(1, options_.max_attempts)) return s;
+      std::this_thread::sleep_for(Backoff(failures - 1));
+      more = true;  // resume below
+      if (!progressed) continue;
+    }
+    if (!more) return grpc::Status::OK;
+    // Continue after the last key delivered: forward, from the next possible key; reverse, up to
+    // (excluding) it.
+    if (range.reverse) {
+      req.set_end(last_key);
+    } else {
+      req.set_start(last_key + '\0');
+    }
+  }
+}
+
+grpc::Status Client::Stats(v1::StatsResponse* stats) {
+  v1::StatsRequest req;
+  return WithRetries([&] { return kv_->Stats(NewContext().get(), req, stats); });
+}
+
+grpc::Status Client::Health(const std::string& service,
+                            grpc::health::v1::HealthCheckResponse::ServingStatus* status) {
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service(service);
+  grpc::health::v1::HealthCheckResponse resp;
+  // No retries: a health probe reports what it sees now.
+  std::unique_ptr<grpc::ClientContext> ctx = NewContext();
+  grpc::Status s = health_->Check(ctx.get(), req, &resp);
+  if (s.ok()) *status = resp.status();
+  return s;
+}
+
+}  // namespace grove::client

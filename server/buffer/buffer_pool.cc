@@ -463,6 +463,7 @@ StatusOr<std::vector<PageId>> BufferPool::SnapshotDirty(uint32_t epoch, AlignedB
     ids.push_back(pid);
     flushing_.push_back({idx, pid});
   }
+  flushing_count_.store(ids.size());
   return ids;
 }
 
@@ -476,6 +477,7 @@ void BufferPool::EndCheckpoint(bool success) {
     f.flushing.store(false);
   }
   flushing_.clear();
+  flushing_count_.store(0);
 }
 
 void BufferPool::RecordWrites(IoCause cause, uint64_t pages) {

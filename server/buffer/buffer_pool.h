@@ -166,6 +166,8 @@ class BufferPool {
   // Ends the checkpoint begun by SnapshotDirty. On failure the captured pages become dirty again.
   void EndCheckpoint(bool success);
   uint64_t dirty_pages() const { return dirty_count_.load(std::memory_order_relaxed); }
+  // Frames held for the running checkpoint's in-place writes (not evictable either).
+  uint64_t flushing_pages() const { return flushing_count_.load(std::memory_order_relaxed); }
   uint64_t capacity_pages() const { return num_frames_; }
   void RecordWrites(IoCause cause, uint64_t pages);
   void RecordReads(IoCause cause, uint64_t pages);
@@ -226,6 +228,7 @@ class BufferPool {
   AlignedBuffer side_arena_;
 
   std::atomic<uint64_t> dirty_count_{0};
+  std::atomic<uint64_t> flushing_count_{0};
   std::atomic<uint64_t> resident_{0};
   std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, checksum_failures_{0};
   std::array<std::atomic<uint64_t>, kNumIoCauses> reads_{}, writes_{};

@@ -46,14 +46,15 @@ Status DbImpl::Delete(Slice key) {
 }
 
 Status DbImpl::WaitForDirtyRoom() {
-  const double soft =
-      options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages());
-  const double hard = std::min(2 * soft, 0.9 * static_cast<double>(pool_->capacity_pages()));
-  if (static_cast<double>(pool_->dirty_pages()) < hard) return Status::Ok();
-  // Pages are no-steal: only a checkpoint frees dirty frames. Run one (or wait for the one
-  // running) rather than letting the cache fill with pages that cannot be evicted.
+  // Pages are no-steal: dirty frames, and frames the running checkpoint still has to write in
+  // place, cannot be evicted. Past this mark writers help checkpoint instead of filling the cache
+  // with such frames, so that at least a quarter of it always stays evictable for reads.
+  const double capacity = static_cast<double>(pool_->capacity_pages());
+  const double hard = std::min(2 * options_.checkpoint.dirty_fraction, 0.75) * capacity;
+  auto held = [&] { return static_cast<double>(pool_->dirty_pages() + pool_->flushing_pages()); };
+  if (held() < hard) return Status::Ok();
   Status s = RunCheckpoint(CheckpointReason::kDirty);
-  if (static_cast<double>(pool_->dirty_pages()) < hard) return Status::Ok();
+  if (held() < hard) return Status::Ok();
   if (!s.ok()) {
     if (s.IsResourceExhausted()) return s;
     return Status::ResourceExhausted(

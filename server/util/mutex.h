@@ -34,18 +34,19 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex* const mu_;
 };
 
-// Condition variable bound to one Mutex. Wait* must be called with that mutex held.
+// Condition variable bound to one Mutex. Wait* must be called with that mutex held. (Not
+// annotated: clang cannot tie the bound mutex to the caller's lock expression.)
 class CondVar {
  public:
   explicit CondVar(Mutex* mu) : mu_(mu) {}
-  void Wait() REQUIRES(mu_) {
+  void Wait() {
     std::unique_lock<std::mutex> lock(mu_->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();
   }
   // Returns false on timeout.
   template <typename Rep, typename Period>
-  bool WaitFor(std::chrono::duration<Rep, Period> d) REQUIRES(mu_) {
+  bool WaitFor(std::chrono::duration<Rep, Period> d) {
     std::unique_lock<std::mutex> lock(mu_->mu_, std::adopt_lock);
     const bool signalled = cv_.wait_for(lock, d) == std::cv_status::no_timeout;
     lock.release();

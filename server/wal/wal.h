@@ -33,21 +33,23 @@
 //
 // State machine:
 //
-//              Open()
-//                |
-//                v        ENOSPC creating a segment: the group fails with
-//   +------> Appending <--+  kResourceExhausted; the next Append retries the roll
-//   |          |   |  |   |
-//   +--roll----+   |  +---+
-//                  |
-//     write error, | short write,             Close()
-//     failed sync  +--------------------------------------------+
-//                  v                                            v
-//               Stopped --------------- Close() ------------> Closed
-//     (Append/Sync: kInternal)                        (Append/Sync/Remove...: kUnavailable)
+//                      Open()
+//                        |
+//                        v
+//                  +-----------+   write error, short write,    +---------+
+//   roll, or  +--->| Appending |------------------------------->| Stopped |  Append, Sync:
+//   ENOSPC at |    +-----------+   failed fdatasync             +---------+  kInternal
+//   a roll    +--------+ |                                           |
+//   (retried by the      | Close()                                   | Close()
+//    next Append)        v                                           |
+//                  +-----------+                                     |
+//                  |  Closed   |<------------------------------------+
+//                  +-----------+  Append, Sync, RemoveObsoleteSegments: kUnavailable
 //
 // Thread safety: every method may be called concurrently. Close() waits for Appends already queued
 // and rejects later ones. The IoBackend and Logger must outlive the Wal.
+// Locking: one mutex (mu_) guards the queue and the bookkeeping. It is never held across IO; it may
+// be held while logging, so a Logger must not call back into the Wal.
 
 #include <atomic>
 #include <cstdint>
@@ -116,8 +118,8 @@ class Wal {
   Status Sync() EXCLUDES(mu_);
 
   // Deletes the segments all of whose records are < redo_lsn (never the active one), then syncs
-  // the directory. A failure here does not stop the log: a segment that survives is only replayed
-  // or removed again later.
+  // the directory. Call it only once the checkpoint that moved the redo point is durable. A failure
+  // here does not stop the log: a segment that survives is only removed again later.
   Status RemoveObsoleteSegments(Lsn redo_lsn) EXCLUDES(mu_);
 
   Lsn next_lsn() const EXCLUDES(mu_);
@@ -148,7 +150,6 @@ class Wal {
   Status SyncActive() EXCLUDES(mu_);
   // Records a fail-stop error and logs it; returns the status for the callers that hit it.
   Status StopLocked(const std::string& what, const Status& cause) REQUIRES(mu_);
-  Status StoppedError() const REQUIRES(mu_);
   void BatchSyncLoop() EXCLUDES(mu_);
   void Log(LogLevel level, const std::string& message) const;
 

@@ -351,16 +351,18 @@ StatusOr<PageWriteGuard> BufferPool::NewPage(PageId id, PageType type, Retention
   GROVE_ASSIGN_OR_RETURN(const uint32_t idx, ReserveFrame());
   Frame* f = &frames_[idx];
   f->latch.Lock();
-  bool installed;
-  {
-    Shard& shard = ShardOf(id);
-    MutexLock lock(&shard.mu);
-    installed = InstallLocked(shard, id, idx, FrameState::kResident);
-  }
-  if (!installed) {
-    f->latch.Unlock();
-    ReturnFrame(idx);
-    return Status::Internal(fmt::format("buffer pool: new page {} is already resident", id));
+  for (;;) {
+    bool installed;
+    {
+      Shard& shard = ShardOf(id);
+      MutexLock lock(&shard.mu);
+      installed = InstallLocked(shard, id, idx, FrameState::kResident);
+    }
+    if (installed) break;
+    // A copy of the page is still resident although the allocator just handed its id out again:
+    // a reader faulted it in after it was freed (a blob read racing an overwrite). Whatever it
+    // holds is dead; drop it.
+    Discard(id);
   }
   f->usage.store(static_cast<uint8_t>(retention), std::memory_order_relaxed);
   resident_.fetch_add(1);

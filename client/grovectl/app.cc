@@ -95,7 +95,8 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   scan->add_option("--start", scan_args.start, "First key (inclusive); default: the smallest");
   scan->add_option("--end", scan_args.end, "End key (exclusive); default: past the largest");
   scan->add_option("-n,--limit", scan_args.limit, "At most this many entries (0: all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   scan->add_flag("-r,--reverse", scan_args.reverse, "From the largest key down");
   scan->add_flag("--keys-only", scan_args.keys_only, "Print keys without values");
   scan->add_option("--page-size", scan_args.page_size,

@@ -63,6 +63,7 @@ void PageWriteGuard::Discard() {
     if (it != shard.table.end() && &pool_->frames_[it->second] == f) shard.table.erase(it);
     if (f->state.load() == FrameState::kResident) pool_->resident_.fetch_sub(1);
     f->state.store(FrameState::kInvalid);
+    pool_->ForgetHigh(f);
     if (f->dirty.exchange(false)) pool_->dirty_count_.fetch_sub(1);
   }
   f->latch.Unlock();
@@ -77,6 +78,7 @@ BufferPool::BufferPool(const BufferPoolOptions& options, IoBackend* io, File* da
       file_(data_file),
       epochs_(epochs),
       num_frames_(static_cast<uint32_t>(std::max<uint64_t>(16, options.capacity_bytes / kPageSize))),
+      high_limit_(static_cast<uint64_t>(options.high_retention_fraction * num_frames_)),
       frames_(new Frame[num_frames_]),
       side_arena_(static_cast<size_t>(options.side_pool_pages) * kPageSize) {
   const size_t bytes = static_cast<size_t>(num_frames_) * kPageSize;
@@ -116,9 +118,22 @@ Frame* BufferPool::PinIfPresent(PageId id, Retention retention) {
   if (it == shard.table.end()) return nullptr;
   Frame* f = &frames_[it->second];
   f->pins.fetch_add(1, std::memory_order_acq_rel);
-  const auto want = static_cast<uint8_t>(retention);
-  if (f->usage.load(std::memory_order_relaxed) < want) f->usage.store(want, std::memory_order_relaxed);
+  Touch(f, retention);
   return f;
+}
+
+void BufferPool::Touch(Frame* frame, Retention retention) {
+  const auto cap = static_cast<uint8_t>(retention);
+  const uint8_t usage = frame->usage.load(std::memory_order_relaxed);
+  if (usage < cap) frame->usage.store(usage + 1, std::memory_order_relaxed);
+  if (retention == Retention::kHigh && !frame->high.load(std::memory_order_relaxed) &&
+      !frame->high.exchange(true)) {
+    high_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void BufferPool::ForgetHigh(Frame* frame) {
+  if (frame->high.exchange(false)) high_count_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void BufferPool::Unpin(Frame* frame) { frame->pins.fetch_sub(1, std::memory_order_acq_rel); }
@@ -142,8 +157,8 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
     return idx;
   }
   // CLOCK: a resident, clean, unpinned frame whose usage count has run down is the victim.
-  // Three sweeps are enough for any usage count (Retention::kHigh is 3).
-  for (uint64_t step = 0; step < 4ull * num_frames_; ++step) {
+  // High-retention frames are skipped while they fit their share. Enough sweeps for any count.
+  for (uint64_t step = 0; step < 7ull * num_frames_; ++step) {
     const uint32_t idx = clock_hand_;
     clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
     Frame& f = frames_[idx];
@@ -160,6 +175,10 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
     }
     if (state != FrameState::kResident) continue;
     if (f.pins.load() > 0 || f.dirty.load() || f.flushing.load()) continue;
+    if (f.high.load(std::memory_order_relaxed) &&
+        high_count_.load(std::memory_order_relaxed) <= high_limit_) {
+      continue;
+    }
     const uint8_t usage = f.usage.load(std::memory_order_relaxed);
     if (usage > 0) {
       f.usage.store(usage - 1, std::memory_order_relaxed);
@@ -176,6 +195,7 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
     shard.table.erase(pid);
     f.state.store(FrameState::kFree);
     f.pins.store(1);
+    ForgetHigh(&f);
     resident_.fetch_sub(1);
     evictions_.fetch_add(1);
     return idx;
@@ -200,7 +220,8 @@ bool BufferPool::InstallLocked(Shard& shard, PageId id, uint32_t index, FrameSta
   Frame& f = frames_[index];
   f.page_id.store(id);
   f.state.store(state);
-  f.usage.store(static_cast<uint8_t>(Retention::kNormal));
+  f.usage.store(1);
+  ForgetHigh(&f);
   f.dirty.store(false);
   f.flushing.store(false);
   shard.table.emplace(id, index);
@@ -225,6 +246,7 @@ void BufferPool::InvalidateAndUnpin(Frame* frame, PageId id) {
     auto it = shard.table.find(id);
     if (it != shard.table.end() && &frames_[it->second] == frame) shard.table.erase(it);
     frame->state.store(FrameState::kInvalid);
+    ForgetHigh(frame);
     if (frame->dirty.exchange(false)) dirty_count_.fetch_sub(1);
   }
   Unpin(frame);
@@ -271,7 +293,7 @@ Status BufferPool::LoadPinned(Frame** out, PageId id, IoCause cause, Retention r
       ReturnFrame(idx);
       continue;
     }
-    f->usage.store(static_cast<uint8_t>(retention), std::memory_order_relaxed);
+    Touch(f, retention);
     misses_.fetch_add(1, std::memory_order_relaxed);
 
     // A confirmed prefetch: the traversal asks for exactly the page that was read ahead.
@@ -364,7 +386,7 @@ StatusOr<PageWriteGuard> BufferPool::NewPage(PageId id, PageType type, Retention
     // holds is dead; drop it.
     Discard(id);
   }
-  f->usage.store(static_cast<uint8_t>(retention), std::memory_order_relaxed);
+  Touch(f, retention);
   resident_.fetch_add(1);
   page::Init(f->data, type, id);
   MarkDirty(f);

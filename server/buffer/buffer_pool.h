@@ -49,12 +49,16 @@
 
 namespace grove {
 
-// How long a page should stay: CLOCK grants a frame this many sweeps of grace per access.
-enum class Retention : uint8_t { kNormal = 1, kHigh = 3 };
+// How long a page should stay. kNormal pages get CLOCK's second chance. kHigh pages (inner nodes)
+// are not evicted at all while all kHigh pages together hold at most
+// BufferPoolOptions::high_retention_fraction of the frames; beyond that they compete like the
+// rest, with a usage count that grows with every access (up to 5 sweeps of grace).
+enum class Retention : uint8_t { kNormal = 1, kHigh = 5 };
 
 struct BufferPoolOptions {
   uint64_t capacity_bytes = 256ull << 20;
-  uint32_t side_pool_pages = 512;  // buffers for speculative reads (PrefetchBatch)
+  uint32_t side_pool_pages = 512;         // buffers for speculative reads (PrefetchBatch)
+  double high_retention_fraction = 0.5;   // frames reserved for Retention::kHigh pages
 };
 
 class BufferPool;
@@ -69,6 +73,7 @@ struct Frame {
   std::atomic<uint32_t> pins{0};
   std::atomic<FrameState> state{FrameState::kFree};
   std::atomic<uint8_t> usage{0};
+  std::atomic<bool> high{false};  // accessed with Retention::kHigh
   std::atomic<bool> dirty{false};
   std::atomic<bool> flushing{false};
   SharedMutex latch;
@@ -204,11 +209,16 @@ class BufferPool {
   Status LoadPinned(Frame** frame_out, PageId id, IoCause cause, Retention retention,
                     PrefetchBatch* prefetched);
   void MarkDirty(Frame* frame);
+  // Records an access with `retention` (usage count, high-retention membership).
+  void Touch(Frame* frame, Retention retention);
+  // The frame leaves the page table: it no longer counts as a high-retention page.
+  void ForgetHigh(Frame* frame);
 
   IoBackend* const io_;
   File* const file_;
   const EpochTable* const epochs_;
   const uint32_t num_frames_;
+  const uint64_t high_limit_;  // kHigh frames protected from eviction up to this many
   char* arena_ = nullptr;  // num_frames_ * kPageSize bytes, mmap'ed (heap if mmap failed)
   bool mmapped_ = true;
   std::unique_ptr<Frame[]> frames_;
@@ -230,6 +240,7 @@ class BufferPool {
   std::atomic<uint64_t> dirty_count_{0};
   std::atomic<uint64_t> flushing_count_{0};
   std::atomic<uint64_t> resident_{0};
+  std::atomic<uint64_t> high_count_{0};
   std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, checksum_failures_{0};
   std::array<std::atomic<uint64_t>, kNumIoCauses> reads_{}, writes_{};
   std::atomic<uint64_t> prefetch_issued_{0}, prefetch_used_{0}, prefetch_wasted_{0};

@@ -80,8 +80,10 @@ Status DbImpl::OpenImpl() {
   const FileOptions data_opts{.create = true, .direct = options_.direct_io};
   GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(dir + "/" + kDataFileName, data_opts));
   GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
-  pool_ = std::make_unique<BufferPool>(BufferPoolOptions{.capacity_bytes = options_.cache_bytes},
-                                       io_.get(), data_file_.get(), &epochs_);
+  pool_ = std::make_unique<BufferPool>(
+      BufferPoolOptions{.capacity_bytes = options_.cache_bytes,
+                        .high_retention_fraction = options_.inner_cache_fraction},
+      io_.get(), data_file_.get(), &epochs_);
   direct_ = std::make_unique<DirectWriter>(this);
   values_ = std::make_unique<ValueStore>(pool_.get(), &allocator_, direct_.get());
 

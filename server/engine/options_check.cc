@@ -15,6 +15,9 @@ StatusOr<Options> CheckOptions(const Options& in) {
   };
   if (o.data_dir.empty()) return Status::InvalidArgument("data_dir: must not be empty");
   if (o.cache_bytes < (1ull << 20)) return bad("cache_bytes", o.cache_bytes, "at least 1 MiB");
+  if (!(o.inner_cache_fraction >= 0.0 && o.inner_cache_fraction <= 1.0)) {
+    return bad("inner_cache_fraction", o.inner_cache_fraction, "0..1");
+  }
   if (o.max_key_bytes < 1 || o.max_key_bytes > 1024) {
     return bad("limits.max_key_bytes", o.max_key_bytes, "1..1024");
   }

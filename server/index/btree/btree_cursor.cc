@@ -124,9 +124,8 @@ class BTreeCursor final : public IndexCursor {
 }  // namespace
 
 StatusOr<std::unique_ptr<IndexCursor>> BTree::NewCursor(const CursorOptions& options) {
-  auto cursor = std::make_unique<BTreeCursor>(this, options);
-  if (!cursor->status().ok()) return cursor->status();
-  return std::unique_ptr<IndexCursor>(std::move(cursor));
+  // Errors met while positioning surface through the cursor's status(), like later ones.
+  return std::unique_ptr<IndexCursor>(std::make_unique<BTreeCursor>(this, options));
 }
 
 }  // namespace grove

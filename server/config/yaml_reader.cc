@@ -216,8 +216,16 @@ YamlSection YamlSection::Child(std::string_view name) {
 
 void YamlSection::Finish() {
   if (!node_.IsDefined() || !node_.IsMap()) return;
+  std::vector<std::string> seen;
   for (const auto& kv : node_) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+    // YAML parsers disagree on repeated keys (yaml-cpp keeps the first); refuse them instead of
+    // silently ignoring one.
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      Error(kv.first, key, "appears more than once in this section");
+      continue;
+    }
+    seen.push_back(key);
     if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
     std::string list;
     for (const std::string& k : known_) {

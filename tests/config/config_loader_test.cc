@@ -180,6 +180,20 @@ TEST(ConfigLoaderTest, UnknownTopLevelSection) {
       << c.status().message();
 }
 
+TEST(ConfigLoaderTest, RepeatedKeysAreRejected) {
+  StatusOr<Config> c =
+      ParseConfig("server:\n  listen: 127.0.0.1:1\nserver:\n  drain_seconds: 1\n", "g.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("g.yaml:3: server: appears more than once"),
+            std::string_view::npos)
+      << c.status().message();
+  c = ParseConfig("wal:\n  sync: none\n  sync: always\n", "g.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("g.yaml:3: wal.sync: appears more than once"),
+            std::string_view::npos)
+      << c.status().message();
+}
+
 TEST(ConfigLoaderTest, ReportsAllProblemsAtOnce) {
   StatusOr<Config> c =
       ParseConfig("cache_bytes: lots\nio:\n  backend: spdk\nlogging:\n  format: xml\n", "g.yaml");

@@ -1,0 +1,157 @@
+#include "service/groved_process.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "metrics/http_get.h"
+
+extern char** environ;
+
+namespace grove::testing {
+
+int PickFreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    return 0;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string GrovedYaml(const GrovedConfig& c, int grpc_port, int metrics_port) {
+  const std::string listen = "  listen: " + c.listen_host + ":" + std::to_string(grpc_port) +
+                             "\n  metrics_listen: 127.0.0.1:" + std::to_string(metrics_port) + "\n";
+  std::string extra = c.yaml;
+  // The test's own server: section (if any) gets the listen lines; YAML allows a key only once.
+  const size_t server = extra.find("server:\n");
+  if (server != std::string::npos && (server == 0 || extra[server - 1] == '\n')) {
+    extra.insert(server + 8, listen);
+  } else {
+    extra = "server:\n" + listen + extra;
+  }
+  return "data_dir: " + c.data_dir + "\ncache_bytes: 16MiB\n" + extra;
+}
+
+std::unique_ptr<GrovedProcess> GrovedProcess::Start(const std::string& dir,
+                                                    const GrovedConfig& config,
+                                                    std::chrono::seconds timeout) {
+  // Ports chosen here may be taken by someone else before groved binds them; then groved exits
+  // at once and we try again with new ones.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::unique_ptr<GrovedProcess> p(new GrovedProcess());
+    if (!p->Launch(dir, config, attempt)) return nullptr;
+    if (!config.wait_ready) return p;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (HttpGet(p->metrics_port_, "/readyz").status == 200) return p;
+      if (!p->running()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const std::string log = p->Log();
+    const bool bind_failed = log.find("cannot listen on") != std::string::npos ||
+                             log.find("cannot serve HTTP on") != std::string::npos;
+    if (!p->running() && bind_failed) continue;
+    ADD_FAILURE() << "groved did not become ready; log:\n" << log;
+    return nullptr;
+  }
+  ADD_FAILURE() << "groved could not bind free ports in 5 attempts";
+  return nullptr;
+}
+
+bool GrovedProcess::Launch(const std::string& dir, const GrovedConfig& config, int attempt) {
+  grpc_port_ = PickFreePort();
+  metrics_port_ = PickFreePort();
+  while (metrics_port_ == grpc_port_) metrics_port_ = PickFreePort();
+  // Named after the port, so that restarts within one test keep every log.
+  const std::string n = std::to_string(grpc_port_);
+  config_path_ = dir + "/groved-" + n + ".yaml";
+  log_path_ = dir + "/groved-" + n + ".log";
+  std::ofstream(config_path_) << GrovedYaml(config, grpc_port_, metrics_port_);
+
+  std::vector<std::string> args = {GROVED_PATH, "--config", config_path_};
+  args.insert(args.end(), config.extra_args.begin(), config.extra_args.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path_.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  const int rc = posix_spawn(&pid_, GROVED_PATH, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot start " << GROVED_PATH << ": " << strerror(rc);
+    return false;
+  }
+  (void)attempt;
+  return true;
+}
+
+GrovedProcess::~GrovedProcess() {
+  if (running()) {
+    kill(pid_, SIGKILL);
+    Wait(std::chrono::seconds(30));
+  }
+}
+
+void GrovedProcess::Signal(int sig) {
+  if (pid_ > 0 && !exit_status_) kill(pid_, sig);
+}
+
+bool GrovedProcess::running() {
+  if (pid_ <= 0 || exit_status_) return false;
+  return !Wait(std::chrono::milliseconds(0)).has_value();
+}
+
+std::optional<int> GrovedProcess::Wait(std::chrono::milliseconds timeout) {
+  if (exit_status_) return exit_status_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_status_;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool GrovedProcess::WaitReadyz(int status, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (HttpGet(metrics_port_, "/readyz").status == status) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+std::string GrovedProcess::Log() const {
+  std::ifstream in(log_path_);
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+}  // namespace grove::testing

@@ -15,6 +15,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev
   python3 python3-matplotlib curl
+  # integration tests generate TLS certificates with the openssl command
+  openssl
 )
 
 missing=()

@@ -56,7 +56,7 @@ std::unique_ptr<GrovedProcess> GrovedProcess::Start(const std::string& dir,
   // at once and we try again with new ones.
   for (int attempt = 0; attempt < 5; ++attempt) {
     std::unique_ptr<GrovedProcess> p(new GrovedProcess());
-    if (!p->Launch(dir, config, attempt)) return nullptr;
+    if (!p->Launch(dir, config)) return nullptr;
     if (!config.wait_ready) return p;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -67,7 +67,8 @@ std::unique_ptr<GrovedProcess> GrovedProcess::Start(const std::string& dir,
     const std::string log = p->Log();
     const bool bind_failed = log.find("cannot listen on") != std::string::npos ||
                              log.find("cannot serve HTTP on") != std::string::npos;
-    if (!p->running() && bind_failed) continue;
+    const bool fixed_ports = config.grpc_port != 0 || config.metrics_port != 0;
+    if (!p->running() && bind_failed && !fixed_ports) continue;
     ADD_FAILURE() << "groved did not become ready; log:\n" << log;
     return nullptr;
   }
@@ -75,9 +76,9 @@ std::unique_ptr<GrovedProcess> GrovedProcess::Start(const std::string& dir,
   return nullptr;
 }
 
-bool GrovedProcess::Launch(const std::string& dir, const GrovedConfig& config, int attempt) {
-  grpc_port_ = PickFreePort();
-  metrics_port_ = PickFreePort();
+bool GrovedProcess::Launch(const std::string& dir, const GrovedConfig& config) {
+  grpc_port_ = config.grpc_port != 0 ? config.grpc_port : PickFreePort();
+  metrics_port_ = config.metrics_port != 0 ? config.metrics_port : PickFreePort();
   while (metrics_port_ == grpc_port_) metrics_port_ = PickFreePort();
   // Named after the port, so that restarts within one test keep every log.
   const std::string n = std::to_string(grpc_port_);
@@ -103,7 +104,6 @@ bool GrovedProcess::Launch(const std::string& dir, const GrovedConfig& config, i
     ADD_FAILURE() << "cannot start " << GROVED_PATH << ": " << strerror(rc);
     return false;
   }
-  (void)attempt;
   return true;
 }
 

@@ -25,6 +25,10 @@ struct GrovedConfig {
   std::string yaml;      // extra YAML appended to the generated config (whole sections)
   std::vector<std::string> extra_args;
   std::string listen_host = "127.0.0.1";
+  // Fixed ports (chosen by the test with PickFreePort, e.g. to restart a server where its clients
+  // expect it). 0: pick free ones here.
+  int grpc_port = 0;
+  int metrics_port = 0;
   bool wait_ready = true;  // Start() returns after /readyz answered 200
 };
 
@@ -57,7 +61,7 @@ class GrovedProcess {
 
  private:
   GrovedProcess() = default;
-  bool Launch(const std::string& dir, const GrovedConfig& config, int attempt);
+  bool Launch(const std::string& dir, const GrovedConfig& config);
 
   pid_t pid_ = -1;
   int grpc_port_ = 0;

@@ -1,0 +1,207 @@
+// grovectl against a real groved, driven in-process through RunGrovectl.
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "grovectl/app.h"
+#include "grovectl/commands.h"
+#include "service/integration.h"
+
+namespace grove::testing {
+namespace {
+
+using grovectl::kExitFailed;
+using grovectl::kExitNotFound;
+using grovectl::kExitOk;
+using grovectl::kExitUsage;
+
+struct CliResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+class GrovectlE2eTest : public GrovedTest {
+ protected:
+  CliResult Cli(std::vector<std::string> args, const std::string& stdin_text = "") {
+    args.insert(args.begin(), {"grovectl", "--addr", groved_->address()});
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    std::istringstream in(stdin_text);
+    std::ostringstream out, err;
+    CliResult r;
+    r.code = grovectl::RunGrovectl(static_cast<int>(argv.size()), argv.data(), in, out, err);
+    r.out = out.str();
+    r.err = err.str();
+    return r;
+  }
+
+  std::string File(const std::string& name, const std::string& text) {
+    std::ofstream(dir_.Sub(name)) << text;
+    return dir_.Sub(name);
+  }
+};
+
+TEST_F(GrovectlE2eTest, QuickStart) {
+  StartGroved();
+  EXPECT_EQ(Cli({"put", "hello", "world"}).code, kExitOk);
+  CliResult r = Cli({"get", "hello"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.out, "world\n");
+  r = Cli({"scan"});
+  EXPECT_EQ(r.out, "hello\tworld\n");
+  r = Cli({"stats"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find("variant            btree"), std::string::npos) << r.out;
+  r = Cli({"health"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_EQ(r.out, "SERVING\n");
+}
+
+TEST_F(GrovectlE2eTest, GetPutDeleteAndNotFound) {
+  StartGroved();
+  CliResult r = Cli({"get", "nope"});
+  EXPECT_EQ(r.code, kExitNotFound);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "grovectl: not found\n");
+  r = Cli({"-o", "json", "get", "nope"});
+  EXPECT_EQ(r.code, kExitNotFound);
+  EXPECT_EQ(r.out, "{\"found\":false,\"key\":\"nope\"}\n");
+  ASSERT_EQ(Cli({"put", "k", "v"}).code, kExitOk);
+  r = Cli({"get", "k", "-o", "json"});
+  EXPECT_EQ(r.out, "{\"found\":true,\"key\":\"k\",\"value\":\"v\"}\n");
+  EXPECT_EQ(Cli({"delete", "k"}).code, kExitOk);
+  EXPECT_EQ(Cli({"get", "k"}).code, kExitNotFound);
+  // Server-side refusals are reported with their code and message.
+  r = Cli({"put", std::string(200, 'k'), "v"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_EQ(r.err,
+            "grovectl: RESOURCE_EXHAUSTED: key: 200 bytes is over limits.max_key_bytes (128)\n");
+}
+
+TEST_F(GrovectlE2eTest, KeyAndValueFormats) {
+  StartGroved();
+  EXPECT_EQ(Cli({"--key-format", "u64", "put", "258", "two-five-eight"}).code, kExitOk);
+  EXPECT_EQ(Cli({"--key-format", "hex", "get", "0000000000000102"}).out, "two-five-eight\n");
+  EXPECT_EQ(Cli({"--key-format", "u64", "--value-format", "base64", "get", "258"}).out,
+            "dHdvLWZpdmUtZWlnaHQ=\n");
+  EXPECT_EQ(Cli({"--value-format", "hex", "put", "bin", "00ff10"}).code, kExitOk);
+  EXPECT_EQ(Cli({"--value-format", "hex", "get", "bin"}).out, "00ff10\n");
+  EXPECT_EQ(Cli({"put", "--value-file", "-", "stdin"}, "from\nstdin").code, kExitOk);
+  EXPECT_EQ(Cli({"get", "stdin"}).out, "from\nstdin\n");
+}
+
+TEST_F(GrovectlE2eTest, ScanRangesDirectionsLimitsAndJson) {
+  StartGroved();
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_EQ(
+        Cli({"--key-format", "u64", "put", std::to_string(i * 10), "v" + std::to_string(i)}).code,
+        kExitOk);
+  }
+  EXPECT_EQ(Cli({"--key-format", "u64", "scan", "--start", "20", "--end", "50"}).out,
+            "20\tv2\n30\tv3\n40\tv4\n");
+  EXPECT_EQ(Cli({"--key-format", "u64", "scan", "--reverse", "--limit", "2"}).out,
+            "50\tv5\n40\tv4\n");
+  EXPECT_EQ(Cli({"--key-format", "u64", "scan", "--keys-only", "-n", "2"}).out, "10\n20\n");
+  EXPECT_EQ(Cli({"--key-format", "u64", "-o", "json", "scan", "--start", "40"}).out,
+            "{\"key\":\"40\",\"value\":\"v4\"}\n{\"key\":\"50\",\"value\":\"v5\"}\n");
+  EXPECT_EQ(Cli({"--key-format", "u64", "scan", "--page-size", "2"}).out,
+            "10\tv1\n20\tv2\n30\tv3\n40\tv4\n50\tv5\n");
+}
+
+TEST_F(GrovectlE2eTest, LoadCsvTsvJsonlInBatches) {
+  StartGroved();
+  std::string csv = "key,value\n";
+  for (int i = 0; i < 10; ++i)
+    csv += "c" + std::to_string(i) + ",\"v," + std::to_string(i) + "\"\n";
+  CliResult r =
+      Cli({"load", File("data.csv", csv), "--header", "--batch-entries", "3", "--no-progress"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.err.find("loaded 10 records (10 puts, 0 deletes; "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" in 4 batches, "), std::string::npos) << r.err;
+  EXPECT_EQ(Cli({"get", "c7"}).out, "v,7\n");
+
+  r = Cli({"load", File("data.tsv", "t1\tone\\ttab\nt2\ttwo\n")});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(Cli({"get", "t1"}).out, "one\ttab\n");
+
+  r = Cli({"load", File("data.jsonl",
+                        "{\"key\":\"j1\",\"value\":\"x\"}\n{\"key\":\"c0\",\"op\":\"delete\"}\n")});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.err.find("loaded 2 records (1 puts, 1 deletes; "), std::string::npos) << r.err;
+  EXPECT_EQ(Cli({"get", "c0"}).code, kExitNotFound);
+
+  // Standard input, with the format given; a progress bar when asked for.
+  r = Cli({"load", "-", "--format", "csv", "--progress"}, "s1,1\ns2,2\n");
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.err.find("records/s"), std::string::npos);
+  EXPECT_EQ(Cli({"get", "s2"}).out, "2\n");
+}
+
+TEST_F(GrovectlE2eTest, LoadStopsAtABadLineAfterEarlierBatches) {
+  StartGroved();
+  CliResult r_ = Cli({"load", File("bad.csv", "a,1\nb,2\nc,3\nd\n"), "--batch-entries", "2"});
+  EXPECT_EQ(r_.code, kExitUsage);
+  EXPECT_NE(r_.err.find("stopped at " + dir_.Sub("bad.csv") + ":4: expected 2 fields"),
+            std::string::npos)
+      << r_.err;
+  EXPECT_NE(r_.err.find("loaded 2 records"), std::string::npos) << r_.err;
+  EXPECT_EQ(Cli({"get", "b"}).out, "2\n") << "the first batch was applied";
+  EXPECT_EQ(Cli({"get", "c"}).code, kExitNotFound) << "the batch in progress was not";
+}
+
+TEST_F(GrovectlE2eTest, LoadReportsServerRefusals) {
+  StartGroved("limits:\n  max_value_bytes: 4\n  max_batch_bytes: 64KiB\n");
+  CliResult r = Cli({"load", File("big.csv", "a,1\nb,too-long-value\n")});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("RESOURCE_EXHAUSTED: mutations[1].value: 14 bytes is over "
+                       "limits.max_value_bytes (4)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(each batch is all or nothing)"), std::string::npos) << r.err;
+  EXPECT_EQ(Cli({"get", "a"}).code, kExitNotFound);
+}
+
+TEST_F(GrovectlE2eTest, StatsAndHealthAsJson) {
+  StartGroved();
+  CliResult r = Cli({"stats", "-o", "json"});
+  EXPECT_EQ(r.code, kExitOk);
+  EXPECT_NE(r.out.find("\"variant\":\"btree\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"cache\":{"), std::string::npos) << r.out;
+  r = Cli({"health", "-o", "json", "--service", "grove.v1.KV"});
+  EXPECT_EQ(r.out, "{\"service\":\"grove.v1.KV\",\"status\":\"SERVING\"}\n");
+  r = Cli({"health", "--service", "nope"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("NOT_FOUND"), std::string::npos);
+}
+
+TEST_F(GrovectlE2eTest, TokensFromFlagFileAndEnvironment) {
+  File("tokens", "write write-token-0123456789\n");
+  StartGroved("auth:\n  tokens_file: " + dir_.Sub("tokens") + "\n");
+  EXPECT_EQ(Cli({"put", "k", "v"}).code, kExitFailed);
+  EXPECT_EQ(Cli({"--token", "write-token-0123456789", "put", "k", "v"}).code, kExitOk);
+  EXPECT_EQ(Cli({"--token-file", File("my-token", "write-token-0123456789\n"), "get", "k"}).out,
+            "v\n");
+  setenv("GROVE_TOKEN", "write-token-0123456789", 1);
+  EXPECT_EQ(Cli({"get", "k"}).out, "v\n");
+  unsetenv("GROVE_TOKEN");
+  CliResult r = Cli({"get", "k"});
+  EXPECT_EQ(r.err, "grovectl: UNAUTHENTICATED: missing 'authorization: Bearer <token>' metadata\n");
+}
+
+TEST_F(GrovectlE2eTest, TlsFlags) {
+  const std::string certs = dir_.Sub("certs");
+  ASSERT_EQ(system(("mkdir -p " + certs + " && " GEN_CERTS_SCRIPT " " + certs).c_str()), 0);
+  StartGroved("tls:\n  cert_file: " + certs + "/server.pem\n  key_file: " + certs +
+              "/server.key\n  client_ca_file: " + certs + "/ca.pem\n");
+  CliResult r = Cli({"--tls", "--ca", certs + "/ca.pem", "--cert", certs + "/client.pem", "--key",
+                     certs + "/client.key", "put", "k", "v"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  r = Cli({"--tls", "--ca", certs + "/ca.pem", "--retries", "1", "get", "k"});
+  EXPECT_EQ(r.code, kExitFailed) << "no client certificate";
+}
+
+}  // namespace
+}  // namespace grove::testing

@@ -240,6 +240,14 @@ TEST(ConfigLoaderTest, OverridesReplaceFileValuesBeforeValidation) {
       << c.status().message();
 }
 
+// The shipped configuration files are valid as they stand.
+TEST(ConfigLoaderTest, ExamplesInConfigDirectoryAreValid) {
+  for (const char* name : {"grove.yaml", "btree.yaml"}) {
+    StatusOr<Config> c = LoadConfig(std::string(GROVE_SOURCE_DIR) + "/config/" + name, {});
+    EXPECT_TRUE(c.ok()) << name << ": " << c.status().ToString();
+  }
+}
+
 TEST(ConfigLoaderTest, MissingFileIsAClearError) {
   StatusOr<Config> c = LoadConfig("/nonexistent/grove.yaml", {});
   ASSERT_FALSE(c.ok());

@@ -211,6 +211,11 @@ grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest
     return call.Continue("during Scan; resume after last_key");
   };
   for (; iter.Valid() && count < limit; iter.Next()) {
+    // Small entries fill a message slowly while the reads behind them may hit the disk: check
+    // the budget every 1024 entries too, sending what was read so the client can resume.
+    if ((count & 1023) == 1023 && call.Expired()) {
+      return message.entries_size() > 0 ? flush() : call.Continue("during Scan");
+    }
     const Slice key = iter.key();
     const Slice value = request->keys_only() ? Slice() : iter.value();
     const uint64_t entry_bytes = key.size() + value.size();

@@ -40,7 +40,8 @@ TEST(ValidateTest, EngineRanges) {
 TEST(ValidateTest, VariantName) {
   Config c;
   c.engine.index.variant = "B-Tree";
-  EXPECT_TRUE(Mentions(c, "index.variant: 'B-Tree' is not a variant name (available: btree)"));
+  EXPECT_TRUE(Mentions(
+      c, "index.variant: 'B-Tree' is not a variant name (lowercase letters, digits and _)"));
 }
 
 TEST(ValidateTest, WalMustHoldTwoBatches) {

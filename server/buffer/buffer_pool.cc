@@ -1,11 +1,10 @@
 #include "buffer/buffer_pool.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 namespace grove {
 
@@ -77,7 +76,8 @@ BufferPool::BufferPool(const BufferPoolOptions& options, IoBackend* io, File* da
     : io_(io),
       file_(data_file),
       epochs_(epochs),
-      num_frames_(static_cast<uint32_t>(std::max<uint64_t>(16, options.capacity_bytes / kPageSize))),
+      num_frames_(
+          static_cast<uint32_t>(std::max<uint64_t>(16, options.capacity_bytes / kPageSize))),
       high_limit_(static_cast<uint64_t>(options.high_retention_fraction * num_frames_)),
       frames_(new Frame[num_frames_]),
       side_arena_(static_cast<size_t>(options.side_pool_pages) * kPageSize) {
@@ -232,9 +232,9 @@ Status BufferPool::VerifyImage(const char* image, PageId id) {
   GROVE_RETURN_IF_ERROR(page::Verify(image, id));
   const uint32_t expected = epochs_->Get(id);
   if (page::Epoch(image) != expected) {
-    return Status::DataLoss(fmt::format(
-        "page {}: stale page (epoch {} on disk, {} expected): a write to it was lost", id,
-        page::Epoch(image), expected));
+    return Status::DataLoss(
+        fmt::format("page {}: stale page (epoch {} on disk, {} expected): a write to it was lost",
+                    id, page::Epoch(image), expected));
   }
   return Status::Ok();
 }
@@ -255,8 +255,8 @@ void BufferPool::InvalidateAndUnpin(Frame* frame, PageId id) {
 Status BufferPool::FinishLoad(Frame* frame, PageId id, const IoOp& op, IoCause cause) {
   Status s = op.status;
   if (s.ok() && op.bytes != kPageSize) {
-    s = Status::DataLoss(fmt::format("page {}: short read ({} bytes): beyond the end of the data file",
-                                     id, op.bytes));
+    s = Status::DataLoss(fmt::format(
+        "page {}: short read ({} bytes): beyond the end of the data file", id, op.bytes));
   }
   if (s.ok()) s = VerifyImage(frame->data, id);
   if (s.ok()) {

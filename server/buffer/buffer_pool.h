@@ -43,6 +43,7 @@
 #include "grove/io_backend.h"
 #include "grove/stats.h"
 #include "grove/status.h"
+
 #include "page/epoch_table.h"
 #include "page/page.h"
 #include "util/mutex.h"
@@ -57,8 +58,8 @@ enum class Retention : uint8_t { kNormal = 1, kHigh = 5 };
 
 struct BufferPoolOptions {
   uint64_t capacity_bytes = 256ull << 20;
-  uint32_t side_pool_pages = 512;         // buffers for speculative reads (PrefetchBatch)
-  double high_retention_fraction = 0.5;   // frames reserved for Retention::kHigh pages
+  uint32_t side_pool_pages = 512;        // buffers for speculative reads (PrefetchBatch)
+  double high_retention_fraction = 0.5;  // frames reserved for Retention::kHigh pages
 };
 
 class BufferPool;
@@ -154,7 +155,8 @@ class BufferPool {
 
   // A new page that was never written: no read; the frame is zeroed, initialised with `type` and
   // `id`, and dirty. REQUIRES: `id` was just allocated.
-  StatusOr<PageWriteGuard> NewPage(PageId id, PageType type, Retention retention = Retention::kNormal);
+  StatusOr<PageWriteGuard> NewPage(PageId id, PageType type,
+                                   Retention retention = Retention::kNormal);
 
   // Drops page `id` if it is resident (it was freed). REQUIRES: the caller holds no guard on it.
   void Discard(PageId id);
@@ -219,7 +221,7 @@ class BufferPool {
   const EpochTable* const epochs_;
   const uint32_t num_frames_;
   const uint64_t high_limit_;  // kHigh frames protected from eviction up to this many
-  char* arena_ = nullptr;  // num_frames_ * kPageSize bytes, mmap'ed (heap if mmap failed)
+  char* arena_ = nullptr;      // num_frames_ * kPageSize bytes, mmap'ed (heap if mmap failed)
   bool mmapped_ = true;
   std::unique_ptr<Frame[]> frames_;
   std::array<Shard, kShards> shards_;

@@ -72,7 +72,8 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason) {
     return cause.WithContext(fmt::format("checkpoint {}", epoch));
   };
   if (!s.ok()) return abort(s);
-  if (ids.empty() && maps.empty() && redo == redo_lsn_.load() && reason != CheckpointReason::kCreate) {
+  if (ids.empty() && maps.empty() && redo == redo_lsn_.load() &&
+      reason != CheckpointReason::kCreate) {
     pool_->EndCheckpoint(true);  // nothing changed since the last checkpoint
     epochs_.Commit({}, epoch32);
     last_checkpoint_nanos_ = NowNanos();
@@ -171,7 +172,8 @@ void DbImpl::MaybeScheduleCheckpoint() {
   const double dirty = static_cast<double>(pool_->dirty_pages());
   if (dirty < options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages())) {
     const uint64_t wal_now = wal_->appended_bytes();
-    if (wal_now - std::min(wal_now, wal_bytes_at_checkpoint_.load()) < options_.checkpoint.wal_bytes) {
+    if (wal_now - std::min(wal_now, wal_bytes_at_checkpoint_.load()) <
+        options_.checkpoint.wal_bytes) {
       return;
     }
   }

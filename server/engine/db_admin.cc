@@ -1,12 +1,11 @@
 // DbImpl: close, statistics, verification, and DestroyDb.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <deque>
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "engine/db_impl.h"
 #include "engine/double_write.h"
@@ -77,8 +76,8 @@ class EngineVerifier final : public IndexVerifier {
   void ClaimPages(PageId first, uint32_t count, std::string_view what) override {
     for (PageId p = first; p < first + count; ++p) {
       if (p >= owner_.size()) {
-        Problem(fmt::format("{} page {} lies beyond the data file ({} pages)", what, p,
-                            owner_.size()));
+        Problem(
+            fmt::format("{} page {} lies beyond the data file ({} pages)", what, p, owner_.size()));
         continue;
       }
       if (owner_[p] != nullptr) {
@@ -154,10 +153,12 @@ Status DbImpl::Verify(VerifyReport* report) {
     if (!v.owned(p) && !free && leaked++ == 0) first_leak = p;
   }
   if (reachable_free > 0) {
-    v.Problem(fmt::format("{} reachable pages are marked free (first: {})", reachable_free, first_free));
+    v.Problem(
+        fmt::format("{} reachable pages are marked free (first: {})", reachable_free, first_free));
   }
   if (leaked > 0) {
-    v.Problem(fmt::format("{} allocated pages are unreachable (leaked; first: {})", leaked, first_leak));
+    v.Problem(
+        fmt::format("{} allocated pages are unreachable (leaked; first: {})", leaked, first_leak));
   }
   return Status::Ok();
 }

@@ -24,19 +24,20 @@
 #include <string>
 #include <thread>
 
+#include "grove/db.h"
+#include "grove/index.h"
+
 #include "buffer/buffer_pool.h"
 #include "engine/key_locks.h"
 #include "engine/lock_file.h"
 #include "engine/superblock.h"
 #include "engine/value_store.h"
 #include "engine/write_gate.h"
-#include "grove/db.h"
-#include "grove/index.h"
+#include "index/registry.h"
 #include "page/epoch_table.h"
 #include "page/extent_allocator.h"
 #include "util/histogram.h"
 #include "util/mutex.h"
-#include "index/registry.h"
 #include "wal/wal.h"
 
 namespace grove {
@@ -77,8 +78,10 @@ class DbImpl final : public Db {
 
   // --- open / recovery (db_open.cc) ---
   Status OpenImpl();
-  Status CreateFresh(const IndexRegistry& registry, const ParamMap& params, const std::string& layout);
-  Status LoadCheckpoint(const Superblock& sb, const IndexRegistry& registry, const ParamMap& params);
+  Status CreateFresh(const IndexRegistry& registry, const ParamMap& params,
+                     const std::string& layout);
+  Status LoadCheckpoint(const Superblock& sb, const IndexRegistry& registry,
+                        const ParamMap& params);
   Status RepairFromDoubleWrite(Superblock* sb);
   Status ReplayWal();
   Status LoadEpochMap();

@@ -72,8 +72,7 @@ Status DbImpl::OpenImpl() {
   if (options_.create_if_missing) {
     GROVE_RETURN_IF_ERROR(io_->CreateDir(dir));
   } else if (!io_->FileExists(dir + "/" + kDataFileName)) {
-    return Status::NotFound(
-        fmt::format("no database in {} (and create_if_missing is false)", dir));
+    return Status::NotFound(fmt::format("no database in {} (and create_if_missing is false)", dir));
   }
   GROVE_ASSIGN_OR_RETURN(lock_, LockFile::Acquire(dir));
 
@@ -92,7 +91,8 @@ Status DbImpl::OpenImpl() {
   GROVE_ASSIGN_OR_RETURN(const ParamMap params, registry.Resolve(variant_, options_.index.params));
   layout_ = registry.LayoutString(variant_, params);
   params_string_.clear();
-  for (const auto& [k, v] : params) params_string_ += (params_string_.empty() ? "" : ";") + k + "=" + v;
+  for (const auto& [k, v] : params)
+    params_string_ += (params_string_.empty() ? "" : ";") + k + "=" + v;
 
   GROVE_ASSIGN_OR_RETURN(const uint64_t size, data_file_->Size());
   std::optional<Superblock> sb;
@@ -100,13 +100,13 @@ Status DbImpl::OpenImpl() {
     std::string problems;
     GROVE_ASSIGN_OR_RETURN(sb, ReadSuperblock(data_file_.get(), &problems));
     if (!sb) {
-      return Status::DataLoss(fmt::format("{}/{}: no valid superblock ({})", dir, kDataFileName,
-                                          problems));
+      return Status::DataLoss(
+          fmt::format("{}/{}: no valid superblock ({})", dir, kDataFileName, problems));
     }
     if (sb->format != kDataFormatVersion) {
-      return Status::FailedPrecondition(fmt::format(
-          "{} holds data format version {}; this build reads version {}", dir, sb->format,
-          kDataFormatVersion));
+      return Status::FailedPrecondition(
+          fmt::format("{} holds data format version {}; this build reads version {}", dir,
+                      sb->format, kDataFormatVersion));
     }
     if (sb->variant != variant_ || sb->layout != layout_) {
       return Status::FailedPrecondition(fmt::format(
@@ -123,8 +123,8 @@ Status DbImpl::OpenImpl() {
     GROVE_RETURN_IF_ERROR(LoadCheckpoint(*sb, registry, params));
   }
   GROVE_RETURN_IF_ERROR(ReplayWal());
-  GROVE_ASSIGN_OR_RETURN(wal_, wal::Wal::Open(io_.get(), dir, options_.wal,
-                                              replay_next_lsn_.load(), logger_.get()));
+  GROVE_ASSIGN_OR_RETURN(
+      wal_, wal::Wal::Open(io_.get(), dir, options_.wal, replay_next_lsn_.load(), logger_.get()));
   wal_bytes_at_checkpoint_ = 0;
   last_checkpoint_nanos_ = NowNanos();
   recovery_seconds_ = static_cast<double>(NowNanos() - t0) * 1e-9;
@@ -152,13 +152,13 @@ Status DbImpl::CreateFresh(const IndexRegistry& registry, const ParamMap& params
   GROVE_RETURN_IF_ERROR(io_->SyncDir(options_.data_dir));
 
   const VariantSpec* spec = registry.Find(variant_);
-  IndexContext ctx{pool_.get(), &allocator_, io_.get(), direct_.get(), options_.data_dir, &options_,
-                   logger_.get()};
+  IndexContext ctx{pool_.get(),       &allocator_, io_.get(),    direct_.get(),
+                   options_.data_dir, &options_,   logger_.get()};
   GROVE_ASSIGN_OR_RETURN(index_, spec->create(ctx, params));
   replay_next_lsn_ = 1;
   redo_lsn_ = 1;
-  logger_->Log(LogLevel::kInfo, fmt::format("created a new {} database in {}", variant_,
-                                            options_.data_dir));
+  logger_->Log(LogLevel::kInfo,
+               fmt::format("created a new {} database in {}", variant_, options_.data_dir));
   return RunCheckpoint(CheckpointReason::kCreate);
 }
 
@@ -171,8 +171,8 @@ Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
   if (m.epoch != batch->epoch) {
     return Status::DataLoss("double-write batch carries a manifest of another epoch");
   }
-  GROVE_RETURN_IF_ERROR(WriteManifestFile(io_.get(), options_.data_dir, batch->epoch,
-                                          batch->manifest));
+  GROVE_RETURN_IF_ERROR(
+      WriteManifestFile(io_.get(), options_.data_dir, batch->epoch, batch->manifest));
   const PageImages pages = batch->pages();
   GROVE_RETURN_IF_ERROR(WritePagesInPlace(io_.get(), data_file_.get(), pages));
   pool_->RecordWrites(IoCause::kRecovery, pages.size());
@@ -181,9 +181,10 @@ Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
   next.manifest_size = batch->manifest.size();
   next.manifest_crc = crc32c::Mask(crc32c::Value(batch->manifest.data(), batch->manifest.size()));
   GROVE_RETURN_IF_ERROR(WriteSuperblock(data_file_.get(), next));
-  logger_->Log(LogLevel::kWarn,
-               fmt::format("recovery: completed checkpoint {} from the double-write file ({} pages)",
-                           batch->epoch, pages.size()));
+  logger_->Log(
+      LogLevel::kWarn,
+      fmt::format("recovery: completed checkpoint {} from the double-write file ({} pages)",
+                  batch->epoch, pages.size()));
   *sb = next;
   return Status::Ok();
 }
@@ -191,9 +192,9 @@ Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
 Status DbImpl::LoadCheckpoint(const Superblock& sb, const IndexRegistry& registry,
                               const ParamMap& params) {
   created_unix_ = sb.created_unix;
-  GROVE_ASSIGN_OR_RETURN(const std::string data,
-                         ReadManifestFile(io_.get(), options_.data_dir, sb.epoch, sb.manifest_size,
-                                          sb.manifest_crc));
+  GROVE_ASSIGN_OR_RETURN(
+      const std::string data,
+      ReadManifestFile(io_.get(), options_.data_dir, sb.epoch, sb.manifest_size, sb.manifest_crc));
   GROVE_ASSIGN_OR_RETURN(const Manifest m, Manifest::Decode(data));
   if (m.epoch != sb.epoch) return Status::DataLoss("manifest epoch differs from the superblock's");
   GROVE_RETURN_IF_ERROR(allocator_.Deserialize(m.allocator));
@@ -204,8 +205,8 @@ Status DbImpl::LoadCheckpoint(const Superblock& sb, const IndexRegistry& registr
   durable_epoch_ = sb.epoch;
   redo_lsn_ = m.redo_lsn;
   const VariantSpec* spec = registry.Find(variant_);
-  IndexContext ctx{pool_.get(), &allocator_, io_.get(), direct_.get(), options_.data_dir, &options_,
-                   logger_.get()};
+  IndexContext ctx{pool_.get(),       &allocator_, io_.get(),    direct_.get(),
+                   options_.data_dir, &options_,   logger_.get()};
   GROVE_ASSIGN_OR_RETURN(index_, spec->open(ctx, params, m.index_metadata));
   return Status::Ok();
 }
@@ -230,8 +231,8 @@ Status DbImpl::LoadEpochMap() {
       GROVE_RETURN_IF_ERROR(ops[i].status);
       const char* img = buf.data() + i * kPageSize;
       if (ops[i].bytes != kPageSize) {
-        return Status::DataLoss(fmt::format("epoch-map page {} lies beyond the data file",
-                                            ids[base + i]));
+        return Status::DataLoss(
+            fmt::format("epoch-map page {} lies beyond the data file", ids[base + i]));
       }
       GROVE_RETURN_IF_ERROR(page::Verify(img, ids[base + i]));
       GROVE_RETURN_IF_ERROR(epochs_.LoadMapPage(base + i, img));
@@ -244,12 +245,14 @@ Status DbImpl::LoadEpochMap() {
 Status DbImpl::ReplayWal() {
   recovering_ = true;
   replay_next_lsn_ = redo_lsn_.load();
-  const double soft = options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages());
+  const double soft =
+      options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages());
   auto result = wal::Wal::Replay(
       io_.get(), options_.data_dir, redo_lsn_.load(), options_.wal, logger_.get(),
       [&](Lsn lsn, Slice payload) -> Status {
         GROVE_ASSIGN_OR_RETURN(const WriteBatch batch, WriteBatch::Decode(payload));
-        GROVE_RETURN_IF_ERROR(ApplyBatch(lsn, batch).WithContext(fmt::format("replaying LSN {}", lsn)));
+        GROVE_RETURN_IF_ERROR(
+            ApplyBatch(lsn, batch).WithContext(fmt::format("replaying LSN {}", lsn)));
         replay_next_lsn_ = lsn + 1;
         if (static_cast<double>(pool_->dirty_pages()) >= soft) {
           GROVE_RETURN_IF_ERROR(RunCheckpoint(CheckpointReason::kRecovery));

@@ -30,7 +30,8 @@ class DbIterator final : public Iterator {
     value_.clear();
     while (cursor_->Valid()) {
       if (keys_only_) return;
-      Status s = db_->ResolveCell(cursor_->key(), std::string(cursor_->cell()), IoCause::kScan, &value_);
+      Status s =
+          db_->ResolveCell(cursor_->key(), std::string(cursor_->cell()), IoCause::kScan, &value_);
       if (s.ok()) return;
       if (!s.IsNotFound()) {
         status_ = s;
@@ -52,9 +53,10 @@ class DbIterator final : public Iterator {
 Status DbImpl::ResolveCell(Slice key, std::string cell, IoCause cause, std::string* value) {
   for (int attempt = 0;; ++attempt) {
     if (!IsValidCell(cell)) {
-      return Status::DataLoss(fmt::format("index entry of a key has a malformed value cell ({} "
-                                          "bytes)",
-                                          cell.size()));
+      return Status::DataLoss(
+          fmt::format("index entry of a key has a malformed value cell ({} "
+                      "bytes)",
+                      cell.size()));
     }
     if (cell[0] == kInlineTag) {
       value->assign(cell.data() + 1, cell.size() - 1);

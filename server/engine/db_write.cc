@@ -67,14 +67,16 @@ Status DbImpl::Write(const WriteBatch& batch) {
   GROVE_RETURN_IF_ERROR(CheckWritable());
   if (batch.Count() == 0) return Status::Ok();
   if (batch.Count() > options_.max_batch_entries) {
-    return Status::ResourceExhausted(fmt::format("batch of {} operations exceeds "
-                                                 "limits.max_batch_entries ({})",
-                                                 batch.Count(), options_.max_batch_entries));
+    return Status::ResourceExhausted(
+        fmt::format("batch of {} operations exceeds "
+                    "limits.max_batch_entries ({})",
+                    batch.Count(), options_.max_batch_entries));
   }
   if (batch.PayloadBytes() > options_.max_batch_bytes) {
-    return Status::ResourceExhausted(fmt::format("batch of {} bytes exceeds limits.max_batch_bytes "
-                                                 "({})",
-                                                 batch.PayloadBytes(), options_.max_batch_bytes));
+    return Status::ResourceExhausted(
+        fmt::format("batch of {} bytes exceeds limits.max_batch_bytes "
+                    "({})",
+                    batch.PayloadBytes(), options_.max_batch_bytes));
   }
   std::vector<Slice> keys;
   keys.reserve(batch.Count());
@@ -118,8 +120,8 @@ Status DbImpl::Write(const WriteBatch& batch) {
       } else {
         s = ApplyBatch(*lsn, batch);
         if (!s.ok()) {
-          SetBackgroundError(s.WithContext(
-              fmt::format("write LSN {} was logged but could not be applied", *lsn)));
+          SetBackgroundError(
+              s.WithContext(fmt::format("write LSN {} was logged but could not be applied", *lsn)));
         }
       }
     }
@@ -182,9 +184,10 @@ Status DbImpl::BulkLoad(const BulkLoadSource& source) {
       return CheckKey(*key, fmt::format("bulk load entry {}: key", n).c_str());
     }
     if (value.size() > options_.max_value_bytes) {
-      return Status::InvalidArgument(fmt::format("bulk load entry {}: value of {} bytes exceeds "
-                                                 "limits.max_value_bytes ({})",
-                                                 n, value.size(), options_.max_value_bytes));
+      return Status::InvalidArgument(
+          fmt::format("bulk load entry {}: value of {} bytes exceeds "
+                      "limits.max_value_bytes ({})",
+                      n, value.size(), options_.max_value_bytes));
     }
     if (value.size() > options_.inline_value_bytes) {
       GROVE_ASSIGN_OR_RETURN(*cell, values_->WriteDirect(value));

@@ -130,8 +130,9 @@ Status WritePagesInPlace(IoBackend* io, File* data_file, const PageImages& pages
   auto queue = io->AcquireQueue();
   std::vector<IoOp> ops;
   std::vector<std::pair<size_t, size_t>> runs;
-  ForEachRun(pages, /*need_consecutive_ids=*/true,
-             [&](size_t first, size_t count) { runs.push_back({first, count}); });
+  ForEachRun(pages, /*need_consecutive_ids=*/true, [&](size_t first, size_t count) {
+    runs.push_back({first, count});
+  });
   Status first_error;
   for (size_t i = 0; i < runs.size(); i += kDepth) {
     const size_t end = std::min(runs.size(), i + kDepth);

@@ -24,6 +24,7 @@
 
 #include "grove/io_backend.h"
 #include "grove/status.h"
+
 #include "page/page.h"
 
 namespace grove {

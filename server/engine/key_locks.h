@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "grove/slice.h"
+
 #include "util/mutex.h"
 
 namespace grove {
@@ -24,7 +25,8 @@ class KeyLocks {
   static std::vector<uint32_t> StripesOf(const std::vector<Slice>& keys) {
     std::vector<uint32_t> s;
     s.reserve(keys.size());
-    for (Slice k : keys) s.push_back(static_cast<uint32_t>(std::hash<std::string_view>()(k) % kStripes));
+    for (Slice k : keys)
+      s.push_back(static_cast<uint32_t>(std::hash<std::string_view>()(k) % kStripes));
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
     return s;

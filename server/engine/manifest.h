@@ -22,8 +22,8 @@ namespace grove {
 struct Manifest {
   uint64_t epoch = 0;
   uint64_t redo_lsn = 1;
-  std::string allocator;       // ExtentAllocator::Serialize
-  std::string epoch_map;       // EpochTable::Serialize
+  std::string allocator;  // ExtentAllocator::Serialize
+  std::string epoch_map;  // EpochTable::Serialize
   std::string variant;
   std::string params;          // every resolved parameter, "k=v;k=v"
   std::string index_metadata;  // Index::SerializeMetadata

@@ -11,7 +11,8 @@ namespace grove {
 StatusOr<Options> CheckOptions(const Options& in) {
   Options o = in;
   auto bad = [](std::string_view field, auto value, std::string_view allowed) {
-    return Status::InvalidArgument(fmt::format("{}: {} is not allowed ({})", field, value, allowed));
+    return Status::InvalidArgument(
+        fmt::format("{}: {} is not allowed ({})", field, value, allowed));
   };
   if (o.data_dir.empty()) return Status::InvalidArgument("data_dir: must not be empty");
   if (o.cache_bytes < (1ull << 20)) return bad("cache_bytes", o.cache_bytes, "at least 1 MiB");
@@ -25,7 +26,8 @@ StatusOr<Options> CheckOptions(const Options& in) {
   if (o.max_value_bytes > 1000000 || o.max_value_bytes > max_blob) {
     return bad("limits.max_value_bytes", o.max_value_bytes, "0..1000000");
   }
-  if (o.inline_value_bytes > 1024) return bad("inline_value_bytes", o.inline_value_bytes, "0..1024");
+  if (o.inline_value_bytes > 1024)
+    return bad("inline_value_bytes", o.inline_value_bytes, "0..1024");
   // Two of the largest leaf cells must fit in one page, or a split could not make room.
   if (o.max_key_bytes + o.inline_value_bytes > 1900) {
     return Status::InvalidArgument(fmt::format(
@@ -45,14 +47,14 @@ StatusOr<Options> CheckOptions(const Options& in) {
     return bad("wal.segment_bytes", o.wal.segment_bytes, "at least 1 MiB");
   }
   if (o.wal.max_unsynced_bytes < 2 * o.max_batch_bytes) {
-    return Status::InvalidArgument(fmt::format(
-        "wal.max_unsynced_bytes: {} must be at least twice limits.max_batch_bytes ({})",
-        o.wal.max_unsynced_bytes, o.max_batch_bytes));
+    return Status::InvalidArgument(
+        fmt::format("wal.max_unsynced_bytes: {} must be at least twice limits.max_batch_bytes ({})",
+                    o.wal.max_unsynced_bytes, o.max_batch_bytes));
   }
   if (o.wal.segment_bytes < o.wal.max_unsynced_bytes) {
-    return Status::InvalidArgument(fmt::format(
-        "wal.segment_bytes: {} must be at least wal.max_unsynced_bytes ({})", o.wal.segment_bytes,
-        o.wal.max_unsynced_bytes));
+    return Status::InvalidArgument(
+        fmt::format("wal.segment_bytes: {} must be at least wal.max_unsynced_bytes ({})",
+                    o.wal.segment_bytes, o.wal.max_unsynced_bytes));
   }
   if (o.wal.sync == SyncMode::kBatch && o.wal.batch_interval_us == 0) {
     return bad("wal.batch_interval_us", 0, "> 0 when wal.sync is batch");

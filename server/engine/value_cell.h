@@ -11,6 +11,7 @@
 #include <string>
 
 #include "grove/slice.h"
+
 #include "page/page.h"
 #include "util/coding.h"
 

@@ -59,7 +59,8 @@ StatusOr<std::string> ValueStore::WriteDirect(Slice value) {
 Status ValueStore::Read(const BlobRef& ref, IoCause cause, std::string* value) {
   const uint32_t n = ref.pages();
   if (n == 0 || n > ExtentAllocator::kMaxExtentPages) {
-    return Status::DataLoss(fmt::format("blob at page {}: impossible length {}", ref.first, ref.length));
+    return Status::DataLoss(
+        fmt::format("blob at page {}: impossible length {}", ref.first, ref.length));
   }
   std::vector<PageId> ids(n);
   for (uint32_t i = 0; i < n; ++i) ids[i] = ref.first + i;
@@ -67,9 +68,10 @@ Status ValueStore::Read(const BlobRef& ref, IoCause cause, std::string* value) {
   value->resize(ref.length);
   for (uint32_t i = 0; i < n; ++i) {
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(ids[i], cause));
-    if (page::Type(g.data()) != static_cast<uint16_t>(PageType::kBlob) || page::Aux(g.data()) != i) {
-      return Status::DataLoss(fmt::format("blob at page {}: page {} is not its part {}", ref.first,
-                                          ids[i], i));
+    if (page::Type(g.data()) != static_cast<uint16_t>(PageType::kBlob) ||
+        page::Aux(g.data()) != i) {
+      return Status::DataLoss(
+          fmt::format("blob at page {}: page {} is not its part {}", ref.first, ids[i], i));
     }
     const size_t off = static_cast<size_t>(i) * kBlobChunk;
     std::memcpy(value->data() + off, g.data() + kPageHeaderSize,

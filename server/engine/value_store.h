@@ -18,9 +18,10 @@
 #include <atomic>
 #include <string>
 
+#include "grove/index.h"
+
 #include "buffer/buffer_pool.h"
 #include "engine/value_cell.h"
-#include "grove/index.h"
 #include "page/extent_allocator.h"
 
 namespace grove {

@@ -50,7 +50,8 @@ StatusOr<WriteBatch> WriteBatch::Decode(Slice encoded) {
   uint32_t count;
   if (!GetFixed32(&in, &count)) return Status::DataLoss("write batch: truncated header");
   for (uint32_t i = 0; i < count; ++i) {
-    if (in.empty()) return Status::DataLoss(fmt::format("write batch: op {} of {} missing", i, count));
+    if (in.empty())
+      return Status::DataLoss(fmt::format("write batch: op {} of {} missing", i, count));
     const auto type = static_cast<OpType>(in[0]);
     in.remove_prefix(1);
     Slice key, value;
@@ -61,7 +62,8 @@ StatusOr<WriteBatch> WriteBatch::Decode(Slice encoded) {
     } else if (type == OpType::kDelete) {
       b.Delete(key);
     } else {
-      return Status::DataLoss(fmt::format("write batch: unknown op type {}", static_cast<int>(type)));
+      return Status::DataLoss(
+          fmt::format("write batch: unknown op type {}", static_cast<int>(type)));
     }
   }
   if (!in.empty()) return Status::DataLoss("write batch: trailing bytes");

@@ -55,8 +55,8 @@ std::vector<std::string> IndexRegistry::Names() const {
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {
   const VariantSpec* spec = Find(variant);
   if (spec == nullptr) {
-    return Status::InvalidArgument(fmt::format("index.variant: unknown variant '{}' (available: {})",
-                                               variant, fmt::join(Names(), ", ")));
+    return Status::InvalidArgument(fmt::format(
+        "index.variant: unknown variant '{}' (available: {})", variant, fmt::join(Names(), ", ")));
   }
   ParamMap out;
   for (const ParamSpec& p : spec->params) out[p.name] = p.default_value;
@@ -65,15 +65,16 @@ StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const Para
       std::vector<std::string> names;
       for (const ParamSpec& p : spec->params) names.push_back(p.name);
       return Status::InvalidArgument(
-          fmt::format("index.{}.{}: unknown parameter for variant '{}' (parameters: {})", variant,
-                      k, variant, names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+          fmt::format("index.params.{}: unknown parameter for variant '{}' (parameters: {})", k,
+                      variant, names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
     }
     out[k] = v;
   }
   return out;
 }
 
-std::string IndexRegistry::LayoutString(const std::string& variant, const ParamMap& resolved) const {
+std::string IndexRegistry::LayoutString(const std::string& variant,
+                                        const ParamMap& resolved) const {
   const VariantSpec* spec = Find(variant);
   std::string s;
   if (spec == nullptr) return s;

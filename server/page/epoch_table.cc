@@ -14,8 +14,9 @@ uint32_t EpochTable::Get(PageId id) const {
   return id < entries_.size() ? entries_[id] : 0;
 }
 
-StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(
-    const std::vector<PageId>& pages, uint32_t epoch, ExtentAllocator* allocator) {
+StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vector<PageId>& pages,
+                                                                  uint32_t epoch,
+                                                                  ExtentAllocator* allocator) {
   staged_new_pages_ = 0;
   staged_dirty_.clear();
   staged_old_epochs_.clear();
@@ -132,7 +133,8 @@ void EpochTable::Serialize(std::string* out) const {
 
 Status EpochTable::Deserialize(Slice* in) {
   uint64_t n;
-  if (!GetVarint64(in, &n) || n > (1ull << 40)) return Status::DataLoss("epoch map list: truncated");
+  if (!GetVarint64(in, &n) || n > (1ull << 40))
+    return Status::DataLoss("epoch map list: truncated");
   std::vector<PageId> ids;
   std::vector<uint32_t> epochs;
   for (uint64_t k = 0; k < n; ++k) {
@@ -158,9 +160,9 @@ Status EpochTable::LoadMapPage(size_t k, const char* image) {
                                         map_pages_[k], k, page::Type(image), page::Aux(image)));
   }
   if (page::Epoch(image) != map_epochs_[k]) {
-    return Status::DataLoss(fmt::format(
-        "page {}: stale epoch-map page (epoch {}, manifest says {})", map_pages_[k],
-        page::Epoch(image), map_epochs_[k]));
+    return Status::DataLoss(
+        fmt::format("page {}: stale epoch-map page (epoch {}, manifest says {})", map_pages_[k],
+                    page::Epoch(image), map_epochs_[k]));
   }
   const auto* slots = reinterpret_cast<const uint32_t*>(image + kPageHeaderSize);
   MutexLock lock(&mu_);

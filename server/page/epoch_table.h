@@ -24,6 +24,7 @@
 #include "grove/io_backend.h"
 #include "grove/slice.h"
 #include "grove/status.h"
+
 #include "page/extent_allocator.h"
 #include "page/page.h"
 #include "util/mutex.h"
@@ -74,10 +75,10 @@ class EpochTable {
   // Written only by the checkpoint thread (Stage/Commit/Abort) and at open.
   std::vector<PageId> map_pages_;
   std::vector<uint32_t> map_epochs_;
-  size_t staged_new_pages_ = 0;   // map pages Stage() appended
+  size_t staged_new_pages_ = 0;       // map pages Stage() appended
   std::vector<size_t> staged_dirty_;  // map page indexes Stage() will rewrite
   std::vector<std::pair<size_t, uint32_t>> staged_old_epochs_;  // for Abort
-  std::vector<size_t> pending_ GUARDED_BY(mu_);  // map pages changed by RecordDirect
+  std::vector<size_t> pending_ GUARDED_BY(mu_);                 // map pages changed by RecordDirect
   uint32_t staged_epoch_ = 0;
 };
 

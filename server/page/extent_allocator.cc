@@ -25,7 +25,8 @@ int LargestFittingOrder(PageId start, uint64_t n) {
 
 StatusOr<PageId> ExtentAllocator::Allocate(uint32_t n) {
   if (n == 0 || n > kMaxExtentPages) {
-    return Status::InvalidArgument(fmt::format("extent of {} pages: must be 1..{}", n, kMaxExtentPages));
+    return Status::InvalidArgument(
+        fmt::format("extent of {} pages: must be 1..{}", n, kMaxExtentPages));
   }
   MutexLock lock(&mu_);
   const int want = OrderFor(n);
@@ -156,7 +157,8 @@ std::string ExtentAllocator::CheckInvariants() const {
   for (int order = 0; order < kOrders; ++order) {
     const uint64_t size = 1ull << order;
     for (PageId start : free_[order]) {
-      if (start % size != 0) return fmt::format("free block {} of {} pages misaligned", start, size);
+      if (start % size != 0)
+        return fmt::format("free block {} of {} pages misaligned", start, size);
       if (start < kFirstDataPage || start + size > end) {
         return fmt::format("free block {} of {} pages outside the file", start, size);
       }

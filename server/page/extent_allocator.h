@@ -5,8 +5,8 @@
 //
 // A binary buddy system over 256-page chunks: free blocks are power-of-two sized and aligned to
 // their size; freeing a block merges it with its free buddy. A request for n pages takes a block of
-// the next power of two and gives back the aligned blocks that cover its unused tail, so no space is
-// lost to rounding. The file grows one chunk (1 MiB) at a time; pages 0 and 1 (the superblock
+// the next power of two and gives back the aligned blocks that cover its unused tail, so no space
+// is lost to rounding. The file grows one chunk (1 MiB) at a time; pages 0 and 1 (the superblock
 // slots) are never handed out.
 //
 // The state is a few sorted sets; it is serialised into every checkpoint's manifest
@@ -21,6 +21,7 @@
 
 #include "grove/slice.h"
 #include "grove/status.h"
+
 #include "page/page.h"
 #include "util/mutex.h"
 

@@ -10,12 +10,18 @@ namespace grove {
 
 const char* PageTypeName(uint16_t type) {
   switch (static_cast<PageType>(type)) {
-    case PageType::kFree: return "free";
-    case PageType::kSuperblock: return "superblock";
-    case PageType::kEpochMap: return "epoch-map";
-    case PageType::kBlob: return "blob";
-    case PageType::kBTreeLeaf: return "btree-leaf";
-    case PageType::kBTreeInner: return "btree-inner";
+    case PageType::kFree:
+      return "free";
+    case PageType::kSuperblock:
+      return "superblock";
+    case PageType::kEpochMap:
+      return "epoch-map";
+    case PageType::kBlob:
+      return "blob";
+    case PageType::kBTreeLeaf:
+      return "btree-leaf";
+    case PageType::kBTreeInner:
+      return "btree-inner";
   }
   return "variant";
 }
@@ -37,20 +43,23 @@ void Seal(char* p, uint32_t epoch) {
 Status Verify(const char* p, PageId expected_id) {
   const uint32_t actual = crc32c::Value(p + 4, kPageSize - 4);
   if (crc32c::Unmask(Crc(p)) != actual) {
-    return Status::DataLoss(fmt::format("page {}: checksum mismatch (stored {:08x}, computed {:08x})",
-                                        expected_id, crc32c::Unmask(Crc(p)), actual));
+    return Status::DataLoss(
+        fmt::format("page {}: checksum mismatch (stored {:08x}, computed {:08x})", expected_id,
+                    crc32c::Unmask(Crc(p)), actual));
   }
   if (Format(p) != kPageFormatVersion) {
     return Status::DataLoss(
         fmt::format("page {}: unknown page format version {}", expected_id, Format(p)));
   }
   if (Id(p) != expected_id) {
-    return Status::DataLoss(fmt::format("page {}: misdirected read: the page found there says it is "
-                                        "page {}",
-                                        expected_id, Id(p)));
+    return Status::DataLoss(
+        fmt::format("page {}: misdirected read: the page found there says it is "
+                    "page {}",
+                    expected_id, Id(p)));
   }
   if (Type(p) == static_cast<uint16_t>(PageType::kFree)) {
-    return Status::DataLoss(fmt::format("page {}: page was never written (type free)", expected_id));
+    return Status::DataLoss(
+        fmt::format("page {}: page was never written (type free)", expected_id));
   }
   return Status::Ok();
 }

@@ -29,9 +29,7 @@ int SlottedPageView::LowerBound(Slice key, bool* found) const {
   return lo;
 }
 
-size_t SlottedPageView::FreeBytes() const {
-  return cell_start() - SlotsEnd() + frag_bytes();
-}
+size_t SlottedPageView::FreeBytes() const { return cell_start() - SlotsEnd() + frag_bytes(); }
 
 size_t SlottedPageView::UsedBytes() const { return Capacity() - FreeBytes(); }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "grove/slice.h"
+
 #include "page/page.h"
 
 namespace grove {

@@ -31,9 +31,15 @@ inline uint64_t DecodeFixed64(const char* p) {
 }
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "on-disk formats assume little-endian");
 
-inline void PutFixed16(std::string* dst, uint16_t v) { dst->append(reinterpret_cast<char*>(&v), 2); }
-inline void PutFixed32(std::string* dst, uint32_t v) { dst->append(reinterpret_cast<char*>(&v), 4); }
-inline void PutFixed64(std::string* dst, uint64_t v) { dst->append(reinterpret_cast<char*>(&v), 8); }
+inline void PutFixed16(std::string* dst, uint16_t v) {
+  dst->append(reinterpret_cast<char*>(&v), 2);
+}
+inline void PutFixed32(std::string* dst, uint32_t v) {
+  dst->append(reinterpret_cast<char*>(&v), 4);
+}
+inline void PutFixed64(std::string* dst, uint64_t v) {
+  dst->append(reinterpret_cast<char*>(&v), 8);
+}
 
 void PutVarint32(std::string* dst, uint32_t v);
 void PutVarint64(std::string* dst, uint64_t v);

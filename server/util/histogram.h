@@ -16,7 +16,7 @@ namespace grove {
 
 class Histogram {
  public:
-  static constexpr int kBuckets = 24;              // finite buckets; one more for +Inf
+  static constexpr int kBuckets = 24;  // finite buckets; one more for +Inf
   static constexpr double kFirstBoundSeconds = 1e-5;
 
   void Record(double seconds);

@@ -10,10 +10,14 @@ namespace {
 
 const char* LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
   }
   return "?";
 }
@@ -46,7 +50,9 @@ class NullLogger final : public Logger {
 
 }  // namespace
 
-std::shared_ptr<Logger> NewStderrLogger(LogLevel min) { return std::make_shared<StderrLogger>(min); }
+std::shared_ptr<Logger> NewStderrLogger(LogLevel min) {
+  return std::make_shared<StderrLogger>(min);
+}
 std::shared_ptr<Logger> NewNullLogger() { return std::make_shared<NullLogger>(); }
 
 }  // namespace grove

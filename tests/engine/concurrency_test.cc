@@ -16,7 +16,7 @@ namespace {
 
 constexpr int kWriters = 4;
 constexpr int kReaders = 2;
-constexpr uint64_t kOwnKeys = 6000;   // per writer
+constexpr uint64_t kOwnKeys = 6000;  // per writer
 constexpr uint64_t kSharedKeys = 64;
 
 std::string OwnKey(int t, uint64_t i) { return Key((uint64_t{1} << 40) * (t + 1) + i); }
@@ -26,7 +26,8 @@ std::string Tagged(const std::string& key, int t, uint64_t seq, size_t pad) {
   return key + "|t" + std::to_string(t) + "|" + std::to_string(seq) + "|" + std::string(pad, 'p');
 }
 bool BelongsTo(Slice value, Slice key) {
-  return value.size() > key.size() && value.substr(0, key.size()) == key && value[key.size()] == '|';
+  return value.size() > key.size() && value.substr(0, key.size()) == key &&
+         value[key.size()] == '|';
 }
 
 class ConcurrencyTest : public ::testing::TestWithParam<IoBackendKind> {};
@@ -94,8 +95,9 @@ TEST_P(ConcurrencyTest, MixedOperationsMatchTheModel) {
       std::string v;
       while (!writers_done.load() && failures.load() == 0) {
         if (rng() % 5 != 0) {
-          const std::string k = rng() % 2 ? SharedKey(rng() % kSharedKeys)
-                                          : OwnKey(static_cast<int>(rng() % kWriters), rng() % kOwnKeys);
+          const std::string k = rng() % 2
+                                    ? SharedKey(rng() % kSharedKeys)
+                                    : OwnKey(static_cast<int>(rng() % kWriters), rng() % kOwnKeys);
           auto found = db->Get(k, &v);
           if (!found.ok()) return fail(found.status().ToString());
           if (*found && !BelongsTo(v, k)) return fail("Get returned another key's value for " + k);
@@ -148,8 +150,8 @@ TEST_P(ConcurrencyTest, MixedOperationsMatchTheModel) {
         anyone_wrote = true;
         explained |= *found ? (it->second && *it->second == v) : !it->second.has_value();
       }
-      ASSERT_TRUE(explained || (!anyone_wrote && !*found)) << "final state of " << k
-                                                            << " is no thread's last write";
+      ASSERT_TRUE(explained || (!anyone_wrote && !*found))
+          << "final state of " << k << " is no thread's last write";
     }
     VerifyReport report;
     ASSERT_OK(d->Verify(&report));

@@ -2,11 +2,11 @@
 // bit flips, zeroed pages, stale copies (lost writes) and misdirected writes, in leaves, inner
 // nodes, blobs, the superblock and the manifest.
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <map>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "engine/db_test_util.h"
 #include "index/btree/node.h"
@@ -195,8 +195,8 @@ TEST_F(CorruptionTest, DamagedBlobIsDataLoss) {
   PageId blob = 0;
   for (PageId id = 2; id < db_blobs.Pages() && blob == 0; ++id) {
     const std::string p = db_blobs.ReadPage(id);
-    if (page::Type(p.data()) == static_cast<uint16_t>(PageType::kBlob) && page::Aux(p.data()) == 0 &&
-        page::Verify(p.data(), id).ok()) {
+    if (page::Type(p.data()) == static_cast<uint16_t>(PageType::kBlob) &&
+        page::Aux(p.data()) == 0 && page::Verify(p.data(), id).ok()) {
       blob = id;
     }
   }
@@ -255,7 +255,8 @@ TEST_F(CorruptionTest, DamagedManifestRefusesToOpen) {
   auto db = Db::Open(Opts());
   ASSERT_FALSE(db.ok());
   EXPECT_EQ(db.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(db.status().message().find("MANIFEST"), std::string_view::npos) << db.status().ToString();
+  EXPECT_NE(db.status().message().find("MANIFEST"), std::string_view::npos)
+      << db.status().ToString();
 }
 
 }  // namespace

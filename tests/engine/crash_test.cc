@@ -65,7 +65,8 @@ std::vector<Op> MakeWorkload(uint64_t seed, int n) {
 
 void ApplyToModel(const Op& op, Model* m) {
   if (op.kind == Op::kCheckpoint) return;
-  op.batch.ForEach([&](WriteBatch::OpType t, Slice k, Slice v) {
+  op.batch
+      .ForEach([&](WriteBatch::OpType t, Slice k, Slice v) {
         if (t == WriteBatch::OpType::kPut) {
           (*m)[std::string(k)] = std::string(v);
         } else {
@@ -168,9 +169,8 @@ TEST_F(CrashTest, PowerLossAtSampledPointsOfEveryPhase) {
     auto inner = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
     ASSERT_TRUE(inner.ok());
     auto fb = std::make_shared<FaultInjectionBackend>(*inner, 1);
-    fb->SetObserver([&](const FaultInjectionBackend::OpInfo& info) {
-      categories.push_back(Category(info));
-    });
+    fb->SetObserver(
+        [&](const FaultInjectionBackend::OpInfo& info) { categories.push_back(Category(info)); });
     ASSERT_EQ(RunUntilCrash(dir.path(), fb, ops), ops.size());
   }
   std::map<std::string, std::vector<uint64_t>> by_category;

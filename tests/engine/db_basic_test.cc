@@ -47,8 +47,8 @@ TEST_P(DbBasicTest, LargeValuesGoToTheValueStore) {
   std::string big(50000, 'x');
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
   ASSERT_OK(db->Put("big", big));
-  ASSERT_OK(db->Put("edge", std::string(1024, 'e')));   // inline threshold exactly
-  ASSERT_OK(db->Put("over", std::string(1025, 'o')));   // one byte over
+  ASSERT_OK(db->Put("edge", std::string(1024, 'e')));  // inline threshold exactly
+  ASSERT_OK(db->Put("over", std::string(1025, 'o')));  // one byte over
   std::string v;
   ASSERT_TRUE(*db->Get("big", &v));
   EXPECT_EQ(v, big);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "grove/db.h"
+
 #include "testutil/temp_dir.h"
 #include "util/coding.h"
 
@@ -37,14 +38,14 @@ inline std::string Value(uint64_t key, uint64_t version, size_t base_len = 16) {
   return v;
 }
 
-#define ASSERT_OK(expr)                                   \
-  do {                                                    \
-    const ::grove::Status s_ = (expr);                    \
+#define ASSERT_OK(expr)                                     \
+  do {                                                      \
+    const ::grove::Status s_ = (expr);                      \
     ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
   } while (0)
-#define EXPECT_OK(expr)                                   \
-  do {                                                    \
-    const ::grove::Status s_ = (expr);                    \
+#define EXPECT_OK(expr)                                     \
+  do {                                                      \
+    const ::grove::Status s_ = (expr);                      \
     EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
   } while (0)
 

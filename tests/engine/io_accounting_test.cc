@@ -63,7 +63,8 @@ TEST_P(IoAccountingTest, OneReadPerLookupWhenInnerNodesAreCached) {
     ASSERT_TRUE(*(*db)->Get(Key(k), &v));
     ASSERT_EQ(v, Value(k, 0, 3000));
     const uint64_t cost = DemandReads(db->get()) - before;
-    const uint64_t value_pages = (v.size() + kPageSize - kPageHeaderSize - 1) / (kPageSize - kPageHeaderSize);
+    const uint64_t value_pages =
+        (v.size() + kPageSize - kPageHeaderSize - 1) / (kPageSize - kPageHeaderSize);
     ASSERT_LE(cost, 1 + value_pages);
     full_cost += cost == 1 + value_pages;
   }

@@ -12,7 +12,7 @@ TEST(EpochTableTest, StageCommitAndReload) {
   for (int i = 0; i < 5; ++i) pages.push_back(*alloc.Allocate(1));
   auto images = table.Stage(pages, 3, &alloc);
   ASSERT_TRUE(images.ok());
-  ASSERT_EQ(images->size(), 1u);  // one map page covers the first chunk
+  ASSERT_EQ(images->size(), 1u);       // one map page covers the first chunk
   EXPECT_EQ(table.Get(pages[0]), 0u);  // not visible before Commit
   table.Commit(pages, 3);
   EXPECT_EQ(table.Get(pages[0]), 3u);

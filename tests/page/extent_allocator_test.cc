@@ -50,7 +50,9 @@ TEST(ExtentAllocatorTest, RandomWorkloadKeepsInvariantsAndCoalesces) {
       auto p = a.Allocate(n);
       ASSERT_TRUE(p.ok());
       auto next = live.lower_bound(*p);
-      if (next != live.end()) ASSERT_LE(*p + n, next->first);
+      if (next != live.end()) {
+        ASSERT_LE(*p + n, next->first);
+      }
       if (next != live.begin()) {
         auto prev = std::prev(next);
         ASSERT_LE(prev->first + prev->second, *p);

@@ -7,8 +7,8 @@ namespace {
 
 TEST(HistogramTest, CountsSumAndPercentiles) {
   Histogram h;
-  for (int i = 0; i < 90; ++i) h.Record(5e-6);   // first bucket (<= 10 us)
-  for (int i = 0; i < 10; ++i) h.Record(1e-3);   // around 1 ms
+  for (int i = 0; i < 90; ++i) h.Record(5e-6);  // first bucket (<= 10 us)
+  for (int i = 0; i < 10; ++i) h.Record(1e-3);  // around 1 ms
   const HistogramSnapshot s = h.Snapshot();
   EXPECT_EQ(s.count, 100u);
   EXPECT_NEAR(s.sum, 90 * 5e-6 + 10 * 1e-3, 1e-9);

@@ -6,7 +6,8 @@
 // The engine owns durability and values; a variant owns only the key -> cell mapping:
 //   * A cell is an opaque byte string the engine encodes (an inline value, or a reference into the
 //     shared value store). Variants store and return cells; they never interpret them.
-//   * Writes arrive after their WAL record is durable, each with its LSN. The engine guarantees that
+//   * Writes arrive after their WAL record is durable, each with its LSN. The engine guarantees
+//   that
 //     writes to the same key never run concurrently and arrive in LSN order; writes to different
 //     keys run concurrently. WAL replay calls the same methods, so every write must be idempotent
 //     when replayed onto a state that already contains it.
@@ -14,8 +15,8 @@
 //     marks pages dirty and the engine's checkpoints write them. Variants that keep writes only in
 //     memory (a record cache) report the oldest such LSN so that the WAL keeps it.
 //   * Checkpoint hooks run with writers paused: PrepareCheckpoint() moves in-memory state into
-//     pages, SerializeMetadata() returns what the variant needs to reopen (roots, models), stored in
-//     the manifest. Reopening calls the variant's `open` factory with that blob.
+//     pages, SerializeMetadata() returns what the variant needs to reopen (roots, models), stored
+//     in the manifest. Reopening calls the variant's `open` factory with that blob.
 //
 // Thread safety: every method may be called concurrently from many threads, except the checkpoint
 // hooks, which the engine calls with writers paused, and BulkLoad, which runs alone.

@@ -14,9 +14,9 @@
 // Direct IO: a File opened with FileOptions::direct uses O_DIRECT; then every offset, length and
 // buffer address must be a multiple of kIoAlignment (4 KiB). AlignedBuffer provides such memory.
 //
-// Thread safety: IoBackend and File are safe for concurrent use. An IoQueue is used by one thread at
-// a time; AcquireQueue() hands each caller its own lease, returned to the backend's pool when the
-// lease is destroyed. The backend must outlive every File and IoQueue it created.
+// Thread safety: IoBackend and File are safe for concurrent use. An IoQueue is used by one thread
+// at a time; AcquireQueue() hands each caller its own lease, returned to the backend's pool when
+// the lease is destroyed. The backend must outlive every File and IoQueue it created.
 
 #include <cstddef>
 #include <cstdint>
@@ -159,8 +159,8 @@ enum class IoBackendKind { kAuto, kUring, kPsync };
 
 struct IoBackendOptions {
   IoBackendKind kind = IoBackendKind::kAuto;
-  uint32_t queue_depth = 128;    // io_uring ring entries per queue
-  uint32_t psync_threads = 4;    // worker threads for multi-op psync batches
+  uint32_t queue_depth = 128;  // io_uring ring entries per queue
+  uint32_t psync_threads = 4;  // worker threads for multi-op psync batches
 };
 
 // Creates a backend. kAuto tries io_uring and falls back to psync when a ring cannot be set up

@@ -41,9 +41,9 @@ struct BufferPoolStats {
   uint64_t evictions = 0;
   std::array<uint64_t, kNumIoCauses> page_reads{};
   std::array<uint64_t, kNumIoCauses> page_writes{};
-  uint64_t prefetch_issued = 0;  // pages read into the side pool
-  uint64_t prefetch_used = 0;    // confirmed by a traversal and admitted
-  uint64_t prefetch_wasted = 0;  // dropped unconfirmed
+  uint64_t prefetch_issued = 0;    // pages read into the side pool
+  uint64_t prefetch_used = 0;      // confirmed by a traversal and admitted
+  uint64_t prefetch_wasted = 0;    // dropped unconfirmed
   uint64_t checksum_failures = 0;  // pages that failed the crc, own-id or epoch check
 };
 
@@ -69,12 +69,12 @@ struct CheckpointStats {
 
 struct IndexStats {
   std::string variant;
-  uint32_t height = 0;        // levels including the leaves
+  uint32_t height = 0;  // levels including the leaves
   uint64_t inner_pages = 0;
   uint64_t leaf_pages = 0;
-  uint64_t inner_bytes = 0;   // bytes of inner nodes (what must stay cached for one-IO lookups)
-  uint64_t model_bytes = 0;   // learned models and maps held in memory
-  uint64_t entries = 0;       // keys, where the variant tracks it cheaply
+  uint64_t inner_bytes = 0;  // bytes of inner nodes (what must stay cached for one-IO lookups)
+  uint64_t model_bytes = 0;  // learned models and maps held in memory
+  uint64_t entries = 0;      // keys, where the variant tracks it cheaply
   std::map<std::string, double> extra;  // variant-specific figures, documented per variant
 };
 
@@ -83,8 +83,8 @@ struct DbStats {
   uint64_t gets = 0;
   uint64_t puts = 0;
   uint64_t deletes = 0;
-  uint64_t writes = 0;  // Write() batches
-  uint64_t scans = 0;   // iterators created
+  uint64_t writes = 0;           // Write() batches
+  uint64_t scans = 0;            // iterators created
   uint64_t data_file_pages = 0;  // gauge
   uint64_t free_pages = 0;       // gauge
   uint64_t blob_values = 0;      // gauge: values held in the value store

@@ -2,8 +2,8 @@
 
 // Status and StatusOr<T>: the engine's only error channel. No exception crosses an engine boundary.
 //
-// A Status is either OK or carries a code and a message. The codes mirror gRPC's so that the service
-// layer maps them one to one; the engine never includes gRPC.
+// A Status is either OK or carries a code and a message. The codes mirror gRPC's so that the
+// service layer maps them one to one; the engine never includes gRPC.
 //
 // Thread safety: a Status is a value; distinct objects may be used from different threads freely.
 
@@ -18,18 +18,18 @@ namespace grove {
 
 enum class StatusCode : int {
   kOk = 0,
-  kInvalidArgument = 3,    // the request itself is wrong; retrying it cannot help
-  kDeadlineExceeded = 4,   // a caller's deadline passed before the work finished
-  kNotFound = 5,           // a named thing (file, key inside the engine) does not exist
-  kAlreadyExists = 6,      // e.g. a data directory already holds a database
-  kPermissionDenied = 7,   // the filesystem refused access
-  kResourceExhausted = 8,  // a configured limit, or the disk is full (ENOSPC)
-  kFailedPrecondition = 9, // the state does not allow it: locked directory, wrong variant on disk
-  kAborted = 10,           // the operation was interrupted and can be retried
-  kUnimplemented = 12,     // the variant does not support the operation
-  kInternal = 13,          // an invariant broke; also EIO and failed fsync (fail-stop)
-  kUnavailable = 14,       // starting, draining, or closed
-  kDataLoss = 15,          // a checksum, own-id or epoch check failed: data on disk is damaged
+  kInvalidArgument = 3,     // the request itself is wrong; retrying it cannot help
+  kDeadlineExceeded = 4,    // a caller's deadline passed before the work finished
+  kNotFound = 5,            // a named thing (file, key inside the engine) does not exist
+  kAlreadyExists = 6,       // e.g. a data directory already holds a database
+  kPermissionDenied = 7,    // the filesystem refused access
+  kResourceExhausted = 8,   // a configured limit, or the disk is full (ENOSPC)
+  kFailedPrecondition = 9,  // the state does not allow it: locked directory, wrong variant on disk
+  kAborted = 10,            // the operation was interrupted and can be retried
+  kUnimplemented = 12,      // the variant does not support the operation
+  kInternal = 13,           // an invariant broke; also EIO and failed fsync (fail-stop)
+  kUnavailable = 14,        // starting, draining, or closed
+  kDataLoss = 15,           // a checksum, own-id or epoch check failed: data on disk is damaged
 };
 
 // Returns the canonical upper-snake name of `code`, e.g. "DATA_LOSS".
@@ -56,9 +56,7 @@ class [[nodiscard]] Status {
   static Status Internal(std::string_view m) { return {StatusCode::kInternal, m}; }
   static Status Unavailable(std::string_view m) { return {StatusCode::kUnavailable, m}; }
   static Status DataLoss(std::string_view m) { return {StatusCode::kDataLoss, m}; }
-  static Status DeadlineExceeded(std::string_view m) {
-    return {StatusCode::kDeadlineExceeded, m};
-  }
+  static Status DeadlineExceeded(std::string_view m) { return {StatusCode::kDeadlineExceeded, m}; }
   // Maps an errno from a failed system call. ENOSPC/EDQUOT become kResourceExhausted, EACCES/EPERM
   // kPermissionDenied, ENOENT kNotFound, everything else kInternal. `context` names the operation
   // and the file.
@@ -135,9 +133,9 @@ class [[nodiscard]] StatusOr {
 }  // namespace grove
 
 // Evaluates `expr` (a Status); returns it from the enclosing function when it is not OK.
-#define GROVE_RETURN_IF_ERROR(expr)                \
-  do {                                             \
-    ::grove::Status grove_status_tmp_ = (expr);    \
+#define GROVE_RETURN_IF_ERROR(expr)                        \
+  do {                                                     \
+    ::grove::Status grove_status_tmp_ = (expr);            \
     if (!grove_status_tmp_.ok()) return grove_status_tmp_; \
   } while (0)
 

@@ -103,9 +103,15 @@ StatusOr<PageReadGuard> BTree::DescendToLeaf(Slice key, Seek mode, IoCause cause
     if (n.is_leaf()) return g;
     int i = -1;
     switch (mode) {
-      case Seek::kAtOrAfter: i = n.ChildIndexFor(key); break;
-      case Seek::kBefore: i = n.ChildIndexBelow(key); break;
-      case Seek::kLast: i = n.count() - 1; break;
+      case Seek::kAtOrAfter:
+        i = n.ChildIndexFor(key);
+        break;
+      case Seek::kBefore:
+        i = n.ChildIndexBelow(key);
+        break;
+      case Seek::kLast:
+        i = n.count() - 1;
+        break;
     }
     if (fences) {
       if (i >= 0) {
@@ -156,13 +162,13 @@ StatusOr<PageWriteGuard> BTree::LatchLeafOptimistic(Slice key) {
       if (n.level() == 1) {
         GROVE_ASSIGN_OR_RETURN(PageWriteGuard w, pool_->FetchWrite(child));
         if (!NodeView(w.data()).is_leaf()) {
-          return Status::DataLoss(fmt::format("btree: page {} under level-1 page {} is no leaf",
-                                              child, g.id()));
+          return Status::DataLoss(
+              fmt::format("btree: page {} under level-1 page {} is no leaf", child, g.id()));
         }
         return w;
       }
-      GROVE_ASSIGN_OR_RETURN(PageReadGuard c, pool_->FetchRead(child, IoCause::kDemand,
-                                                               RetentionFor(n.level() - 1)));
+      GROVE_ASSIGN_OR_RETURN(
+          PageReadGuard c, pool_->FetchRead(child, IoCause::kDemand, RetentionFor(n.level() - 1)));
       g = std::move(c);
     }
   }
@@ -177,8 +183,8 @@ Status BTree::LatchPathPessimistic(Slice key, bool for_insert, std::vector<PageW
     const NodeView n(path->back().data());
     if (n.is_leaf()) return Status::Ok();
     const PageId child = n.child(n.ChildIndexFor(key));
-    GROVE_ASSIGN_OR_RETURN(PageWriteGuard c, pool_->FetchWrite(child, IoCause::kDemand,
-                                                               RetentionFor(n.level() - 1)));
+    GROVE_ASSIGN_OR_RETURN(PageWriteGuard c,
+                           pool_->FetchWrite(child, IoCause::kDemand, RetentionFor(n.level() - 1)));
     const NodeView cn(c.data());
     if (cn.level() + 1 != n.level()) {
       return Status::DataLoss(fmt::format("btree: page {} at level {} has child {} at level {}",
@@ -214,22 +220,77 @@ Status BTree::Put(Lsn, Slice key, Slice cell, std::optional<std::string>* old_ce
   SlottedPage sp = n.mutable_slots();
   bool found;
   const int i = sp.LowerBound(key, &found);
+  if (found && sp.CanReplacePayload(i, cell.size())) {
+    old_cell->emplace(sp.Payload(i));
+    sp.ReplacePayload(i, cell);
+    return Status::Ok();
+  }
+  // A replacement that does not fit needs a split just like an insert that does not.
+  SplitPlan plan;
+  GROVE_RETURN_IF_ERROR(PlanSplits(path, !found && sp.HasRoomFor(key.size(), cell.size()), &plan));
   if (found) {
     old_cell->emplace(sp.Payload(i));
-    if (sp.CanReplacePayload(i, cell.size())) {
-      sp.ReplacePayload(i, cell);
-      return Status::Ok();
-    }
     sp.Remove(i);  // re-inserted below, with a split
-    return InsertWithSplits(&path, std::string(key), std::string(cell));
   }
-  GROVE_RETURN_IF_ERROR(InsertWithSplits(&path, std::string(key), std::string(cell)));
-  entries_.fetch_add(1, std::memory_order_relaxed);
-  return Status::Ok();
+  Status s = InsertWithSplits(&path, &plan, std::string(key), std::string(cell));
+  ReleasePlan(&plan);
+  if (s.ok() && !found) entries_.fetch_add(1, std::memory_order_relaxed);
+  return s;
 }
 
-Status BTree::InsertWithSplits(std::vector<PageWriteGuard>* path, std::string key,
-                               std::string payload) {
+Status BTree::PlanSplits(const std::vector<PageWriteGuard>& path, bool leaf_fits,
+                         SplitPlan* plan) {
+  Status s;
+  // The same walk as InsertWithSplits: a node without room splits (one new node) and passes a
+  // separator up; the root grows (one new node) and then splits (another).
+  for (size_t j = path.size(); j-- > 0 && s.ok();) {
+    const NodeView n(path[j].data());
+    const bool fits = j + 1 == path.size()
+                          ? leaf_fits
+                          : n.free_bytes() >= SlottedPageView::CellBytes(max_key_, 8);
+    if (fits) break;
+    const int nodes = j == 0 && path[0].id() == root_ ? 2 : 1;
+    for (int k = 0; k < nodes && s.ok(); ++k) {
+      auto g = NewNode(n.level());
+      if (g.ok()) {
+        plan->spares.push_back(std::move(*g));
+      } else {
+        s = g.status();
+      }
+    }
+  }
+  if (s.ok() && !plan->spares.empty()) {
+    const PageId right = NodeView(path.back().data()).right();
+    if (right != kInvalidPageId) {
+      auto g = pool_->FetchWrite(right);  // left-to-right among leaves
+      if (g.ok()) {
+        plan->leaf_right = std::move(*g);
+      } else {
+        s = g.status();
+      }
+    }
+  }
+  if (!s.ok()) ReleasePlan(plan);
+  return s;
+}
+
+void BTree::ReleasePlan(SplitPlan* plan) {
+  for (PageWriteGuard& g : plan->spares) {
+    if (g) FreeNode(g);
+  }
+  plan->spares.clear();
+  plan->leaf_right.Release();
+}
+
+StatusOr<PageWriteGuard> BTree::TakeSpare(SplitPlan* plan, uint16_t level) {
+  for (PageWriteGuard& g : plan->spares) {
+    if (g && NodeView(g.data()).level() == level) return std::move(g);
+  }
+  return Status::Internal(fmt::format("btree: a split at level {} was not planned", level));
+}
+
+Status BTree::InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan,
+                               std::string key, std::string payload) {
   size_t i = path->size() - 1;
   for (;;) {
     Node n((*path)[i].mutable_data());
@@ -237,7 +298,8 @@ Status BTree::InsertWithSplits(std::vector<PageWriteGuard>* path, std::string ke
     if (sp.HasRoomFor(key.size(), payload.size())) {
       bool found;
       const int pos = sp.LowerBound(key, &found);
-      if (found) return Status::Internal(fmt::format("btree: duplicate key in page {}", (*path)[i].id()));
+      if (found)
+        return Status::Internal(fmt::format("btree: duplicate key in page {}", (*path)[i].id()));
       sp.Insert(pos, key, payload);
       return Status::Ok();
     }
@@ -245,13 +307,13 @@ Status BTree::InsertWithSplits(std::vector<PageWriteGuard>* path, std::string ke
       if ((*path)[0].id() != root_) {
         return Status::Internal("btree: a safe ancestor could not absorb a separator");
       }
-      GROVE_RETURN_IF_ERROR(GrowRoot(path));
+      GROVE_RETURN_IF_ERROR(GrowRoot(path, plan));
       i = 1;
       continue;
     }
     std::string sep;
     PageId right;
-    GROVE_RETURN_IF_ERROR(SplitInsert((*path)[i], key, payload, &sep, &right));
+    GROVE_RETURN_IF_ERROR(SplitInsert((*path)[i], plan, key, payload, &sep, &right));
     key = std::move(sep);
     payload = btree::EncodeChild(right);
     --i;
@@ -279,10 +341,14 @@ void BTree::FreeNode(PageWriteGuard& node) {
   (leaf ? leaf_pages_ : inner_pages_).fetch_sub(1, std::memory_order_relaxed);
 }
 
-Status BTree::SplitInsert(PageWriteGuard& guard, Slice key, Slice payload, std::string* sep,
-                          PageId* right_id) {
+Status BTree::SplitInsert(PageWriteGuard& guard, SplitPlan* plan, Slice key, Slice payload,
+                          std::string* sep, PageId* right_id) {
   Node n(guard.mutable_data());
   const uint16_t level = n.level();
+  if (level == 0 && n.right() != plan->leaf_right.id()) {
+    return Status::Internal(fmt::format("btree: split of leaf {} without its right sibling {}",
+                                        guard.id(), n.right()));
+  }
   // Gather every cell plus the new one in order. A page holds at most 4 KiB, so this is cheap
   // next to the IO a split implies, and it keeps variable-size splitting simple.
   std::vector<std::pair<std::string, std::string>> cells;
@@ -297,21 +363,37 @@ Status BTree::SplitInsert(PageWriteGuard& guard, Slice key, Slice payload, std::
   }
   if (!inserted) cells.emplace_back(key, payload);
 
-  // Split where the left half first holds half of the bytes.
-  size_t total = 0;
-  for (const auto& [k, p] : cells) total += SlottedPageView::CellBytes(k.size(), p.size());
-  size_t m = 0, acc = 0;
-  while (m + 1 < cells.size() && acc < total / 2) {
-    acc += SlottedPageView::CellBytes(cells[m].first.size(), cells[m].second.size());
-    ++m;
+  // Split at the point closest to half of the bytes among those where both halves fit in a
+  // page. The first point past the middle is not enough: with cells near the largest the options
+  // allow, the cell that crosses the middle can push the left half past a page. An inner split
+  // moves cell m up to the parent, so that cell belongs to neither half.
+  std::vector<size_t> prefix(cells.size() + 1, 0);
+  for (size_t j = 0; j < cells.size(); ++j) {
+    prefix[j + 1] =
+        prefix[j] + SlottedPageView::CellBytes(cells[j].first.size(), cells[j].second.size());
   }
-  m = std::clamp<size_t>(m, 1, cells.size() - 1);
+  const size_t capacity = n.capacity();
+  size_t m = 0, best_gap = SIZE_MAX;
+  for (size_t j = 1; j < cells.size(); ++j) {
+    const size_t left_bytes = prefix[j];
+    const size_t right_bytes = prefix.back() - prefix[level == 0 ? j : j + 1];
+    if (left_bytes > capacity || right_bytes > capacity) continue;
+    const size_t gap = left_bytes > right_bytes ? left_bytes - right_bytes : right_bytes - left_bytes;
+    if (gap < best_gap) {
+      best_gap = gap;
+      m = j;
+    }
+  }
+  if (m == 0) {
+    return Status::Internal(fmt::format("btree: page {} cannot be split into two pages", guard.id()));
+  }
 
-  GROVE_ASSIGN_OR_RETURN(PageWriteGuard right, NewNode(level));
+  GROVE_ASSIGN_OR_RETURN(PageWriteGuard right, TakeSpare(plan, level));
   Node r(right.mutable_data());
   SlottedPage left_sp = n.mutable_slots();
   left_sp.Clear();
-  for (size_t j = 0; j < m; ++j) left_sp.Insert(static_cast<int>(j), cells[j].first, cells[j].second);
+  for (size_t j = 0; j < m; ++j)
+    left_sp.Insert(static_cast<int>(j), cells[j].first, cells[j].second);
   SlottedPage right_sp = r.mutable_slots();
   if (level == 0) {
     for (size_t j = m; j < cells.size(); ++j) {
@@ -323,10 +405,7 @@ Status BTree::SplitInsert(PageWriteGuard& guard, Slice key, Slice payload, std::
     r.set_left(guard.id());
     r.set_right(old_right);
     n.set_right(right.id());
-    if (old_right != kInvalidPageId) {
-      GROVE_ASSIGN_OR_RETURN(PageWriteGuard o, pool_->FetchWrite(old_right));
-      Node(o.mutable_data()).set_left(right.id());
-    }
+    if (old_right != kInvalidPageId) Node(plan->leaf_right.mutable_data()).set_left(right.id());
   } else {
     // The middle separator moves up; its child becomes the right node's leftmost child.
     *sep = cells[m].first;
@@ -340,10 +419,10 @@ Status BTree::SplitInsert(PageWriteGuard& guard, Slice key, Slice payload, std::
   return Status::Ok();
 }
 
-Status BTree::GrowRoot(std::vector<PageWriteGuard>* path) {
+Status BTree::GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan) {
   PageWriteGuard& root = (*path)[0];
   const uint16_t level = NodeView(root.data()).level();
-  GROVE_ASSIGN_OR_RETURN(PageWriteGuard child, NewNode(level));
+  GROVE_ASSIGN_OR_RETURN(PageWriteGuard child, TakeSpare(plan, level));
   const PageId child_id = child.id();
   // The child takes the root's whole content; only its own id differs.
   std::memcpy(child.mutable_data() + kPageHeaderSize, root.data() + kPageHeaderSize,
@@ -391,6 +470,11 @@ Status BTree::Delete(Lsn, Slice key, std::optional<std::string>* old_cell) {
 
 Status BTree::Rebalance(std::vector<PageWriteGuard>* path, Slice key) {
   for (size_t i = path->size() - 1; i > 0; --i) {
+    // The levels below are done: let go of them before latching a sibling of this node. Latches
+    // are taken top-down, and whoever holds that sibling may be waiting for one of our lower
+    // nodes (a split or merge next door latches its right neighbour leaf), so holding them while
+    // we wait for the sibling can deadlock.
+    path->resize(i + 1);
     PageWriteGuard& node = (*path)[i];
     PageWriteGuard& parent = (*path)[i - 1];
     const NodeView n(node.data());
@@ -398,8 +482,8 @@ Status BTree::Rebalance(std::vector<PageWriteGuard>* path, Slice key) {
     const NodeView p(parent.data());
     const int pos = p.ChildIndexFor(key);
     if (p.child(pos) != node.id()) {
-      return Status::Internal(fmt::format("btree: page {} is not the child of {} for the key",
-                                          node.id(), parent.id()));
+      return Status::Internal(
+          fmt::format("btree: page {} is not the child of {} for the key", node.id(), parent.id()));
     }
     if (pos + 1 < p.count()) {
       GROVE_ASSIGN_OR_RETURN(PageWriteGuard right, pool_->FetchWrite(p.child(pos + 1)));
@@ -418,7 +502,12 @@ Status BTree::Rebalance(std::vector<PageWriteGuard>* path, Slice key) {
   PageWriteGuard& top = (*path)[0];
   if (top.id() == root_) {
     const NodeView r(top.data());
-    if (!r.is_leaf() && r.count() == 0) return ShrinkRoot(top);
+    if (!r.is_leaf() && r.count() == 0) {
+      // The root's only child may be a node this delete still holds (the child that just took in
+      // its right sibling): let go of everything below the root before ShrinkRoot latches it.
+      path->resize(1);
+      return ShrinkRoot(top);
+    }
   }
   return Status::Ok();
 }
@@ -432,17 +521,21 @@ Status BTree::MergeSiblings(PageWriteGuard& left, PageWriteGuard& right, PageWri
   if (!l.is_leaf()) need += SlottedPageView::CellBytes(sep.size(), 8);
   if (need > l.free_bytes()) return Status::Ok();  // does not fit: stay underfull (lazy)
 
+  // The leaf after the pair takes a new left link. Latch it before moving anything, so that if
+  // it cannot be read the pair stays as it was (the right node's keys stay where lookups go).
+  const PageId next = l.is_leaf() ? r.right() : kInvalidPageId;
+  PageWriteGuard next_guard;
+  if (next != kInvalidPageId) {
+    GROVE_ASSIGN_OR_RETURN(next_guard, pool_->FetchWrite(next));
+  }
+
   Node ln(left.mutable_data()), rn(right.mutable_data());
   SlottedPage lsp = ln.mutable_slots();
   if (l.is_leaf()) {
     SlottedPage rsp = rn.mutable_slots();
     rsp.MoveTailTo(0, &lsp);
-    const PageId next = r.right();
     ln.set_right(next);
-    if (next != kInvalidPageId) {
-      GROVE_ASSIGN_OR_RETURN(PageWriteGuard o, pool_->FetchWrite(next));
-      Node(o.mutable_data()).set_left(left.id());
-    }
+    if (next_guard) Node(next_guard.mutable_data()).set_left(left.id());
   } else {
     lsp.Insert(lsp.count(), sep, btree::EncodeChild(r.leftmost()));
     SlottedPage rsp = rn.mutable_slots();

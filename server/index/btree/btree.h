@@ -32,8 +32,9 @@
 #include <string>
 #include <vector>
 
-#include "buffer/buffer_pool.h"
 #include "grove/index.h"
+
+#include "buffer/buffer_pool.h"
 #include "index/btree/node.h"
 #include "index/registry.h"
 
@@ -83,14 +84,30 @@ class BTree final : public Index {
   // Exclusive latches from the root; keeps only the nodes that may change. `safe` decides.
   Status LatchPathPessimistic(Slice key, bool for_insert, std::vector<PageWriteGuard>* path);
 
-  // Inserts (key, payload) into path.back(), splitting upwards as needed.
-  Status InsertWithSplits(std::vector<PageWriteGuard>* path, std::string key, std::string payload);
+  // What a chain of splits along a latched path may need: the new nodes, and the right sibling of
+  // the leaf that splits (its left link changes). All of it is acquired before the first change,
+  // so that a failure (no free frame, an unreadable sibling) leaves the tree as it was.
+  struct SplitPlan {
+    std::vector<PageWriteGuard> spares;  // formatted new nodes, NewNode'd for their level
+    PageWriteGuard leaf_right;
+  };
+  // Plans the insert of a cell into path.back(); `leaf_fits` says whether the leaf takes it
+  // without a split. Ancestors are assumed to receive separators of max_key_ bytes, so the plan
+  // may hold more than the splits use. On failure the plan is empty and nothing changed.
+  Status PlanSplits(const std::vector<PageWriteGuard>& path, bool leaf_fits, SplitPlan* plan);
+  // Frees the new nodes the splits did not use and releases the sibling.
+  void ReleasePlan(SplitPlan* plan);
+  StatusOr<PageWriteGuard> TakeSpare(SplitPlan* plan, uint16_t level);
+
+  // Inserts (key, payload) into path.back(), splitting upwards as needed with planned nodes.
+  Status InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan, std::string key,
+                          std::string payload);
   // Splits the node at path[i] while inserting (key, payload); returns the new right sibling's
   // separator and id through *sep / *right.
-  Status SplitInsert(PageWriteGuard& node, Slice key, Slice payload, std::string* sep,
-                     PageId* right);
+  Status SplitInsert(PageWriteGuard& node, SplitPlan* plan, Slice key, Slice payload,
+                     std::string* sep, PageId* right);
   // Moves the root's content into a new child so that the root can take a separator.
-  Status GrowRoot(std::vector<PageWriteGuard>* path);
+  Status GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan);
   // Merges underfull nodes bottom-up along `path` after a removal from path.back().
   Status Rebalance(std::vector<PageWriteGuard>* path, Slice key);
   Status MergeSiblings(PageWriteGuard& left, PageWriteGuard& right, PageWriteGuard& parent,

@@ -82,8 +82,8 @@ Status BTree::BulkLoad(const BulkSource& source) {
     return Status::FailedPrecondition("bulk load needs an empty index");
   }
   if (ctx_.direct_writer == nullptr) return Status::Internal("bulk load without a page writer");
-  const size_t target = static_cast<size_t>(fill_factor_ * (kPageSize - btree::kSlotBase -
-                                                             SlottedPageView::kRegionHeader));
+  const size_t target = static_cast<size_t>(
+      fill_factor_ * (kPageSize - btree::kSlotBase - SlottedPageView::kRegionHeader));
 
   // Level 0: leaves.
   std::vector<ChildRef> level;
@@ -103,12 +103,14 @@ Status BTree::BulkLoad(const BulkSource& source) {
             entries));
       }
       if (key.empty() || key.size() > max_key_ || cell.size() > max_cell_) {
-        return Status::InvalidArgument(fmt::format("bulk load: entry #{} has a key of {} bytes or a "
-                                                   "cell of {} bytes, beyond the limits",
-                                                   entries, key.size(), cell.size()));
+        return Status::InvalidArgument(
+            fmt::format("bulk load: entry #{} has a key of {} bytes or a "
+                        "cell of {} bytes, beyond the limits",
+                        entries, key.size(), cell.size()));
       }
       const size_t need = SlottedPageView::CellBytes(key.size(), cell.size());
-      if (leaf == nullptr || (NodeView(leaf).used_bytes() + need > target && NodeView(leaf).count() > 0) ||
+      if (leaf == nullptr ||
+          (NodeView(leaf).used_bytes() + need > target && NodeView(leaf).count() > 0) ||
           NodeView(leaf).free_bytes() < need) {
         GROVE_ASSIGN_OR_RETURN(auto next, run.Next());
         page::Init(next.second, PageType::kBTreeLeaf, next.first);
@@ -150,10 +152,10 @@ Status BTree::BulkLoad(const BulkSource& source) {
     std::vector<AlignedBuffer> images;
     std::vector<ChildRef> next_level;
     for (size_t j = 0; j < level.size(); ++j) {
-      const bool start = images.empty() ||
-                         NodeView(images.back().data()).used_bytes() +
-                                 SlottedPageView::CellBytes(level[j].low.size(), 8) >
-                             target;
+      const bool start =
+          images.empty() || NodeView(images.back().data()).used_bytes() +
+                                    SlottedPageView::CellBytes(level[j].low.size(), 8) >
+                                target;
       if (start) {
         images.emplace_back(kPageSize);
         char* p = images.back().data();

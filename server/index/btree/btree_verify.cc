@@ -37,8 +37,8 @@ Status BTree::Verify(IndexVerifier* v) {
       v->ClaimPages(id, 1, n.is_leaf() ? "btree leaf" : "btree inner node");
       const auto want_type = n.is_leaf() ? PageType::kBTreeLeaf : PageType::kBTreeInner;
       if (page::Type(g->data()) != static_cast<uint16_t>(want_type)) {
-        v->Problem(fmt::format("btree: page {} has type {} at level {}", id,
-                               page::Type(g->data()), n.level()));
+        v->Problem(fmt::format("btree: page {} has type {} at level {}", id, page::Type(g->data()),
+                               n.level()));
       }
       if (n.level() != level) {
         v->Problem(fmt::format("btree: page {} is at level {}, expected {}", id, n.level(), level));
@@ -51,7 +51,8 @@ Status BTree::Verify(IndexVerifier* v) {
       for (int i = 0; i < n.count(); ++i) {
         const Slice k = n.key(i);
         if ((f.has_low && k < f.low) || (f.has_high && k >= f.high)) {
-          v->Problem(fmt::format("btree: page {} slot {}: key outside the node's fence keys", id, i));
+          v->Problem(
+              fmt::format("btree: page {} slot {}: key outside the node's fence keys", id, i));
         }
       }
       if (n.is_leaf()) {

@@ -94,5 +94,45 @@ TEST(BTreeRegressionTest, RootAbsorbsTheChildThatTookInItsSibling) {
   }
 }
 
+// With the largest keys and inline values the options allow (max_key_bytes + inline_value_bytes =
+// 1900, cells of 1907 bytes), the byte-wise middle of a node can leave one half larger than a page.
+TEST(BTreeRegressionTest, SplitOfNearMaximalCellsKeepsBothHalvesInAPage) {
+  HarnessConfig config;
+  config.max_key_bytes = 1024;
+  config.inline_value_bytes = 876;
+  BTreeHarness h(config);
+  ASSERT_OK(h.Create());
+  Model model;
+  auto put = [&](const std::string& k, size_t cell_len) {
+    const std::string c = Cell(model.size(), cell_len);
+    h.Put(k, c);
+    model[k] = c;
+  };
+  // 22 cells of 100 bytes, then one of 886 bytes: 3086 bytes, one leaf.
+  for (int i = 0; i < 22; ++i) put(fmt::format("k{:02}", i), 100 - 6 - 3);
+  put("k9", 877);
+  ASSERT_EQ(h.index()->GetStats().height, 1u);
+  // A 1907-byte cell sorting between them: the byte-wise middle puts 4107 bytes on the left.
+  put("k21" + std::string(1021, 'z'), 877);
+  ExpectClean(h, model);
+  for (const auto& [k, c] : model) ASSERT_EQ(h.Get(k), c);
+
+  // And at random, near the limits.
+  std::mt19937_64 rng(4);
+  for (int n = 0; n < 3000; ++n) {
+    std::string k = fmt::format("k{:04}", rng() % 2000);
+    k.resize(4 + rng() % 1021, static_cast<char>('a' + rng() % 3));
+    put(k, rng() % 2 ? 877 : rng() % 877);
+    if (rng() % 4 == 0) {
+      auto it = model.lower_bound(fmt::format("k{:04}", rng() % 2000));
+      if (it != model.end()) {
+        ASSERT_TRUE(h.Delete(it->first));
+        model.erase(it);
+      }
+    }
+  }
+  ExpectClean(h, model);
+}
+
 }  // namespace
 }  // namespace grove::testing

@@ -258,5 +258,161 @@ TEST(BTreeLatchTest, MergeUpwardDoesNotHoldLeavesWhileLatchingASibling) {
   EXPECT_TRUE(r.cells == Entries(model.begin(), model.end()));
 }
 
+// --- Failures in the middle of a structure change --------------------------------------------
+
+// A tree of 1000-byte keys with 100-byte cells in a 16-frame pool: three entries per leaf, three
+// separators in the (full) root, four leaves.
+class BTreeFailedSplitTest : public ::testing::Test {
+ protected:
+  static HarnessConfig Config() {
+    HarnessConfig c;
+    c.frames = 16;
+    c.max_key_bytes = 1024;
+    c.inline_value_bytes = 876;
+    c.params = {{"fill_factor", "1.0"}};
+    return c;
+  }
+  static std::string BigKey(uint64_t i) { return std::string(990, 'p') + fmt::format("{:010}", i); }
+
+  void SetUp() override {
+    ASSERT_OK(h_.Create());
+    uint64_t i = 0;
+    ASSERT_OK(h_.index()->BulkLoad([&](std::string* key, std::string* cell) -> StatusOr<bool> {
+      if (i == 12) return false;
+      *key = BigKey(i * 10);
+      *cell = Cell(i, 100);
+      model_[*key] = *cell;
+      ++i;
+      return true;
+    }));
+    const auto levels = h_.Levels();
+    ASSERT_EQ(levels.size(), 2u);
+    ASSERT_EQ(levels[1].size(), 4u);
+    leaves_ = levels[1];
+    ASSERT_OK(h_.Checkpoint());
+    h_.DropCleanPages();
+    pages_before_ = h_.AllocatedPages();
+  }
+
+  // Makes `resident` resident and fills every other frame but `spare` with dirty pages.
+  void Squeeze(const std::vector<PageId>& resident, size_t spare) {
+    for (PageId id : resident) ASSERT_TRUE(h_.pool()->FetchRead(id).ok());
+    const size_t n = h_.pool()->capacity_pages() - h_.pool()->GetStats().resident_pages - spare;
+    for (size_t i = 0; i < n; ++i) {
+      fillers_.push_back(*h_.allocator()->Allocate(1));
+      ASSERT_TRUE(h_.pool()->NewPage(fillers_.back(), PageType::kBlob).ok());
+    }
+  }
+  void Release() {
+    for (PageId id : fillers_) {
+      h_.pool()->Discard(id);
+      h_.allocator()->Free(id, 1);
+    }
+    fillers_.clear();
+  }
+  void ExpectUnchanged() {
+    Release();  // the lookups below need frames
+    for (const auto& [k, c] : model_) {
+      auto got = h_.Get(k);
+      ASSERT_TRUE(got.has_value()) << "key " << k.substr(990) << " lost";
+      EXPECT_EQ(*got, c) << k.substr(990);
+    }
+    const VerifyResult r = h_.Verify();
+    EXPECT_TRUE(r.problems.empty()) << r.Summary();
+    EXPECT_EQ(h_.AllocatedPages(), pages_before_) << "pages taken by the failed split leaked";
+    EXPECT_EQ(r.cells.size(), model_.size());
+  }
+  void ExpectPutWorksNow(const std::string& key, const std::string& cell) {
+    h_.Put(key, cell);
+    model_[key] = cell;
+    ExpectClean(h_, model_);
+  }
+
+  BTreeHarness h_{Config()};
+  Model model_;
+  std::vector<PageId> leaves_;
+  std::vector<PageId> fillers_;
+  uint64_t pages_before_ = 0;
+};
+
+TEST_F(BTreeFailedSplitTest, NoFrameForTheRightSiblingOfASplitLeaf) {
+  // Root and leaf 1 resident, one free frame: the split's new leaf takes it, and the old right
+  // sibling (leaf 2) cannot be read.
+  Squeeze({h_.btree()->root(), leaves_[1]}, 1);
+  std::optional<std::string> old;
+  Status s = h_.index()->Put(1, BigKey(35), Cell(35, 100), &old);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
+  ExpectUnchanged();
+  ExpectPutWorksNow(BigKey(35), Cell(35, 100));
+}
+
+TEST_F(BTreeFailedSplitTest, NoFrameToGrowTheRoot) {
+  // Leaf 2 resident too: the leaf split succeeds, growing the (full) root does not.
+  Squeeze({h_.btree()->root(), leaves_[1], leaves_[2]}, 1);
+  std::optional<std::string> old;
+  Status s = h_.index()->Put(1, BigKey(35), Cell(35, 100), &old);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
+  ExpectUnchanged();
+  ExpectPutWorksNow(BigKey(35), Cell(35, 100));
+}
+
+TEST_F(BTreeFailedSplitTest, ReplacementThatNeedsASplitKeepsTheOldCell) {
+  Squeeze({h_.btree()->root(), leaves_[1], leaves_[2]}, 1);
+  std::optional<std::string> old;
+  Status s = h_.index()->Put(1, BigKey(40), Cell(4, 877), &old);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
+  ExpectUnchanged();
+  ExpectPutWorksNow(BigKey(40), Cell(4, 877));
+}
+
+// A leaf merge must have the leaf after the pair latched before it moves anything: if that leaf
+// cannot be read, the keys of the right node must stay where lookups find them.
+TEST(BTreeFailedMergeTest, UnreadableNextLeafLeavesThePairAsItWas) {
+  BTreeHarness h;
+  Model model;
+  BulkLoad(h, 31 * 5, &model);
+  const auto levels = h.Levels();
+  ASSERT_EQ(levels.size(), 2u);
+  ASSERT_GE(levels[1].size(), 4u);
+  const PageId a = levels[1][0], b = levels[1][1], c = levels[1][2];
+  const size_t capacity = kPageSize - btree::kSlotBase - SlottedPageView::kRegionHeader;
+  const size_t min_fill = capacity / 4, entry = SlottedPageView::CellBytes(8, 100);
+  // B shrinks so that A and B fit one page; A shrinks until its next delete underflows it.
+  NodeInfo bi = Inspect(h, b);
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(h.Delete(bi.keys[i]));
+    model.erase(bi.keys[i]);
+  }
+  NodeInfo ai = Inspect(h, a);
+  while (ai.used >= min_fill + entry) {
+    ASSERT_TRUE(h.Delete(ai.keys.front()));
+    model.erase(ai.keys.front());
+    ai = Inspect(h, a);
+  }
+  bi = Inspect(h, b);
+  ASSERT_LE(bi.used, capacity - (ai.used - entry)) << "A and B must fit one page";
+
+  ASSERT_OK(h.Checkpoint());
+  h.DropCleanPages();
+  AlignedBuffer zeros(kPageSize);
+  ASSERT_OK(h.data_file()->Write(c * kPageSize, Slice(zeros.data(), kPageSize)));
+
+  std::optional<std::string> old;
+  Status s = h.index()->Delete(1, ai.keys.back(), &old);
+  EXPECT_TRUE(s.IsDataLoss()) << s.ToString();
+  model.erase(ai.keys.back());
+  // Whatever happened to the merge, every key outside the damaged leaf C is still found.
+  const NodeInfo root = Inspect(h, levels[0][0]);
+  for (const auto& [k, cell] : model) {
+    if (k >= root.keys[1] && k < root.keys[2]) continue;  // in C
+    auto got = h.Get(k);
+    ASSERT_TRUE(got.has_value()) << "key " << DecodeBigEndian64(k.data()) << " lost";
+    EXPECT_EQ(*got, cell);
+  }
+}
+
 }  // namespace
 }  // namespace grove::testing

@@ -111,14 +111,14 @@ BufferPool::~BufferPool() {
   }
 }
 
-Frame* BufferPool::PinIfPresent(PageId id, Retention retention) {
+Frame* BufferPool::PinIfPresent(PageId id, Retention retention, bool touch) {
   Shard& shard = ShardOf(id);
   MutexLock lock(&shard.mu);
   auto it = shard.table.find(id);
   if (it == shard.table.end()) return nullptr;
   Frame* f = &frames_[it->second];
   f->pins.fetch_add(1, std::memory_order_acq_rel);
-  Touch(f, retention);
+  if (touch) Touch(f, retention);
   return f;
 }
 
@@ -142,6 +142,32 @@ bool BufferPool::IsResident(PageId id) {
   Shard& shard = ShardOf(id);
   MutexLock lock(&shard.mu);
   return shard.table.count(id) > 0;
+}
+
+Status BufferPool::ReadCopy(PageId id, char* out, IoCause cause) {
+  if (Frame* f = PinIfPresent(id, Retention::kNormal, /*touch=*/false)) {
+    f->latch.LockShared();
+    const bool ok = f->state.load() == FrameState::kResident && f->page_id.load() == id;
+    if (ok) std::memcpy(out, f->data, kPageSize);
+    f->latch.UnlockShared();
+    Unpin(f);
+    if (ok) return Status::Ok();
+  }
+  IoOp op = IoOp::Read(file_, id * kPageSize, out, kPageSize);
+  {
+    auto queue = io_->AcquireQueue();
+    queue->Push(&op);
+    queue->Submit();
+    queue->Wait(&op);
+  }
+  GROVE_RETURN_IF_ERROR(op.status);
+  if (op.bytes != kPageSize) {
+    return Status::DataLoss(fmt::format("page {}: short read ({} bytes)", id, op.bytes));
+  }
+  reads_[static_cast<int>(cause)].fetch_add(1, std::memory_order_relaxed);
+  Status s = VerifyImage(out, id);
+  if (s.IsDataLoss()) checksum_failures_.fetch_add(1);
+  return s;
 }
 
 void BufferPool::MarkDirty(Frame* frame) {

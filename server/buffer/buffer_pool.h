@@ -166,6 +166,13 @@ class BufferPool {
 
   bool IsResident(PageId id);
 
+  // Copies the current image of page `id` into `out` (kPageSize bytes, 4 KiB aligned): from the
+  // cache when resident, otherwise read from disk and verified without entering the cache. For
+  // background readers that must not disturb what is cached (model training). A page changed
+  // right after the residency check may be copied in its previous state; such readers tolerate
+  // that.
+  Status ReadCopy(PageId id, char* out, IoCause cause);
+
   // --- Checkpoint support (one checkpoint at a time; writers paused during SnapshotDirty). ---
   // Copies every dirty page, sealed with `epoch`, into *arena (kPageSize apiece, ascending page
   // id), marks the frames clean and flushing, and returns their ids in the same order.
@@ -195,8 +202,9 @@ class BufferPool {
   };
   Shard& ShardOf(PageId id) { return shards_[(id * 0x9E3779B97F4A7C15ull) >> 58]; }
 
-  // Pins the resident or loading frame of `id`, or returns null when absent.
-  Frame* PinIfPresent(PageId id, Retention retention);
+  // Pins the resident or loading frame of `id`, or returns null when absent. `touch` counts the
+  // access for CLOCK.
+  Frame* PinIfPresent(PageId id, Retention retention, bool touch = true);
   // Takes a frame out of circulation for a new page: free list first, then CLOCK.
   StatusOr<uint32_t> ReserveFrame();
   void ReturnFrame(uint32_t index);

@@ -1,0 +1,292 @@
+#include "bench/app.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "bench/key_set.h"
+#include "bench/parse.h"
+#include "bench/report.h"
+#include "bench/system_info.h"
+#include "bench/workload.h"
+#include <nlohmann/json.hpp>
+
+namespace grove::bench {
+namespace {
+
+using nlohmann::json;
+
+// A generous ceiling on operation rates, used only to reserve keys for inserts in phases that run
+// for a duration. Too low, and inserts beyond the reserve become updates (reported as
+// inserts_exhausted); too high only costs memory for keys never used.
+constexpr double kAssumedMaxOpsPerSecond = 200000;
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "grove-bench: %s\n", s.ToString().c_str());
+  return 2;
+}
+
+StatusOr<std::vector<WorkloadSpec>> ResolveWorkloads(const BenchOptions& o) {
+  std::vector<WorkloadSpec> out;
+  for (size_t i = 0; i < o.workloads.size(); ++i) {
+    const std::string& name = o.workloads[i];
+    WorkloadSpec w;
+    if (IsBuiltinWorkload(name)) {
+      GROVE_ASSIGN_OR_RETURN(w, BuiltinWorkload(name));
+    } else {
+      GROVE_ASSIGN_OR_RETURN(w, LoadWorkloadFile(name));
+    }
+    if (w.is_load) {
+      if (i != 0) return Status::InvalidArgument("--workloads: load must come first");
+      out.push_back(w);
+      continue;
+    }
+    std::vector<std::string> dists = o.distributions;
+    if (dists.empty()) dists.push_back("");
+    for (const std::string& d : dists) {
+      WorkloadSpec copy = w;
+      for (PhaseSpec& p : copy.phases) {
+        if (o.zipf_theta) p.distribution.theta = *o.zipf_theta;
+        if (d.empty()) continue;
+        using K = DistributionSpec::Kind;
+        // YCSB D reads the latest keys by definition; an override to uniform or zipfian would
+        // make it B with inserts, so phases on 'latest' keep it unless 'latest' is asked for.
+        if (p.distribution.kind == K::kLatest && d != "latest") continue;
+        if (d == "uniform") {
+          p.distribution.kind = K::kUniform;
+        } else if (d == "zipfian") {
+          p.distribution.kind = K::kZipfian;
+        } else if (d == "latest") {
+          p.distribution.kind = K::kLatest;
+        } else if (d == "hotspot") {
+          p.distribution.kind = K::kHotspot;
+        } else {
+          return Status::InvalidArgument("--distribution: '" + d +
+                                         "' is not uniform, zipfian, latest or hotspot");
+        }
+      }
+      GROVE_RETURN_IF_ERROR(ValidateWorkload(copy));
+      out.push_back(std::move(copy));
+    }
+  }
+  return out;
+}
+
+uint64_t EstimateInserts(const BenchOptions& o, const std::vector<WorkloadSpec>& workloads) {
+  double total = 0;
+  for (const auto& w : workloads) {
+    if (w.is_load || w.phases.empty()) continue;
+    for (size_t i = 0; i < w.phases.size(); ++i) {
+      const PhaseSpec& p = w.phases[i];
+      const double share = p.mix[static_cast<int>(OpType::kInsert)];
+      double ops = static_cast<double>(p.ops);
+      if (p.seconds > 0) ops = p.seconds * kAssumedMaxOpsPerSecond;
+      if (p.ops == 0 && p.seconds == 0) {
+        ops = o.duration > 0 ? o.duration * kAssumedMaxOpsPerSecond : static_cast<double>(o.ops);
+      }
+      if (i == 0) {
+        ops += static_cast<double>(o.warmup_ops) + o.warmup_seconds * kAssumedMaxOpsPerSecond;
+      }
+      total += share * ops;
+    }
+  }
+  return static_cast<uint64_t>(total * 1.1);
+}
+
+std::string StatePath(const BenchOptions& o) {
+  return o.target_options.dir + "/grove-bench-state.json";
+}
+
+json StateJson(const BenchOptions& o, const std::string& target, uint64_t capacity,
+               uint64_t inserted) {
+  return json{{"target", target},     {"keys", o.keys},           {"key_order", o.key_order},
+              {"seed", o.seed},       {"records", o.records},     {"capacity", capacity},
+              {"inserted", inserted}, {"value_min", o.value_min}, {"value_max", o.value_max}};
+}
+
+Status SaveState(const BenchOptions& o, const json& state) {
+  const std::string tmp = StatePath(o) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << state.dump(2) << "\n";
+    if (!out) return Status::FromErrno(errno, "write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, StatePath(o), ec);
+  if (ec) return Status::Internal("rename " + tmp + ": " + ec.message());
+  return Status::Ok();
+}
+
+// Reads the state a previous LOAD left, checking it describes the same data.
+Status LoadState(const BenchOptions& o, const std::string& target, uint64_t* capacity,
+                 uint64_t* inserted) {
+  std::ifstream in(StatePath(o));
+  if (!in) {
+    return Status::FailedPrecondition(
+        "no loaded data in " + o.target_options.dir +
+        " (no grove-bench-state.json): put 'load' first in --workloads");
+  }
+  json s = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (s.is_discarded()) return Status::DataLoss(StatePath(o) + ": not JSON");
+  for (const char* field : {"keys", "key_order", "seed", "records", "target"}) {
+    const json mine = StateJson(o, target, 0, 0)[field];
+    if (!s.contains(field) || s[field] != mine) {
+      return Status::FailedPrecondition(StatePath(o) + ": the data was loaded with " + field + "=" +
+                                        (s.contains(field) ? s[field].dump() : "?") +
+                                        ", this run asks for " + mine.dump() +
+                                        "; run load again or match the options");
+    }
+  }
+  *capacity = s.value("capacity", o.records);
+  *inserted = s.value("inserted", uint64_t{0});
+  return Status::Ok();
+}
+
+int PrintTableFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Fail(Status::FromErrno(errno, "open " + path));
+  PrintTableHeader(stdout);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) {
+      std::fprintf(stderr, "grove-bench: %s: skipping a line that is not JSON\n", path.c_str());
+      continue;
+    }
+    PrintTableRow(stdout, j);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunBench(const BenchOptions& o) {
+  if (!o.print_table.empty()) return PrintTableFile(o.print_table);
+
+  auto workloads = ResolveWorkloads(o);
+  if (!workloads.ok()) return Fail(workloads.status());
+  const bool has_load = !workloads->empty() && (*workloads)[0].is_load;
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.target_options.dir, ec);
+  if (ec) return Fail(Status::Internal("create " + o.target_options.dir + ": " + ec.message()));
+
+  auto key_spec = ParseKeySetSpec(o.keys);
+  if (!key_spec.ok()) return Fail(key_spec.status());
+  key_spec->sorted_order = o.key_order == "sorted";
+
+  auto target = OpenTarget(o.target, o.target_options);
+  if (!target.ok()) return Fail(target.status());
+  const std::string uri = (*target)->Uri();
+  const std::string scheme = uri.substr(0, uri.find_first_of(":?"));
+  const bool stateless = scheme == "device" || scheme == "grpc-noop";
+
+  uint64_t capacity = 0;
+  uint64_t inserted = 0;
+  const uint64_t budget =
+      o.insert_budget ? *o.insert_budget : EstimateInserts(o, *workloads) + o.records / 10;
+  if (has_load || stateless) {
+    capacity = o.records + budget;
+  } else if (Status s = LoadState(o, uri, &capacity, &inserted); !s.ok()) {
+    return Fail(s);
+  }
+
+  std::fprintf(stderr, "grove-bench: %s: %llu %s keys (%llu reserved for inserts), %s values\n",
+               uri.c_str(), static_cast<unsigned long long>(o.records), o.keys.c_str(),
+               static_cast<unsigned long long>(capacity - o.records),
+               o.value_min == o.value_max
+                   ? std::to_string(o.value_min).c_str()
+                   : (std::to_string(o.value_min) + "-" + std::to_string(o.value_max)).c_str());
+  auto keys = MakeKeySet(*key_spec, capacity, o.seed);
+  if (!keys.ok()) return Fail(keys.status());
+  if (keys->size() < o.records) {
+    return Fail(Status::InvalidArgument("--records " + std::to_string(o.records) +
+                                        ": the key set " + o.keys + " has only " +
+                                        std::to_string(keys->size()) + " unique keys"));
+  }
+  capacity = keys->size();
+  KeySpace space(std::move(keys).value(), o.records, inserted);
+  const ValueGen values(o.value_min, o.value_max, o.seed);
+
+  ReportContext ctx;
+  ctx.options = &o;
+  ctx.target_uri = uri;
+  ctx.machine = DescribeMachine(o.target_options.dir);
+  ctx.data_bytes = DataBytes(o);
+  ctx.cache_bytes = o.target_options.cache_bytes;
+  ctx.key_capacity = capacity;
+
+  RunSettings settings;
+  settings.threads = o.threads;
+  settings.default_ops = o.duration > 0 ? 0 : o.ops;
+  settings.default_seconds = o.duration;
+  settings.warmup_ops = o.warmup_ops;
+  settings.warmup_seconds = o.warmup_seconds;
+  settings.rate = o.rate;
+  settings.timeline_interval = o.timeline_interval;
+  settings.progress = o.progress == "on";
+  settings.seed = o.seed;
+  settings.load_method = o.load_method;
+  settings.batch_size = o.batch_size;
+  settings.settle_after_load = o.settle_after_load;
+  RunSettings load_settings = settings;
+  load_settings.threads = o.load_threads > 0 ? o.load_threads : o.threads;
+  Runner load_runner(target->get(), &space, &values, load_settings);
+  Runner runner(target->get(), &space, &values, settings);
+
+  FILE* json_out = nullptr;
+  std::unique_ptr<FILE, int (*)(FILE*)> json_file(nullptr, &std::fclose);
+  if (o.json_path == "-") {
+    json_out = stdout;
+  } else if (!o.json_path.empty()) {
+    json_file.reset(std::fopen(o.json_path.c_str(), "a"));
+    if (!json_file) return Fail(Status::FromErrno(errno, "open --json " + o.json_path));
+    json_out = json_file.get();
+  }
+  FILE* table_out = json_out == stdout ? stderr : stdout;
+  if (o.table) PrintTableHeader(table_out);
+
+  int exit_code = 0;
+  for (const WorkloadSpec& w : *workloads) {
+    StatusOr<RunResult> run = Status::Internal("not run");
+    if (w.is_load) {
+      if (Status s = (*target)->Reset(); !s.ok()) return Fail(s);
+      if (!stateless) std::filesystem::remove(StatePath(o), ec);
+      ctx.threads = load_settings.threads;
+      run = load_runner.RunLoad();
+    } else {
+      ctx.threads = settings.threads;
+      run = runner.RunWorkload(w);
+    }
+    if (!run.ok()) return Fail(run.status());
+    ctx.target_config = (*target)->Config();
+    const json j = RunToJson(*run, ctx);
+    if (json_out != nullptr) {
+      std::fprintf(json_out, "%s\n", j.dump().c_str());
+      std::fflush(json_out);
+    }
+    if (o.table) {
+      PrintTableRow(table_out, j);
+      std::fflush(table_out);
+    }
+    if (run->errors > 0) exit_code = 1;
+    if (run->inserts_exhausted > 0) {
+      std::fprintf(stderr,
+                   "grove-bench: %llu inserts ran out of reserved keys and became updates; raise "
+                   "--insert-budget at load time\n",
+                   static_cast<unsigned long long>(run->inserts_exhausted));
+    }
+    if (!stateless) {
+      if (Status s = SaveState(o, StateJson(o, uri, capacity, space.inserted())); !s.ok()) {
+        return Fail(s);
+      }
+    }
+  }
+  if (Status s = (*target)->Close(); !s.ok()) return Fail(s);
+  return exit_code;
+}
+
+}  // namespace grove::bench

@@ -1,0 +1,118 @@
+#pragma once
+
+// Runner: executes a workload against a target with N worker threads and measures it.
+//
+// Closed loop by default: each thread issues its next operation when the previous one returns.
+// With a rate (ops/s over all threads) it is open loop: each thread follows a Poisson schedule of
+// intended start times and latency counts from the intended start, so a stalled target shows up
+// in the tail instead of silently lowering the offered load (coordinated omission).
+//
+// A run: optional warm-up (the first phase's mix, not measured), a stats snapshot, the phases
+// back to back, a second snapshot. Latencies go to per-thread histograms merged at the end; a
+// monitor thread samples throughput for the timeline and draws the progress bar.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/distributions.h"
+#include "bench/histogram.h"
+#include "bench/key_space.h"
+#include "bench/target.h"
+#include "bench/value_gen.h"
+#include "bench/workload.h"
+
+namespace grove::bench {
+
+enum class LoadMethod { kPut, kBatch, kBulk };
+
+struct RunSettings {
+  uint32_t threads = 1;
+  uint64_t default_ops = 0;  // phases that set neither ops nor duration
+  double default_seconds = 0;
+  uint64_t warmup_ops = 0;
+  double warmup_seconds = 0;
+  double rate = 0;                 // open-loop ops/s over all threads; 0: closed loop
+  double timeline_interval = 1.0;  // seconds between timeline samples
+  bool progress = false;
+  uint64_t seed = 1;
+  LoadMethod load_method = LoadMethod::kPut;
+  uint32_t batch_size = 1000;
+  bool settle_after_load = true;
+  uint64_t max_errors = 1000;  // a phase stops after this many failed operations
+};
+
+struct OpStats {
+  LatencyHistogram latency;  // nanoseconds
+  uint64_t ok = 0;
+  uint64_t not_found = 0;  // reads (and rmw reads) of keys that were absent
+  uint64_t errors = 0;
+  uint64_t scan_entries = 0;
+  void Merge(const OpStats& o);
+  uint64_t count() const { return ok + not_found + errors; }
+};
+
+struct PhaseResult {
+  std::string name;
+  std::string distribution;
+  uint64_t ops = 0;
+  double seconds = 0;
+  std::array<OpStats, kNumOpTypes> per_op;
+  void Merge(const PhaseResult& o);  // adds ops, seconds and every op's stats
+};
+
+struct TimelinePoint {
+  double t = 0;  // seconds since the measured part of the run began
+  double ops_per_sec = 0;
+  int phase = 0;
+};
+
+struct RunResult {
+  std::string workload;
+  std::string description;
+  std::string distribution;  // of the first phase (the override, when one was given)
+  bool is_load = false;
+  std::string load_method;  // LOAD only
+  std::vector<PhaseResult> phases;
+  PhaseResult total;
+  double settle_seconds = 0;  // LOAD: time to make the load durable and settled, after the ops
+  TargetStats before;
+  TargetStats after;
+  std::vector<TimelinePoint> timeline;
+  uint64_t errors = 0;
+  std::string first_error;
+  uint64_t inserts_exhausted = 0;  // inserts turned into updates: the key set ran out
+};
+
+class Runner {
+ public:
+  Runner(Target* target, KeySpace* keys, const ValueGen* values, const RunSettings& settings);
+
+  // Inserts keys [0, loaded) of the key space into the (reset) target.
+  StatusOr<RunResult> RunLoad();
+  // Runs the phases of `workload` (its distributions already overridden by the caller).
+  StatusOr<RunResult> RunWorkload(const WorkloadSpec& workload);
+
+ private:
+  struct Shared;
+  class Worker;
+  class Monitor;
+
+  Status EnsureSessions();
+  PhaseResult RunPhase(const PhaseSpec& phase, int phase_index, bool measured, Shared* shared);
+  void RunLoadThreads(PhaseResult* result, Shared* shared);
+  Status RunBulk(PhaseResult* result);
+
+  Target* const target_;
+  KeySpace* const keys_;
+  const ValueGen* const values_;
+  const RunSettings settings_;
+  ZetaCache zeta_;
+  std::vector<std::unique_ptr<Session>> sessions_;
+  uint64_t run_counter_ = 0;  // decorrelates the random streams of successive runs
+};
+
+}  // namespace grove::bench

@@ -7,6 +7,7 @@
 #   make format      clang-format every C++ file in place; make check-format only checks
 #   make test-asan   the test suite under AddressSanitizer + UBSan (build-asan/)
 #   make test-tsan   the test suite under ThreadSanitizer (build-tsan/)
+#   make test-deploy the deployment tests only (ctest -L deploy): image, monitoring stack, manifests
 
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -49,6 +50,10 @@ test-tsan: deps
 	cmake -S . -B build-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+.PHONY: test-deploy
+test-deploy: deps build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L deploy $(CTEST_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan

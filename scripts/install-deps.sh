@@ -17,6 +17,11 @@ packages=(
   python3 python3-matplotlib curl
   # integration tests generate TLS certificates with the openssl command
   openssl
+  # deployment tests (tests/deploy): the image is built with podman and run with buildah, from
+  # base images made with debootstrap (scripts/offline-base-image.sh); a real Prometheus and
+  # promtool check the dashboards and alert rules; python3-yaml reads the manifests; iproute2
+  # brings up the loopback of the container test's network namespace
+  podman buildah debootstrap prometheus python3-yaml iproute2
 )
 
 missing=()

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Generates Grove's Grafana dashboard, deploy/grafana/dashboards/grove.json.
+
+The JSON is output: change the panels here and run this script; never edit the JSON by hand.
+The test suite checks that the committed JSON is what this script writes, and evaluates every
+query against a real Prometheus scraping groved.
+
+    deploy/grafana/generate.py            # write the dashboard
+    deploy/grafana/generate.py --check    # exit 1 if the committed file is stale
+    deploy/grafana/generate.py --list     # print every panel's queries (title<TAB>expr)
+
+Every query selects on the dashboard variables $job and $instance and uses $__rate_interval for
+rates; the metric names are those of docs/server.md ("Metrics"). Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "dashboards", "grove.json")
+
+UID = "grove-overview"
+SEL = 'job=~"$job", instance=~"$instance"'
+KV = SEL + ', grpc_service="grove.v1.KV"'
+KV_ERR = KV + ', grpc_code!="OK"'
+RI = "$__rate_interval"
+PAGE_BYTES = 4096  # grove_page_{reads,writes}_total count 4 KiB pages
+
+
+def rate(metric, sel=SEL, by=None):
+    expr = f"rate({metric}{{{sel}}}[{RI}])"
+    if by is None:
+        return expr
+    return f"sum by ({by}) ({expr})"
+
+
+def quantile(q, bucket_metric, sel, by):
+    return (f"histogram_quantile({q}, sum by ({by}, le) "
+            f"(rate({bucket_metric}{{{sel}}}[{RI}])))")
+
+
+# ---- panel builders -------------------------------------------------------------------------
+
+
+class Dashboard:
+    def __init__(self):
+        self.panels = []
+        self.next_id = 1
+        self.y = 0
+        self.x = 0
+        self.row_h = 0
+
+    def row(self, title):
+        self._newline()
+        self.panels.append({
+            "type": "row", "title": title, "id": self._id(), "collapsed": False, "panels": [],
+            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y},
+        })
+        self.y += 1
+
+    def _id(self):
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def _newline(self):
+        if self.x:
+            self.y += self.row_h
+            self.x = 0
+            self.row_h = 0
+
+    def _place(self, w, h):
+        if self.x + w > 24:
+            self._newline()
+        pos = {"h": h, "w": w, "x": self.x, "y": self.y}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def _targets(self, queries):
+        out = []
+        for i, (expr, legend) in enumerate(queries):
+            out.append({
+                "refId": chr(ord("A") + i),
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "expr": expr,
+                "legendFormat": legend,
+                "range": True,
+                "instant": False,
+            })
+        return out
+
+    def timeseries(self, title, description, unit, queries, w=8, h=8, stack=False, min0=True):
+        defaults = {
+            "unit": unit,
+            "custom": {
+                "drawStyle": "line", "lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+                "spanNulls": False,
+                "stacking": {"mode": "normal" if stack else "none", "group": "A"},
+            },
+        }
+        if min0:
+            defaults["min"] = 0
+        self.panels.append({
+            "type": "timeseries", "title": title, "description": description, "id": self._id(),
+            "gridPos": self._place(w, h),
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "targets": self._targets(queries),
+            "fieldConfig": {"defaults": defaults, "overrides": []},
+            "options": {
+                "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+                "tooltip": {"mode": "multi", "sort": "desc"},
+            },
+        })
+
+    def stat(self, title, description, unit, queries, w=4, h=4, text_mode="value",
+             mappings=None, thresholds=None):
+        self.panels.append({
+            "type": "stat", "title": title, "description": description, "id": self._id(),
+            "gridPos": self._place(w, h),
+            "datasource": {"type": "prometheus", "uid": "${datasource}"},
+            "targets": self._targets(queries),
+            "fieldConfig": {
+                "defaults": {
+                    "unit": unit,
+                    "mappings": mappings or [],
+                    "thresholds": thresholds or {
+                        "mode": "absolute", "steps": [{"color": "green", "value": None}]},
+                },
+                "overrides": [],
+            },
+            "options": {
+                "reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                "textMode": text_mode, "colorMode": "value", "graphMode": "none",
+                "justifyMode": "auto", "orientation": "auto",
+            },
+        })
+
+
+def build():
+    d = Dashboard()
+
+    # ---- Overview ----
+    d.row("Overview")
+    d.stat("Ready", "grove_ready: 1 while groved serves (engine open, not draining).", "none",
+           [(f"grove_ready{{{SEL}}}", "{{instance}}")],
+           mappings=[{"type": "value", "options": {
+               "0": {"text": "not ready", "color": "red"},
+               "1": {"text": "ready", "color": "green"}}}],
+           thresholds={"mode": "absolute", "steps": [
+               {"color": "red", "value": None}, {"color": "green", "value": 1}]})
+    d.stat("Scrape up", "Prometheus reached the metrics port at the last scrape.", "none",
+           [(f"up{{{SEL}}}", "{{instance}}")],
+           mappings=[{"type": "value", "options": {
+               "0": {"text": "down", "color": "red"}, "1": {"text": "up", "color": "green"}}}],
+           thresholds={"mode": "absolute", "steps": [
+               {"color": "red", "value": None}, {"color": "green", "value": 1}]})
+    d.stat("IO backend", "The active IO backend: uring (io_uring) or psync (pread/pwrite "
+           "threads, the fallback when io_uring is blocked, e.g. by a container's seccomp "
+           "profile).", "none",
+           [(f"grove_io_backend_info{{{SEL}}}", "{{backend}}")], text_mode="name")
+    d.stat("Index variant", "The index variant of the database.", "none",
+           [(f"grove_index_info{{{SEL}}}", "{{variant}}")], text_mode="name")
+    d.stat("Version", "groved version.", "none",
+           [(f"grove_build_info{{{SEL}}}", "{{version}}")], text_mode="name")
+    d.stat("Requests/s", "grove.v1.KV calls completed per second, all methods.", "reqps",
+           [(f"sum({rate('grpc_server_handled_total', KV)})", "requests/s")])
+
+    # ---- RPCs ----
+    d.row("RPCs (grove.v1.KV)")
+    d.timeseries("Requests/s by method", "Completed calls per second, by method.", "reqps",
+                 [(rate("grpc_server_handled_total", KV, "grpc_method"), "{{grpc_method}}")])
+    d.timeseries("Errors/s by method and code", "Calls that ended with a status other than OK.",
+                 "reqps",
+                 [(rate("grpc_server_handled_total", KV_ERR, "grpc_method, grpc_code"),
+                   "{{grpc_method}} {{grpc_code}}")])
+    d.timeseries("Error ratio by method", "Share of calls not OK, by method.", "percentunit",
+                 [(rate("grpc_server_handled_total", KV_ERR, "grpc_method") + " / "
+                   + rate("grpc_server_handled_total", KV, "grpc_method"), "{{grpc_method}}")])
+    for q, name in ((0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")):
+        d.timeseries(f"Latency {name} by method",
+                     f"{name} of grpc_server_handling_seconds (request to status), by method. "
+                     "Scan is a stream: its time includes the client's reading.", "s",
+                     [(quantile(q, "grpc_server_handling_seconds_bucket", KV, "grpc_method"),
+                       "{{grpc_method}}")])
+    d.timeseries("In-flight requests", "KV calls being handled (limit: "
+                 "limits.max_inflight_requests).", "none",
+                 [(f"grove_inflight_requests{{{SEL}}}", "{{instance}}")])
+    d.timeseries("Limit rejections/s", "Calls refused by a configured limit, by its field.",
+                 "reqps",
+                 [(rate("grove_limit_rejections_total", SEL, "limit"), "{{limit}}")])
+    d.timeseries("Engine operations/s", "Engine calls by kind (write = an atomic batch, scan = "
+                 "an iterator).", "ops",
+                 [(rate("grove_operations_total", SEL, "op"), "{{op}}")])
+
+    # ---- Engine IO ----
+    d.row("Engine IO")
+    d.timeseries("Page reads/s by cause", "4 KiB pages read from disk, by cause.", "short",
+                 [(rate("grove_page_reads_total", SEL, "cause"), "{{cause}}")], stack=True)
+    d.timeseries("Page writes/s by cause", "4 KiB pages written, by cause.", "short",
+                 [(rate("grove_page_writes_total", SEL, "cause"), "{{cause}}")], stack=True)
+    d.timeseries("Disk bytes/s", "Bytes read and written by the engine: pages (4 KiB each), the "
+                 "log, and checkpoints (double-write, in place and manifest; part of the page "
+                 "writes).", "Bps",
+                 [(f"sum({rate('grove_page_reads_total')}) * {PAGE_BYTES}", "page reads"),
+                  (f"sum({rate('grove_page_writes_total')}) * {PAGE_BYTES}", "page writes"),
+                  (f"sum({rate('grove_wal_written_bytes_total')})", "log writes"),
+                  (f"sum({rate('grove_checkpoint_written_bytes_total')})", "checkpoint writes")])
+
+    # ---- Cache and prefetch ----
+    d.row("Buffer pool and prefetch")
+    hits = rate("grove_cache_hits_total", SEL, "instance")
+    misses = rate("grove_cache_misses_total", SEL, "instance")
+    d.timeseries("Cache hit ratio", "Buffer pool lookups that found the page in memory.",
+                 "percentunit", [(f"{hits} / ({hits} + {misses})", "{{instance}}")])
+    d.timeseries("Cache memory", "Buffer pool budget, pages held, and modified pages waiting for "
+                 "a checkpoint.", "bytes",
+                 [(f"sum(grove_cache_capacity_bytes{{{SEL}}})", "capacity"),
+                  (f"sum(grove_cache_resident_bytes{{{SEL}}})", "resident"),
+                  (f"sum(grove_cache_dirty_bytes{{{SEL}}})", "dirty")])
+    d.timeseries("Cache lookups/s", "Hits, misses and evictions per second.", "short",
+                 [(f"sum({rate('grove_cache_hits_total')})", "hits"),
+                  (f"sum({rate('grove_cache_misses_total')})", "misses"),
+                  (f"sum({rate('grove_cache_evictions_total')})", "evictions")])
+    issued = rate("grove_prefetch_issued_pages_total", SEL, "instance")
+    d.timeseries("Prefetch accuracy and waste", "Of the pages read ahead: share confirmed by a "
+                 "traversal (accuracy) and share dropped unused (waste). Empty while nothing is "
+                 "prefetched (variants without prefetch).", "percentunit",
+                 [(f"{rate('grove_prefetch_used_pages_total', SEL, 'instance')} / {issued}",
+                   "accuracy {{instance}}"),
+                  (f"{rate('grove_prefetch_wasted_pages_total', SEL, 'instance')} / {issued}",
+                   "waste {{instance}}")])
+    d.timeseries("Prefetch pages/s", "Pages read ahead, confirmed and dropped.", "short",
+                 [(f"sum({rate('grove_prefetch_issued_pages_total')})", "issued"),
+                  (f"sum({rate('grove_prefetch_used_pages_total')})", "used"),
+                  (f"sum({rate('grove_prefetch_wasted_pages_total')})", "wasted")])
+    d.timeseries("Checksum failures", "Pages that failed the checksum, own-id or epoch check "
+                 "(each is a DATA_LOSS answer and an error in the log).", "short",
+                 [(f"sum by (instance) (increase(grove_checksum_failures_total{{{SEL}}}[{RI}]))",
+                   "{{instance}}")])
+
+    # ---- WAL and checkpoints ----
+    d.row("Write-ahead log and checkpoints")
+    d.timeseries("WAL fsync latency", "fdatasync latency of the log (grove_wal_sync_duration_"
+                 "seconds).", "s",
+                 [(quantile(q, "grove_wal_sync_duration_seconds_bucket", SEL, "instance"),
+                   f"{name} {{{{instance}}}}")
+                  for q, name in ((0.5, "p50"), (0.99, "p99"), (0.999, "p99.9"))])
+    d.timeseries("WAL syncs and group commits/s", "fdatasync calls and group commits (one log "
+                 "write each) per second; records appended per second.", "short",
+                 [(f"sum({rate('grove_wal_syncs_total')})", "syncs"),
+                  (f"sum({rate('grove_wal_group_commits_total')})", "group commits"),
+                  (f"sum({rate('grove_wal_records_total')})", "records")])
+    d.timeseries("WAL segments", "Live log segment files.", "short",
+                 [(f"grove_wal_segments{{{SEL}}}", "{{instance}}")])
+    d.timeseries("Checkpoint duration", "Duration of checkpoints (p50, p99) and the mean.", "s",
+                 [(quantile(0.5, "grove_checkpoint_duration_seconds_bucket", SEL, "instance"),
+                   "p50 {{instance}}"),
+                  (quantile(0.99, "grove_checkpoint_duration_seconds_bucket", SEL, "instance"),
+                   "p99 {{instance}}"),
+                  (f"{rate('grove_checkpoint_duration_seconds_sum', SEL, 'instance')} / "
+                   f"{rate('grove_checkpoint_duration_seconds_count', SEL, 'instance')}",
+                   "mean {{instance}}")])
+    d.timeseries("Checkpoints", "Checkpoints and failed checkpoints in each interval.", "short",
+                 [(f"sum by (instance) (increase(grove_checkpoints_total{{{SEL}}}[{RI}]))",
+                   "done {{instance}}"),
+                  (f"sum by (instance) (increase(grove_checkpoint_failures_total{{{SEL}}}[{RI}]))",
+                   "failed {{instance}}")])
+    d.timeseries("Log to replay", "LSNs between the recovery redo point and the log's end: what a "
+                 "restart would replay.", "short",
+                 [(f"grove_wal_next_lsn{{{SEL}}} - grove_checkpoint_redo_lsn{{{SEL}}}",
+                   "{{instance}}")])
+
+    # ---- Index and memory ----
+    d.row("Index and storage")
+    d.timeseries("Index height", "Index levels including the leaves.", "short",
+                 [(f"grove_index_height{{{SEL}}}", "{{instance}}")])
+    d.timeseries("Index pages", "Inner and leaf pages.", "short",
+                 [(f"sum(grove_index_inner_pages{{{SEL}}})", "inner"),
+                  (f"sum(grove_index_leaf_pages{{{SEL}}})", "leaf")])
+    d.timeseries("Index memory", "Inner nodes (what must stay cached for one-IO lookups) and "
+                 "learned models held in memory, next to the buffer pool budget.", "bytes",
+                 [(f"sum(grove_index_inner_bytes{{{SEL}}})", "inner nodes"),
+                  (f"sum(grove_index_model_bytes{{{SEL}}})", "models"),
+                  (f"sum(grove_cache_capacity_bytes{{{SEL}}})", "cache budget")])
+    d.timeseries("Keys", "Keys in the index (where the variant tracks it) and values stored out "
+                 "of line.", "short",
+                 [(f"sum(grove_index_entries{{{SEL}}})", "keys"),
+                  (f"sum(grove_blob_values{{{SEL}}})", "out-of-line values")])
+    d.timeseries("Data file", "Data file size, free space inside it, and pages holding "
+                 "out-of-line values.", "bytes",
+                 [(f"sum(grove_data_file_bytes{{{SEL}}})", "size"),
+                  (f"sum(grove_data_file_free_bytes{{{SEL}}})", "free inside"),
+                  (f"sum(grove_blob_bytes{{{SEL}}})", "out-of-line values")])
+    d.timeseries("Last recovery: records replayed", "Log records replayed by the last start.",
+                 "short", [(f"grove_recovery_replayed_records{{{SEL}}}", "{{instance}}")])
+    d.timeseries("Last recovery: duration", "Time the last start took to recover.", "s",
+                 [(f"grove_recovery_duration_seconds{{{SEL}}}", "{{instance}}")])
+
+    return {
+        "uid": UID,
+        "title": "Grove",
+        "description": "groved: RPCs, engine IO, buffer pool, prefetch, log, checkpoints, index. "
+                       "Generated by deploy/grafana/generate.py; do not edit.",
+        "tags": ["grove"],
+        "editable": False,
+        "graphTooltip": 1,
+        "refresh": "30s",
+        "schemaVersion": 39,
+        "version": 1,
+        "time": {"from": "now-1h", "to": "now"},
+        "timepicker": {},
+        "timezone": "browser",
+        "annotations": {"list": []},
+        "links": [],
+        "templating": {"list": [
+            {"name": "datasource", "label": "Data source", "type": "datasource",
+             "query": "prometheus", "current": {}, "hide": 0, "refresh": 1,
+             "includeAll": False, "multi": False, "options": []},
+            {"name": "job", "label": "Job", "type": "query",
+             "datasource": {"type": "prometheus", "uid": "${datasource}"},
+             "query": {"query": "label_values(grove_build_info, job)", "refId": "job"},
+             "definition": "label_values(grove_build_info, job)",
+             "refresh": 2, "includeAll": True, "allValue": ".*", "multi": True,
+             "current": {}, "hide": 0, "options": [], "sort": 1},
+            {"name": "instance", "label": "Instance", "type": "query",
+             "datasource": {"type": "prometheus", "uid": "${datasource}"},
+             "query": {"query": 'label_values(grove_build_info{job=~"$job"}, instance)',
+                       "refId": "instance"},
+             "definition": 'label_values(grove_build_info{job=~"$job"}, instance)',
+             "refresh": 2, "includeAll": True, "allValue": ".*", "multi": True,
+             "current": {}, "hide": 0, "options": [], "sort": 1},
+        ]},
+        "panels": d.panels,
+    }
+
+
+def queries(dashboard):
+    """(panel title, expr) for every query of every panel."""
+    for p in dashboard["panels"]:
+        for t in p.get("targets", []):
+            yield p["title"], t["expr"]
+
+
+def render(dashboard):
+    return json.dumps(dashboard, indent=2, sort_keys=True) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 if the committed file is stale")
+    ap.add_argument("--list", action="store_true", help="print title<TAB>expr per query")
+    ap.add_argument("--out", default=OUT)
+    args = ap.parse_args()
+    dashboard = build()
+    text = render(dashboard)
+    if args.list:
+        for title, expr in queries(dashboard):
+            print(f"{title}\t{expr}")
+        return 0
+    if args.check:
+        try:
+            with open(args.out) as f:
+                current = f.read()
+        except FileNotFoundError:
+            current = None
+        if current != text:
+            print(f"{os.path.relpath(args.out)} is stale: run deploy/grafana/generate.py",
+                  file=sys.stderr)
+            return 1
+        print(f"{os.path.relpath(args.out)}: up to date")
+        return 0
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(text)
+    n = sum(1 for _ in queries(dashboard))
+    print(f"wrote {os.path.relpath(args.out)}: {len(dashboard['panels'])} panels, {n} queries")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

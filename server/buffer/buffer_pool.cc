@@ -603,6 +603,13 @@ size_t PrefetchBatch::Issue(const std::vector<PageId>& ids) {
   return issued;
 }
 
+bool PrefetchBatch::Has(PageId id) const {
+  for (const auto& e : entries_) {
+    if (e->id == id) return true;
+  }
+  return false;
+}
+
 PrefetchBatch::Entry* PrefetchBatch::Take(PageId id) {
   for (auto& e : entries_) {
     if (e->id == id && !e->taken) {

@@ -270,6 +270,8 @@ class PrefetchBatch {
   // Returns how many reads were issued (side-pool exhaustion or residency may reduce it).
   size_t Issue(const std::vector<PageId>& ids);
   size_t issued() const { return entries_.size(); }
+  // Whether a read of `id` was issued by this batch.
+  bool Has(PageId id) const;
 
  private:
   friend class BufferPool;

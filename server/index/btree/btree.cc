@@ -19,26 +19,49 @@ VariantSpec BTree::Spec() {
   spec.summary = "B+-tree of 4 KiB slotted pages, update in place (the baseline)";
   spec.params = {
       {"fill_factor", "0.9", false, "bulk load packs nodes to this fraction of a page (0.5..1.0)"},
+      {"prefetch", "none", false,
+       "path prefetch: none | shortcut (learned one-shot traversal) | shortcut_base (exact "
+       "key and mapping arrays)"},
+      {"shortcut_epsilon", "1", false, "error bound of the phase-1 PLA, in nodes (1..64)"},
+      {"shortcut_retrain_fraction", "0.05", false,
+       "retrain a level when pending splits/merges reach this share of its nodes (0.001..1)"},
+      {"shortcut_update", "batch", false,
+       "batch (apply splits in background batches, then retrain) | never (keep the first models)"},
+      {"shortcut_min_accuracy", "0.2", false,
+       "a model segment whose rolling hit rate falls below this stops predicting (0..1)"},
+      {"shortcut_accuracy_window", "1000", false, "predictions per rolling window (10..10000000)"},
+      {"shortcut_min_uncached", "2", false,
+       "prefetch only when at least this many predicted pages are not cached (1..16)"},
   };
   spec.create = &BTree::Create;
   spec.open = &BTree::Open;
   return spec;
 }
 
-BTree::BTree(const IndexContext& ctx, double fill_factor, PageId root)
+BTree::BTree(const IndexContext& ctx, double fill_factor, PageId root,
+             const predict::ShortcutOptions& shortcut)
     : ctx_(ctx),
       pool_(ctx.pool),
       fill_factor_(fill_factor),
       root_(root),
       max_key_(ctx.options->max_key_bytes),
-      max_cell_(std::max<size_t>(ctx.options->inline_value_bytes + 1, 32)) {}
+      max_cell_(std::max<size_t>(ctx.options->inline_value_bytes + 1, 32)) {
+  if (shortcut.mode != predict::PrefetchMode::kNone) {
+    predictor_ = std::make_unique<predict::PathPredictor>(
+        shortcut, [this](predict::TreeSnapshot* snap) { return CollectShape(snap); }, ctx.logger);
+  }
+}
 
 StatusOr<std::unique_ptr<Index>> BTree::Create(const IndexContext& ctx, const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const double fill, ParseDoubleParam(params, "fill_factor", 0.5, 1.0));
   GROVE_ASSIGN_OR_RETURN(const PageId root, ctx.allocator->Allocate(1));
+  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions shortcut, ParseShortcut(params));
   GROVE_ASSIGN_OR_RETURN(PageWriteGuard g, ctx.pool->NewPage(root, PageType::kBTreeLeaf));
   Node::Format(g.mutable_data(), 0);
-  return std::unique_ptr<Index>(new BTree(ctx, fill, root));
+  g.Release();
+  auto tree = std::unique_ptr<BTree>(new BTree(ctx, fill, root, shortcut));
+  if (tree->predictor_) GROVE_RETURN_IF_ERROR(tree->predictor_->Rebuild());
+  return std::unique_ptr<Index>(std::move(tree));
 }
 
 StatusOr<std::unique_ptr<Index>> BTree::Open(const IndexContext& ctx, const ParamMap& params,
@@ -51,11 +74,14 @@ StatusOr<std::unique_ptr<Index>> BTree::Open(const IndexContext& ctx, const Para
       height > 64 || root == kInvalidPageId) {
     return Status::DataLoss("btree metadata in the manifest is malformed");
   }
-  auto tree = std::unique_ptr<BTree>(new BTree(ctx, fill, root));
+  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions shortcut, ParseShortcut(params));
+  auto tree = std::unique_ptr<BTree>(new BTree(ctx, fill, root, shortcut));
   tree->height_ = static_cast<uint32_t>(height);
   tree->entries_ = entries;
   tree->leaf_pages_ = leaves;
   tree->inner_pages_ = inners;
+  // Models are not persisted: training reads only the inner nodes, so rebuild them now.
+  if (tree->predictor_) GROVE_RETURN_IF_ERROR(tree->predictor_->Rebuild());
   return std::unique_ptr<Index>(std::move(tree));
 }
 
@@ -79,6 +105,7 @@ IndexStats BTree::GetStats() {
   s.entries = entries_.load();
   s.extra["splits_total"] = static_cast<double>(splits_.load());
   s.extra["merges_total"] = static_cast<double>(merges_.load());
+  AddShortcutStats(&s);
   return s;
 }
 
@@ -95,9 +122,11 @@ bool BTree::DeleteSafe(const NodeView& n) const {
 
 // --- Reads ------------------------------------------------------------------------------------
 
-StatusOr<PageReadGuard> BTree::DescendToLeaf(Slice key, Seek mode, IoCause cause, Fences* fences) {
+StatusOr<PageReadGuard> BTree::DescendToLeaf(Slice key, Seek mode, IoCause cause, Fences* fences,
+                                             PrefetchBatch* batch, Path* path) {
   if (fences) *fences = Fences();
   GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(root_, cause, Retention::kHigh));
+  if (path != nullptr) path->fill(kInvalidPageId);
   for (;;) {
     const NodeView n(g.data());
     if (n.is_leaf()) return g;
@@ -124,8 +153,10 @@ StatusOr<PageReadGuard> BTree::DescendToLeaf(Slice key, Seek mode, IoCause cause
       }
     }
     const PageId child = n.child(i);
+    // A prefetched image is admitted only here, where the child pointer names exactly its page.
     GROVE_ASSIGN_OR_RETURN(PageReadGuard c,
-                           pool_->FetchRead(child, cause, RetentionFor(n.level() - 1)));
+                           pool_->FetchRead(child, cause, RetentionFor(n.level() - 1), batch));
+    if (path != nullptr && n.level() - 1 < predict::kMaxLevels) (*path)[n.level() - 1] = child;
     if (NodeView(c.data()).level() + 1 != n.level()) {
       return Status::DataLoss(fmt::format("btree: page {} at level {} has child {} at level {}",
                                           g.id(), n.level(), child, NodeView(c.data()).level()));
@@ -136,7 +167,7 @@ StatusOr<PageReadGuard> BTree::DescendToLeaf(Slice key, Seek mode, IoCause cause
 
 StatusOr<bool> BTree::Get(Slice key, std::string* cell) {
   GROVE_ASSIGN_OR_RETURN(PageReadGuard leaf,
-                         DescendToLeaf(key, Seek::kAtOrAfter, IoCause::kDemand, nullptr));
+                         DescendPredicted(key, Seek::kAtOrAfter, IoCause::kDemand, nullptr));
   const NodeView n(leaf.data());
   bool found;
   const int i = n.slots().LowerBound(key, &found);
@@ -416,6 +447,7 @@ Status BTree::SplitInsert(PageWriteGuard& guard, SplitPlan* plan, Slice key, Sli
   }
   *right_id = right.id();
   splits_.fetch_add(1, std::memory_order_relaxed);
+  if (predictor_) predictor_->OnSplit(level, guard.id(), *right_id);
   return Status::Ok();
 }
 
@@ -435,6 +467,7 @@ Status BTree::GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan) {
   if (level == 0) leaf_pages_.fetch_sub(1, std::memory_order_relaxed);
   if (level > 0) inner_pages_.fetch_sub(1, std::memory_order_relaxed);
   height_.fetch_add(1, std::memory_order_relaxed);
+  if (predictor_) predictor_->OnShapeChange();
   path->insert(path->begin() + 1, std::move(child));
   return Status::Ok();
 }
@@ -542,8 +575,10 @@ Status BTree::MergeSiblings(PageWriteGuard& left, PageWriteGuard& right, PageWri
     rsp.MoveTailTo(0, &lsp);
   }
   Node(parent.mutable_data()).mutable_slots().Remove(sep_index);
+  const PageId right_id = right.id();
   FreeNode(right);
   merges_.fetch_add(1, std::memory_order_relaxed);
+  if (predictor_) predictor_->OnMerge(NodeView(left.data()).level(), right_id);
   return Status::Ok();
 }
 
@@ -560,6 +595,7 @@ Status BTree::ShrinkRoot(PageWriteGuard& root) {
   ctx_.allocator->Free(child_id, 1);
   inner_pages_.fetch_sub(1, std::memory_order_relaxed);
   height_.fetch_sub(1, std::memory_order_relaxed);
+  if (predictor_) predictor_->OnShapeChange();
   return Status::Ok();
 }
 

@@ -37,6 +37,7 @@
 #include "buffer/buffer_pool.h"
 #include "index/btree/node.h"
 #include "index/registry.h"
+#include "predict/path_predictor.h"
 
 namespace grove {
 
@@ -49,6 +50,8 @@ class BTree final : public Index {
                                                Slice metadata);
 
   StatusOr<bool> Get(Slice key, std::string* cell) override;
+  Status BatchGet(const std::vector<Slice>& keys,
+                  std::vector<std::optional<std::string>>* cells) override;
   Status Put(Lsn lsn, Slice key, Slice cell, std::optional<std::string>* old_cell) override;
   Status Delete(Lsn lsn, Slice key, std::optional<std::string>* old_cell) override;
   StatusOr<std::unique_ptr<IndexCursor>> NewCursor(const CursorOptions& options) override;
@@ -66,11 +69,31 @@ class BTree final : public Index {
     std::string low, high;
     bool has_low = false, has_high = false;
   };
-  // Descends with shared latches to the leaf for `key` under `mode` and returns it latched.
-  StatusOr<PageReadGuard> DescendToLeaf(Slice key, Seek mode, IoCause cause, Fences* fences);
+  using Path = std::array<PageId, predict::kMaxLevels>;
+  // Descends with shared latches to the leaf for `key` under `mode` and returns it latched. With
+  // `batch`, a prefetched page is used where the traversal asks for exactly that page; `path`
+  // receives the page visited at each level (index = node level).
+  StatusOr<PageReadGuard> DescendToLeaf(Slice key, Seek mode, IoCause cause, Fences* fences,
+                                        PrefetchBatch* batch = nullptr, Path* path = nullptr);
+  // DescendToLeaf with SHORTCUT's one-shot path prefetch when `prefetch` is on (btree_shortcut.cc):
+  // predict the page of every level, read the uncached ones in one submission, then traverse.
+  StatusOr<PageReadGuard> DescendPredicted(Slice key, Seek mode, IoCause cause, Fences* fences);
 
  private:
-  BTree(const IndexContext& ctx, double fill_factor, PageId root);
+  BTree(const IndexContext& ctx, double fill_factor, PageId root,
+        const predict::ShortcutOptions& shortcut);
+  static StatusOr<predict::ShortcutOptions> ParseShortcut(const ParamMap& params);
+
+  // --- SHORTCUT (btree_shortcut.cc) ---
+  // The shape the path models are trained on: every level below the root, nodes in key order
+  // with their lower fences, collected from inner nodes only.
+  Status CollectShape(predict::TreeSnapshot* snap);
+  // Issues the predicted pages that are not cached, in one submission, when at least
+  // min_uncached of them miss. Marks the levels issued.
+  void IssuePredicted(const std::vector<const predict::Prediction*>& predictions,
+                      PrefetchBatch* batch,
+                      std::vector<std::array<bool, predict::kMaxLevels>>* issued);
+  void AddShortcutStats(IndexStats* s) const;
 
   Retention RetentionFor(uint16_t level) const {
     return level > 0 ? Retention::kHigh : Retention::kNormal;
@@ -131,6 +154,9 @@ class BTree final : public Index {
   std::atomic<uint64_t> inner_pages_{0};
   std::atomic<uint64_t> splits_{0};
   std::atomic<uint64_t> merges_{0};
+  // Path prediction (prefetch: shortcut | shortcut_base); null when off. Declared last so that its
+  // background thread stops before the rest of the tree goes away.
+  std::unique_ptr<predict::PathPredictor> predictor_;
 };
 
 }  // namespace grove

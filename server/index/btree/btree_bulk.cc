@@ -140,7 +140,7 @@ Status BTree::BulkLoad(const BulkSource& source) {
       }
       GROVE_RETURN_IF_ERROR(run.Finish());
       entries_ = entries;
-      return Status::Ok();
+      return predictor_ ? predictor_->Rebuild() : Status::Ok();
     }
     GROVE_RETURN_IF_ERROR(run.Finish());
   }
@@ -194,7 +194,8 @@ Status BTree::BulkLoad(const BulkSource& source) {
   inner_pages_ = inners;
   height_ = height;
   entries_ = entries;
-  return Status::Ok();
+  // A bulk-loaded tree has each level in one contiguous run: the models start from exact maps.
+  return predictor_ ? predictor_->Rebuild() : Status::Ok();
 }
 
 }  // namespace grove

@@ -44,7 +44,7 @@ class BTreeCursor final : public IndexCursor {
     started_ = true;
     for (;;) {
       BTree::Fences fences;
-      auto leaf = tree_->DescendToLeaf(target, BTree::Seek::kAtOrAfter, IoCause::kScan, &fences);
+      auto leaf = tree_->DescendPredicted(target, BTree::Seek::kAtOrAfter, IoCause::kScan, &fences);
       if (!leaf.ok()) return Fail(leaf.status());
       const NodeView n(leaf->data());
       bool found;
@@ -75,7 +75,7 @@ class BTreeCursor final : public IndexCursor {
     started_ = true;
     for (;;) {
       BTree::Fences fences;
-      auto leaf = tree_->DescendToLeaf(bound, bounded ? BTree::Seek::kBefore : BTree::Seek::kLast,
+      auto leaf = tree_->DescendPredicted(bound, bounded ? BTree::Seek::kBefore : BTree::Seek::kLast,
                                        IoCause::kScan, &fences);
       if (!leaf.ok()) return Fail(leaf.status());
       const NodeView n(leaf->data());

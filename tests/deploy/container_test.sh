@@ -7,7 +7,7 @@
 #   2. under deploy/seccomp-grove.json: backend uring.
 # Each run checks the image's HEALTHCHECK command reports healthy, answers a Put and a Get with
 # grovectl from inside the image (the second run reads the first run's key back from the volume),
-# and that SIGTERM drains to exit status 0.
+# that SIGTERM drains to exit status 0, and that nothing outside the volume was written.
 #
 #   container_test.sh --source-dir DIR --groved FILE --grovectl FILE
 #
@@ -133,7 +133,7 @@ mapfile -d '' -t health </probe/health.argv
 echo "inside: uid=$(id -u) gid=$(id -g)"
 [ -e /var/lib/grove/.host-volume ] && echo "volume: mounted" || echo "volume: not the test's"
 echo "volume before: $(ls /var/lib/grove/data 2>/dev/null | tr '\n' ' ')"
-"${entry[@]}" 2>/tmp/groved.log &
+"${entry[@]}" 2>/var/lib/grove/groved.log &
 pid=$!
 healthy=no
 for _ in $(seq 1 120); do
@@ -156,7 +156,7 @@ exec 3<&-
 kill -TERM $pid
 wait $pid
 echo "exit status: $?"
-sed 's/^/log: /' /tmp/groved.log
+sed 's/^/log: /' /var/lib/grove/groved.log
 EOF
 chmod 0755 "$work/probe/run.sh"
 
@@ -170,6 +170,7 @@ run_in_container() {  # profile expected-backend put|get
   # 1.28 sometimes mounts its own copy of an image volume over a -v bind at the same path, so the
   # working container forgets the VOLUME (the image keeps it; checked above).
   buildah config --volume /var/lib/grove- "$name"
+  touch "$work/stamp-$expect"
   unshare --net bash -c '
     ip link set lo up
     exec buildah run --isolation=chroot --network=host \
@@ -177,6 +178,14 @@ run_in_container() {  # profile expected-backend put|get
       "$4" -- bash /probe/run.sh "$5"' _ \
     "$work/volume" "$source_dir/deploy/grove.yaml" "$work/probe" "$name" "$mode" |
     tee "$work/out-$expect.txt"
+  # groved and grovectl write only to the volume: nothing in the container's root filesystem
+  # changed (buildah makes /run and the /probe mount point), so a read-only root filesystem works.
+  local mnt changed
+  mnt=$(buildah mount "$name")
+  changed=$(find "$mnt" -xdev -newer "$work/stamp-$expect" ! -path "$mnt" ! -path "$mnt/run" ! -path "$mnt/probe" |
+            sed "s|^$mnt||" | tr '\n' ' ')
+  buildah umount "$name" >/dev/null
+  echo "root filesystem changes: ${changed:-none}" | tee -a "$work/out-$expect.txt"
 }
 
 check_run() {  # expected-backend
@@ -192,6 +201,7 @@ check_run() {  # expected-backend
     fail "$1 run: grove_io_backend_info{backend=\"$1\"} not exported"
   grep -q "^log: .*io backend: $1" "$out" || fail "$1 run: no log line naming the io backend $1"
   grep -qx "exit status: 0" "$out" || fail "$1 run: groved did not exit 0 after SIGTERM"
+  grep -qx "root filesystem changes: none" "$out" || fail "$1 run: files changed outside the volume"
 }
 
 step "run 1: default seccomp profile ($default_profile): io_uring blocked"

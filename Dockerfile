@@ -13,44 +13,44 @@
 # The process runs as the numeric user 10001:10001, never as root. docs/operations.md has the rest.
 #
 # Where the binaries come from (build argument GROVED_FROM):
-#   source    (default) the build-source stage compiles them from this tree on debian:bookworm.
-#   prebuilt  the build-prebuilt stage copies prebuilt/groved and prebuilt/grovectl from the build
-#             context: binaries already built on Debian 12 (bookworm), e.g. by `make build`.
+#   source    (default) the build stage compiles them from this tree on debian:bookworm.
+#   prebuilt  the build stage takes prebuilt/groved and prebuilt/grovectl from the build context:
+#             binaries already built on Debian 12 (bookworm), e.g. by `make build`.
 # The project's container test uses `prebuilt` with the binaries the rest of its test suite has
 # just built and tested: compiling them a second time inside the builder would add a cold build
 # (about 7 CPU-minutes for the two binaries, plus the build dependencies) to every CI run. The
-# runtime stage is the same either way, and only the stage that GROVED_FROM names is built.
+# runtime stage is the same either way. (One build stage with a switch rather than one stage per
+# source: podman/buildah 4.3 cannot pick a stage named by an ARG's default value.)
 
+# ---- build: groved and grovectl into /out ---------------------------------------------------
+FROM debian:bookworm AS build
 ARG GROVED_FROM=source
-
-# ---- build-source: compile groved and grovectl ------------------------------------------------
-FROM debian:bookworm AS build-source
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      build-essential cmake ninja-build ccache pkg-config \
-      liburing-dev libspdlog-dev libfmt-dev libyaml-cpp-dev \
-      libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev \
-      prometheus-cpp-dev libcli11-dev nlohmann-json3-dev \
- && rm -rf /var/lib/apt/lists/*
+RUN case "$GROVED_FROM" in \
+      prebuilt) ;; \
+      source) apt-get update \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+             build-essential cmake ninja-build ccache pkg-config \
+             liburing-dev libspdlog-dev libfmt-dev libyaml-cpp-dev \
+             libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev \
+             prometheus-cpp-dev libcli11-dev nlohmann-json3-dev \
+        && rm -rf /var/lib/apt/lists/* ;; \
+      *) echo "GROVED_FROM must be source or prebuilt, not '$GROVED_FROM'" >&2; exit 1 ;; \
+    esac
 WORKDIR /src
-COPY CMakeLists.txt ./
-COPY proto/ proto/
-COPY config/ config/
-COPY server/ server/
-COPY client/ client/
-# The ccache directory is a build cache mount: rebuilds after a small change are quick. Tests are
-# not built (GROVE_BUILD_TESTS=OFF); only the two binaries the image ships.
+# The context holds only what .dockerignore lets through: the sources (CMakeLists.txt, proto/,
+# config/, server/, client/), deploy/grove.yaml, and prebuilt/ when it exists.
+COPY . .
+# Tests are not built (GROVE_BUILD_TESTS=OFF); the ccache directory is a build cache mount, so a
+# rebuild after a small change is quick.
 RUN --mount=type=cache,target=/root/.cache/ccache \
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGROVE_BUILD_TESTS=OFF \
- && cmake --build build --target groved grovectl \
- && mkdir -p /out \
- && install -m 0755 -s build/server/groved build/client/grovectl /out/
-
-# ---- build-prebuilt: take binaries built outside ----------------------------------------------
-FROM debian:bookworm AS build-prebuilt
-COPY prebuilt/groved prebuilt/grovectl /out/
-
-FROM build-${GROVED_FROM} AS build
+    mkdir -p /out \
+ && if [ "$GROVED_FROM" = prebuilt ]; then \
+      install -m 0755 prebuilt/groved prebuilt/grovectl /out/; \
+    else \
+      cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGROVE_BUILD_TESTS=OFF \
+      && cmake --build build --target groved grovectl \
+      && install -m 0755 -s build/server/groved build/client/grovectl /out/; \
+    fi
 
 # ---- runtime -----------------------------------------------------------------------------------
 FROM debian:bookworm-slim

@@ -147,17 +147,23 @@ def check_dockerfile(src, grove_cfg):
         copies += words[:-1]
     for c in copies:
         c = c.rstrip("/")
-        if c.startswith("prebuilt/"):
-            check(dockerignore_allows(patterns, c),
-                  f"COPY {c} (GROVED_FROM=prebuilt) passes .dockerignore")
-            continue
+        if c == ".":
+            continue  # the whole context: .dockerignore decides, checked below
         check(os.path.exists(os.path.join(src, c)) and dockerignore_allows(patterns, c),
               f"COPY {c} exists and passes .dockerignore")
-    for excluded in ("build", "build/server/groved", "tests", ".git", "docs", "data"):
+    for excluded in ("build", "build/server/groved", "build-asan/x", "tests", ".git", "docs",
+                     "data", "deploy/k8s/statefulset.yaml"):
         check(not dockerignore_allows(patterns, excluded), f".dockerignore keeps {excluded} out")
-    for needed in ("server/main.cc", "client/CMakeLists.txt", "config/grove.yaml",
-                   "proto/grove/v1/kv.proto", "deploy/grove.yaml"):
+    # What the build stage compiles (GROVED_FROM=source), what the runtime stage copies, and the
+    # binaries GROVED_FROM=prebuilt takes.
+    for needed in ("CMakeLists.txt", "server/main.cc", "server/CMakeLists.txt",
+                   "client/CMakeLists.txt", "config/grove.yaml", "proto/grove/v1/kv.proto",
+                   "deploy/grove.yaml", "prebuilt/groved", "prebuilt/grovectl"):
         check(dockerignore_allows(patterns, needed), f".dockerignore lets {needed} in")
+    runs = " ".join(a for i, a in ins if i == "RUN")
+    check("build/server/groved" in runs and "build/client/grovectl" in runs and
+          "prebuilt/groved" in runs,
+          "the build stage makes /out/groved and /out/grovectl from source or prebuilt/")
     return {"user": users[-1] if users else "", "volumes": vols, "config": config_in_image,
             "grpc_port": grpc_port, "metrics_port": metrics_port}
 

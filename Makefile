@@ -8,6 +8,9 @@
 #   make test-asan   the test suite under AddressSanitizer + UBSan (build-asan/)
 #   make test-tsan   the test suite under ThreadSanitizer (build-tsan/)
 #   make test-deploy the deployment tests only (ctest -L deploy): image, monitoring stack, manifests
+#   make bench       the benchmark suite (~15 min): btree vs RocksDB vs the device, writes
+#                    docs/benchmarks.md and docs/img/bench-*.png (build-bench/, Release; not a test)
+#   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
 
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -17,6 +20,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
+.PHONY: bench-build bench bench-reference
 
 deps:
 	bash scripts/install-deps.sh
@@ -57,3 +61,18 @@ test-deploy: deps build
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan
+
+# Benchmarks build in Release without tests, in their own directory, and keep their data there.
+BENCH_BUILD_DIR ?= build-bench
+BENCH_ENV = BENCH=$(BENCH_BUILD_DIR)/client/bench/grove-bench GROVED=$(BENCH_BUILD_DIR)/server/groved \
+            DATA=$(BENCH_BUILD_DIR)/data
+
+bench-build: deps
+	cmake -S . -B $(BENCH_BUILD_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DGROVE_BUILD_TESTS=OFF
+	cmake --build $(BENCH_BUILD_DIR) -j $(JOBS) --target grove-bench groved
+
+bench: bench-build
+	$(BENCH_ENV) scripts/bench-suite.sh
+
+bench-reference: bench-build
+	$(BENCH_ENV) scripts/bench-reference.sh

@@ -45,6 +45,7 @@ StatusOr<std::vector<WorkloadSpec>> ResolveWorkloads(const BenchOptions& o) {
     }
     std::vector<std::string> dists = o.distributions;
     if (dists.empty()) dists.push_back("");
+    const size_t first_copy = out.size();
     for (const std::string& d : dists) {
       WorkloadSpec copy = w;
       for (PhaseSpec& p : copy.phases) {
@@ -68,7 +69,18 @@ StatusOr<std::vector<WorkloadSpec>> ResolveWorkloads(const BenchOptions& o) {
         }
       }
       GROVE_RETURN_IF_ERROR(ValidateWorkload(copy));
-      out.push_back(std::move(copy));
+      // A workload the override leaves unchanged (D keeps 'latest') runs once, not once per entry.
+      const bool repeat = std::any_of(out.begin() + static_cast<std::ptrdiff_t>(first_copy),
+                                      out.end(), [&](const WorkloadSpec& prev) {
+                                        for (size_t p = 0; p < copy.phases.size(); ++p) {
+                                          if (DistributionName(prev.phases[p].distribution) !=
+                                              DistributionName(copy.phases[p].distribution)) {
+                                            return false;
+                                          }
+                                        }
+                                        return true;
+                                      });
+      if (!repeat) out.push_back(std::move(copy));
     }
   }
   return out;

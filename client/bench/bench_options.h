@@ -1,7 +1,7 @@
 #pragma once
 
 // BenchOptions: everything one grove-bench invocation was asked to do, parsed from the command
-// line (CLI11) into this struct; nothing lives in globals. docs/benchmarks.md lists the flags.
+// line (CLI11) into this struct; nothing lives in globals. docs/grove-bench.md lists the flags.
 
 #include <cstdint>
 #include <optional>

@@ -8,7 +8,7 @@
 // land all over the key space) or ascending (loads and inserts are appends).
 //
 // Shapes (the SOSD-like ones are SYNTHETIC stand-ins with the qualitative shape the papers
-// describe, not the real data sets; docs/benchmarks.md shows how each is generated):
+// describe, not the real data sets; docs/grove-bench.md shows how each is generated):
 //   dense      1..capacity
 //   sparse     uniform over the whole 64-bit range
 //   lognormal  round(exp(N(0, 2)) * 1e9)                      (SOSD lognormal)

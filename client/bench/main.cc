@@ -1,4 +1,4 @@
-// grove-bench: see app.h and docs/benchmarks.md.
+// grove-bench: see app.h and docs/grove-bench.md.
 
 #include "bench/app.h"
 #include "bench/bench_options.h"

@@ -3,7 +3,7 @@
 // Report: one JSON object per run (written as one line) and a human table built from those
 // objects, so that `grove-bench --print-table results.jsonl` reproduces the table of any run.
 //
-// The JSON fields are documented in docs/benchmarks.md ("JSON output"). Latencies are in
+// The JSON fields are documented in docs/grove-bench.md ("JSON output"). Latencies are in
 // microseconds; per-op IO figures divide the target's counter deltas over the measured interval
 // by the operations in it.
 

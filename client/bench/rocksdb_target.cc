@@ -1,5 +1,5 @@
 // rocksdb: the baseline the design asks every number to stand against, configured so that the
-// comparison is fair (docs/benchmarks.md, "RocksDB configuration"):
+// comparison is fair (docs/grove-bench.md, "RocksDB configuration"):
 //
 //   * the same memory budget: block cache + two memtables = TargetOptions::cache_bytes, split like
 //     TreeLine's evaluation (15.7% per memtable, 68.6% block cache; `memtable_fraction` changes

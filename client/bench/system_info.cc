@@ -81,6 +81,8 @@ std::map<std::string, std::string> DescribeMachine(const std::string& dir) {
   m["cpu"] = FieldOf("/proc/cpuinfo", "model name");
   m["cpus"] = std::to_string(std::thread::hardware_concurrency());
   m["memory"] = FieldOf("/proc/meminfo", "MemTotal");
+  // The machine may be shared: the load average says how much else was running.
+  m["loadavg"] = FirstLine("/proc/loadavg");
   utsname u{};
   if (uname(&u) == 0) m["kernel"] = std::string(u.sysname) + " " + u.release;
   struct statfs fs {};
@@ -102,10 +104,8 @@ std::map<std::string, std::string> DescribeMachine(const std::string& dir) {
       name = target;
       name = name.substr(name.find_last_of('/') + 1);
     }
-    m["block_device"] = name + (model.empty() ? "" : " (" + model + ")") +
-                        (rotational == "1"   ? " rotational"
-                         : rotational == "0" ? " ssd/virtual"
-                                             : "");
+    m["block_device"] = name + (model.empty() ? "" : " (" + model + ")");
+    if (!rotational.empty()) m["block_device_rotational"] = rotational;  // as the kernel reports it
   }
   return m;
 }

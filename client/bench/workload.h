@@ -16,7 +16,7 @@
 //   F  50% read / 50% read-modify-write          zipfian
 //
 // The same definitions ship as YAML in config/workloads/ (ParseWorkloadYaml reads them; a test
-// checks they equal the built-ins). docs/benchmarks.md documents the YAML fields.
+// checks they equal the built-ins). docs/grove-bench.md documents the YAML fields.
 
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// YAML workload files. The format (docs/benchmarks.md, "Workload files"):
+// YAML workload files. The format (docs/grove-bench.md, "Workload files"):
 //
 //   name: oscillate
 //   description: "90% scan / 10% update <-> 10% / 90%"

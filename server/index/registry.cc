@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "index/btree/btree.h"
+#include "index/hln/hln_tree.h"
 
 namespace grove {
 
@@ -29,6 +30,7 @@ Status Index::Prepare(Slice key) {
 IndexRegistry IndexRegistry::WithBuiltins() {
   IndexRegistry r;
   r.Register(BTree::Spec()).IgnoreError();  // names are unique by construction
+  r.Register(HlnTree::Spec()).IgnoreError();
   return r;
 }
 

@@ -1,0 +1,171 @@
+// HlnTree::BulkLoad: builds the tree bottom-up from sorted input, writing leaves (one extent each,
+// spread evenly and with hints) and inner nodes straight to disk through the DirectPageWriter.
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "index/hln/hln_tree.h"
+#include "page/extent_allocator.h"
+
+namespace grove {
+
+using hln::Entry;
+using hln::LeafImage;
+using hln::Subnode;
+using index_common::Fences;
+using index_common::InnerNode;
+using index_common::InnerNodeView;
+
+namespace {
+
+// A node of the level under construction, as its parent will reference it.
+struct ChildRef {
+  std::string low;  // its lower fence; empty for the first node of a level
+  std::string payload;
+};
+
+}  // namespace
+
+Status HlnTree::BulkLoad(const BulkSource& source) {
+  if (entries_.load() != 0 || leaves_.load() != 1 || height_.load() != 2) {
+    return Status::FailedPrecondition("bulk load needs an empty index");
+  }
+  if (ctx_.direct_writer == nullptr) return Status::Internal("bulk load without a page writer");
+  const int n = cfg_.leaf_pages;
+  const double target = cfg_.fill_factor * n * hln::kSubnodeCapacity;
+  const size_t max_cell = std::max<size_t>(ctx_.options->inline_value_bytes + 1, 32);
+
+  std::vector<ChildRef> level;
+  uint64_t count = 0, used = 0;
+  AlignedBuffer images(static_cast<size_t>(n) * kPageSize);
+  // Writes one leaf holding `entries` (key order) with the given fences.
+  auto write_leaf = [&](std::vector<Entry> entries, const Fences& f) -> Status {
+    if (cfg_.fnv) {
+      std::sort(entries.begin(), entries.end(),
+                [&](const Entry& a, const Entry& b) { return order_.Less(a.key, b.key); });
+    }
+    std::optional<LeafImage> image = hln::PlanNormal(std::move(entries), n);
+    if (!image) return Status::Internal("hln bulk load: a leaf's entries do not fit");
+    GROVE_ASSIGN_OR_RETURN(const PageId first, ctx_.allocator->Allocate(n));
+    for (int i = 0; i < n; ++i) {
+      char* p = images.data() + static_cast<size_t>(i) * kPageSize;
+      page::Init(p, hln::kSubnodePage, first + i);
+      Subnode::Format(p, static_cast<uint16_t>(i), static_cast<uint16_t>(n),
+                      cfg_.fnv ? hln::kFnvOrder : 0);
+      SlottedPage sp = Subnode(p).mutable_slots();
+      for (const Entry& e : image->packed[i]) sp.Insert(sp.count(), e.key, e.cell);
+      used += Subnode(p).used_bytes();
+    }
+    GROVE_RETURN_IF_ERROR(ctx_.direct_writer->WriteRun(first, n, images.data()));
+    const std::vector<int> hints =
+        hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, f), HintParamsFor(false));
+    level.push_back({f.has_low ? f.low : std::string(), EncodeLeafRef(first, false, hints)});
+    return Status::Ok();
+  };
+
+  // Level 0. A leaf is written once the next leaf's first key fixes its upper fence.
+  {
+    std::vector<Entry> cur;
+    size_t cur_bytes = 0;
+    Fences f;
+    std::string key, cell, prev;
+    for (;;) {
+      GROVE_ASSIGN_OR_RETURN(const bool more, source(&key, &cell));
+      if (!more) break;
+      if (count > 0 && !(prev < key)) {
+        return Status::InvalidArgument(fmt::format(
+            "bulk load: key #{} is not greater than the key before it (input must be sorted and "
+            "unique)",
+            count));
+      }
+      if (key.empty() || key.size() > max_key_ || cell.size() > max_cell) {
+        return Status::InvalidArgument(
+            fmt::format("bulk load: entry #{} has a key of {} bytes or a cell of {} bytes, beyond "
+                        "the limits",
+                        count, key.size(), cell.size()));
+      }
+      const size_t bytes = SlottedPageView::CellBytes(key.size(), cell.size());
+      if (!cur.empty() && static_cast<double>(cur_bytes + bytes) > target) {
+        const std::string sep = index_common::ShortestSeparator(cur.back().key, key);
+        Fences leaf_f = f;
+        leaf_f.high = sep;
+        leaf_f.has_high = true;
+        GROVE_RETURN_IF_ERROR(write_leaf(std::move(cur), leaf_f));
+        cur.clear();
+        cur_bytes = 0;
+        f.low = sep;
+        f.has_low = true;
+      }
+      cur.push_back({key, cell});
+      prev = key;
+      cur_bytes += bytes;
+      ++count;
+    }
+    if (count == 0) return Status::Ok();
+    GROVE_RETURN_IF_ERROR(write_leaf(std::move(cur), f));
+  }
+
+  // The initial empty leaf goes; the tree is rebuilt above the new leaves.
+  PageId old_leaf;
+  {
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard root, pool_->FetchRead(root_));
+    old_leaf = InnerNodeView(root.data()).child(0);
+  }
+  const uint64_t leaves = level.size();
+  uint64_t inners = 1;
+  uint16_t lvl = 1;
+  const size_t node_target =
+      static_cast<size_t>(cfg_.fill_factor * (kPageSize - index_common::kInnerSlotBase -
+                                              SlottedPageView::kRegionHeader));
+  for (;;) {
+    std::vector<AlignedBuffer> nodes;
+    std::vector<std::string> lows;
+    for (const ChildRef& c : level) {
+      const bool start = nodes.empty() ||
+                         InnerNodeView(nodes.back().data()).slots().UsedBytes() +
+                                 SlottedPageView::CellBytes(c.low.size(), c.payload.size()) >
+                             node_target ||
+                         !InnerNode(nodes.back().data()).HasRoomFor(c.low.size(), c.payload.size());
+      if (start) {
+        nodes.emplace_back(kPageSize);
+        page::Init(nodes.back().data(), hln::kInnerPage, kInvalidPageId);
+        InnerNode::Format(nodes.back().data(), lvl);
+        InnerNode(nodes.back().data()).mutable_slots().Insert(0, "", c.payload);
+        lows.push_back(c.low);
+        continue;
+      }
+      SlottedPage sp = InnerNode(nodes.back().data()).mutable_slots();
+      sp.Insert(sp.count(), c.low, c.payload);
+    }
+    if (nodes.size() == 1) {
+      GROVE_ASSIGN_OR_RETURN(PageWriteGuard root, pool_->FetchWrite(root_));
+      char* r = root.mutable_data();
+      page::Init(r, hln::kInnerPage, root_);
+      std::memcpy(r + kPageHeaderSize, nodes[0].data() + kPageHeaderSize,
+                  kPageSize - kPageHeaderSize);
+      break;
+    }
+    std::vector<ChildRef> next;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      GROVE_ASSIGN_OR_RETURN(const PageId id, ctx_.allocator->Allocate(1));
+      *reinterpret_cast<PageId*>(nodes[j].data() + 8) = id;  // own id (page.h layout)
+      GROVE_RETURN_IF_ERROR(ctx_.direct_writer->WriteRun(id, 1, nodes[j].data()));
+      next.push_back({lows[j], index_common::EncodeChild(id)});
+      ++inners;
+    }
+    level = std::move(next);
+    ++lvl;
+  }
+  for (int i = 0; i < n; ++i) pool_->Discard(old_leaf + i);
+  ctx_.allocator->Free(old_leaf, n);
+  height_ = lvl + 1;
+  leaves_ = leaves;
+  inner_pages_ = inners;
+  entries_ = count;
+  used_bytes_ = used;
+  return Status::Ok();
+}
+
+}  // namespace grove

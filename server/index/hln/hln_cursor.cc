@@ -1,0 +1,266 @@
+// HlnTree cursors. A batch is the rest of one subnode (plus the stash overflow entries that fall
+// into its range), or, with hash: fnv, the rest of a whole leaf, which must be read completely and
+// sorted (paper §2.5). No latch is held between batches: each batch descends again by key, and the
+// next leaf is found by descending with the leaf's fence key.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "index/hln/hln_tree.h"
+
+namespace grove {
+namespace {
+
+using hln::Entry;
+using hln::SubnodeView;
+using index_common::Fences;
+using index_common::InnerNodeView;
+
+class HlnCursor final : public IndexCursor {
+ public:
+  HlnCursor(HlnTree* tree, CursorOptions options) : tree_(tree), opts_(std::move(options)) {
+    Fill();
+  }
+
+  bool Valid() const override { return pos_ < batch_.size(); }
+  Slice key() const override { return batch_[pos_].key; }
+  Slice cell() const override { return batch_[pos_].cell; }
+  Status status() const override { return status_; }
+  void Next() override {
+    if (++pos_ < batch_.size()) return;
+    Fill();
+  }
+
+ private:
+  void Fill() {
+    batch_.clear();
+    pos_ = 0;
+    if (done_ || !status_.ok()) return;
+    Status s = opts_.reverse ? FillReverse() : FillForward();
+    if (!s.ok()) {
+      status_ = std::move(s);
+      batch_.clear();
+      done_ = true;
+    }
+  }
+
+  Status FillForward() {
+    // Resume strictly after the last key returned: last + "\0" is the smallest larger key.
+    std::string target = started_ ? last_ + std::string(1, '\0') : opts_.lower;
+    started_ = true;
+    for (;;) {
+      GROVE_ASSIGN_OR_RETURN(
+          HlnTree::ParentLatch p,
+          tree_->DescendToParent(target, HlnTree::Seek::kAtOrAfter, IoCause::kScan, false));
+      const hln::LeafRef ref = tree_->DecodeLeafRef(InnerNodeView(p.data()).payload(p.child));
+      const Fences lf = p.leaf_fences();
+      GROVE_RETURN_IF_ERROR(CollectForward(ref, lf, target));
+      for (size_t i = 0; i < batch_.size(); ++i) {
+        if (opts_.has_upper && batch_[i].key >= opts_.upper) {
+          batch_.resize(i);
+          done_ = true;
+          break;
+        }
+      }
+      if (!batch_.empty()) {
+        last_ = batch_.back().key;
+        return Status::Ok();
+      }
+      if (done_ || !lf.has_high || (opts_.has_upper && lf.high >= opts_.upper)) {
+        done_ = true;
+        return Status::Ok();
+      }
+      target = lf.high;  // the next leaf starts there
+    }
+  }
+
+  Status FillReverse() {
+    // Keys strictly below `bound` (or from the very end when there is none yet).
+    bool bounded = started_ || opts_.has_upper;
+    std::string bound = started_ ? last_ : opts_.upper;
+    started_ = true;
+    for (;;) {
+      GROVE_ASSIGN_OR_RETURN(
+          HlnTree::ParentLatch p,
+          tree_->DescendToParent(bound, bounded ? HlnTree::Seek::kBefore : HlnTree::Seek::kLast,
+                                 IoCause::kScan, false));
+      const hln::LeafRef ref = tree_->DecodeLeafRef(InnerNodeView(p.data()).payload(p.child));
+      const Fences lf = p.leaf_fences();
+      GROVE_RETURN_IF_ERROR(CollectReverse(ref, lf, bounded, bound));
+      for (size_t i = 0; i < batch_.size(); ++i) {
+        if (batch_[i].key < opts_.lower) {
+          batch_.resize(i);
+          done_ = true;
+          break;
+        }
+      }
+      if (!batch_.empty()) {
+        last_ = batch_.back().key;
+        return Status::Ok();
+      }
+      if (done_ || !lf.has_low || lf.low <= opts_.lower) {
+        done_ = true;
+        return Status::Ok();
+      }
+      bound = lf.low;  // the previous leaf ends just below it
+      bounded = true;
+    }
+  }
+
+  // Whole leaf, in key order (hash: fnv).
+  Status ReadSorted(const hln::LeafRef& ref, std::vector<Entry>* all) {
+    GROVE_ASSIGN_OR_RETURN(*all, tree_->ReadLeaf(ref, IoCause::kScan));
+    std::sort(all->begin(), all->end(),
+              [](const Entry& a, const Entry& b) { return a.key < b.key; });
+    return Status::Ok();
+  }
+
+  static void Append(const SubnodeView& s, int from, int to, std::vector<Entry>* out) {
+    for (int j = from; j < to; ++j) out->push_back({std::string(s.key(j)), std::string(s.cell(j))});
+  }
+
+  // The overflow subnode's entries in [lo, hi] (a null bound is open), ascending.
+  Status Overflow(const hln::LeafRef& ref, const std::string* lo, bool lo_inclusive,
+                  const std::string* hi, bool hi_inclusive, std::vector<Entry>* out) {
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard o,
+                           tree_->pool()->FetchRead(ref.leaf, IoCause::kScan, Retention::kNormal));
+    const SubnodeView s(o.data());
+    for (int j = 0; j < s.count(); ++j) {
+      const Slice k = s.key(j);
+      if (lo != nullptr && (lo_inclusive ? k < Slice(*lo) : k <= Slice(*lo))) continue;
+      if (hi != nullptr && (hi_inclusive ? k > Slice(*hi) : k >= Slice(*hi))) break;
+      out->push_back({std::string(k), std::string(s.cell(j))});
+    }
+    return Status::Ok();
+  }
+
+  void MergeInto(std::vector<Entry> a, std::vector<Entry> b, bool descending) {
+    auto less = [](const Entry& x, const Entry& y) { return x.key < y.key; };
+    std::vector<Entry> all;
+    all.reserve(a.size() + b.size());
+    std::merge(std::make_move_iterator(a.begin()), std::make_move_iterator(a.end()),
+               std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()),
+               std::back_inserter(all), less);
+    if (descending) std::reverse(all.begin(), all.end());
+    batch_ = std::move(all);
+  }
+
+  Status CollectForward(const hln::LeafRef& ref, const Fences& lf, const std::string& target) {
+    if (tree_->config().fnv) {
+      std::vector<Entry> all;
+      GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
+      auto it = std::lower_bound(all.begin(), all.end(), target,
+                                 [](const Entry& e, const std::string& t) { return e.key < t; });
+      batch_.assign(std::make_move_iterator(it), std::make_move_iterator(all.end()));
+      return Status::Ok();
+    }
+    const int k = tree_->PackedCount(ref);
+    GROVE_ASSIGN_OR_RETURN(HlnTree::Located loc, tree_->Locate(ref, tree_->Guess(ref, lf, target),
+                                                               target, IoCause::kScan));
+    // The first packed entry at or after target: inside the located subnode, or at the start of
+    // the nonempty subnode after the gap.
+    std::vector<Entry> packed;
+    std::string max;
+    bool have = false;
+    if (!loc.in_range && loc.t < k) {
+      GROVE_ASSIGN_OR_RETURN(loc.guard,
+                             tree_->pool()->FetchRead(tree_->PackedPage(ref, loc.t), IoCause::kScan,
+                                                      Retention::kNormal));
+      have = true;
+    }
+    if (loc.in_range || have) {
+      const SubnodeView s(loc.guard.data());
+      bool found;
+      Append(s, s.LowerBound(tree_->order(), target, &found), s.count(), &packed);
+      max.assign(s.key(s.count() - 1));
+      have = true;
+    }
+    loc.guard.Release();
+    std::vector<Entry> over;
+    if (ref.stash) {
+      GROVE_RETURN_IF_ERROR(Overflow(ref, &target, true, have ? &max : nullptr, true, &over));
+    }
+    MergeInto(std::move(packed), std::move(over), false);
+    return Status::Ok();
+  }
+
+  Status CollectReverse(const hln::LeafRef& ref, const Fences& lf, bool bounded,
+                        const std::string& bound) {
+    if (tree_->config().fnv) {
+      std::vector<Entry> all;
+      GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
+      if (bounded) {
+        auto it = std::lower_bound(all.begin(), all.end(), bound,
+                                   [](const Entry& e, const std::string& t) { return e.key < t; });
+        all.erase(it, all.end());
+      }
+      std::reverse(all.begin(), all.end());
+      batch_ = std::move(all);
+      return Status::Ok();
+    }
+    const int k = tree_->PackedCount(ref);
+    // The last packed entry below bound: subnode s, entries [0, end).
+    int s = -1, end = 0;
+    PageReadGuard g;
+    int from = k - 1;  // scan left from here for the previous nonempty subnode
+    if (bounded) {
+      GROVE_ASSIGN_OR_RETURN(HlnTree::Located loc, tree_->Locate(ref, tree_->Guess(ref, lf, bound),
+                                                                 bound, IoCause::kScan));
+      from = -1;
+      if (loc.in_range) {
+        bool found;
+        end = SubnodeView(loc.guard.data()).LowerBound(tree_->order(), bound, &found);
+        if (end > 0) {
+          s = loc.sub;
+          g = std::move(loc.guard);
+        } else {
+          from = loc.sub - 1;
+        }
+      } else {
+        from = loc.u;
+      }
+    }
+    for (; s < 0 && from >= 0; --from) {
+      GROVE_ASSIGN_OR_RETURN(g, tree_->pool()->FetchRead(tree_->PackedPage(ref, from),
+                                                         IoCause::kScan, Retention::kNormal));
+      if (!SubnodeView(g.data()).empty()) {
+        s = from;
+        end = SubnodeView(g.data()).count();
+      }
+    }
+    std::vector<Entry> packed;
+    std::string min;
+    if (s >= 0) {
+      const SubnodeView v(g.data());
+      Append(v, 0, end, &packed);
+      min.assign(v.key(0));
+    }
+    g.Release();
+    std::vector<Entry> over;
+    if (ref.stash) {
+      GROVE_RETURN_IF_ERROR(
+          Overflow(ref, s >= 0 ? &min : nullptr, true, bounded ? &bound : nullptr, false, &over));
+    }
+    MergeInto(std::move(packed), std::move(over), true);
+    return Status::Ok();
+  }
+
+  HlnTree* const tree_;
+  const CursorOptions opts_;
+  std::vector<Entry> batch_;
+  size_t pos_ = 0;
+  std::string last_;
+  bool started_ = false;
+  bool done_ = false;
+  Status status_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<IndexCursor>> HlnTree::NewCursor(const CursorOptions& options) {
+  // Errors met while positioning surface through the cursor's status(), like later ones.
+  return std::unique_ptr<IndexCursor>(std::make_unique<HlnCursor>(this, options));
+}
+
+}  // namespace grove

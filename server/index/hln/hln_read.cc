@@ -1,0 +1,216 @@
+// HlnTree reads: the subnode walk (checkSubNode), Get, BatchGet, Prepare, whole-leaf reads.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "index/hln/hln_tree.h"
+
+namespace grove {
+
+using hln::Entry;
+using hln::SubnodeView;
+using index_common::InnerNodeView;
+
+namespace {
+
+// Reads subnode pages for the walk and checks that each is what the leaf entry says it is.
+class SubnodeReader {
+ public:
+  SubnodeReader(BufferPool* pool, IoCause cause, int leaf_pages)
+      : pool_(pool), cause_(cause), leaf_pages_(leaf_pages) {}
+
+  StatusOr<PageReadGuard> Read(PageId id, int* reads) {
+    ++*reads;
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(id, cause_, Retention::kNormal));
+    if (page::Type(g.data()) != static_cast<uint16_t>(hln::kSubnodePage) ||
+        SubnodeView(g.data()).leaf_pages() != leaf_pages_) {
+      return Status::DataLoss(
+          fmt::format("hln: page {} is not a subnode of a {}-page leaf", id, leaf_pages_));
+    }
+    return g;
+  }
+
+ private:
+  BufferPool* const pool_;
+  const IoCause cause_;
+  const int leaf_pages_;
+};
+
+}  // namespace
+
+StatusOr<HlnTree::Located> HlnTree::Locate(const hln::LeafRef& ref, int guess, Slice key,
+                                           IoCause cause) {
+  const int k = PackedCount(ref);
+  SubnodeReader reader(pool_, cause, cfg_.leaf_pages);
+  Located out;
+  out.guess = guess;
+  auto read = [&](int p) { return reader.Read(PackedPage(ref, p), &out.reads); };
+  auto min_le_key = [&](const SubnodeView& s) { return order_.Compare(s.key(0), key) <= 0; };
+  auto key_le_max = [&](const SubnodeView& s) {
+    return order_.Compare(key, s.key(s.count() - 1)) <= 0;
+  };
+
+  // Right phase: subnode j is nonempty and its min is <= key; walk right while that holds.
+  auto right_phase = [&](int j, PageReadGuard g) -> StatusOr<Located> {
+    for (;;) {
+      if (key_le_max(SubnodeView(g.data()))) {
+        out.in_range = true;
+        out.sub = j;
+        out.guard = std::move(g);
+        return std::move(out);
+      }
+      g.Release();
+      int r = j + 1;
+      PageReadGuard rg;
+      for (; r < k; ++r) {
+        GROVE_ASSIGN_OR_RETURN(rg, read(r));
+        if (!SubnodeView(rg.data()).empty()) break;
+      }
+      if (r == k || !min_le_key(SubnodeView(rg.data()))) {
+        out.u = j;
+        out.t = r;
+        return std::move(out);
+      }
+      j = r;
+      g = std::move(rg);
+    }
+  };
+  // Left phase: every nonempty subnode from l + 1 on starts above key; t is the first of them.
+  auto left_phase = [&](int l, int t) -> StatusOr<Located> {
+    for (; l >= 0; --l) {
+      GROVE_ASSIGN_OR_RETURN(PageReadGuard g, read(l));
+      const SubnodeView s(g.data());
+      if (s.empty()) continue;
+      if (min_le_key(s)) {
+        if (key_le_max(s)) {
+          out.in_range = true;
+          out.sub = l;
+          out.guard = std::move(g);
+        } else {
+          out.u = l;
+          out.t = t;
+        }
+        return std::move(out);
+      }
+      t = l;
+    }
+    out.u = -1;
+    out.t = t;
+    return std::move(out);
+  };
+
+  GROVE_ASSIGN_OR_RETURN(PageReadGuard g, read(guess));
+  const SubnodeView s(g.data());
+  if (!s.empty()) {
+    if (min_le_key(s)) return right_phase(guess, std::move(g));
+    g.Release();
+    return left_phase(guess - 1, guess);
+  }
+  g.Release();
+  // The guess is empty: the first nonempty subnode to its right tells which way to go.
+  int r = guess + 1;
+  PageReadGuard rg;
+  for (; r < k; ++r) {
+    GROVE_ASSIGN_OR_RETURN(rg, read(r));
+    if (!SubnodeView(rg.data()).empty()) break;
+  }
+  if (r < k && min_le_key(SubnodeView(rg.data()))) return right_phase(r, std::move(rg));
+  rg.Release();
+  return left_phase(guess - 1, r);
+}
+
+StatusOr<bool> HlnTree::Get(Slice key, std::string* cell) {
+  GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
+                         DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+  const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
+  const int guess = Guess(ref, parent.leaf_fences(), key);
+  GROVE_ASSIGN_OR_RETURN(Located loc, Locate(ref, guess, key, IoCause::kDemand));
+  lookups_.fetch_add(1, std::memory_order_relaxed);
+  extra_reads_.fetch_add(loc.reads - 1, std::memory_order_relaxed);
+  if (loc.in_range) {
+    const SubnodeView s(loc.guard.data());
+    bool found;
+    const int pos = s.LowerBound(order_, key, &found);
+    if (found) {
+      cell->assign(s.cell(pos));
+      return true;
+    }
+  }
+  if (!ref.stash) return false;
+  loc.guard.Release();
+  overflow_reads_.fetch_add(1, std::memory_order_relaxed);
+  GROVE_ASSIGN_OR_RETURN(PageReadGuard o,
+                         pool_->FetchRead(ref.leaf, IoCause::kDemand, Retention::kNormal));
+  const SubnodeView s(o.data());
+  bool found;
+  const int pos = s.LowerBound(order_, key, &found);
+  if (found) cell->assign(s.cell(pos));
+  return found;
+}
+
+Status HlnTree::Prepare(Slice key) {
+  // Fault in what the write will touch: the owner subnode (and a stash node's overflow). Not
+  // counted as a lookup.
+  GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
+                         DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+  const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
+  GROVE_ASSIGN_OR_RETURN(Located loc,
+                         Locate(ref, Guess(ref, parent.leaf_fences(), key), key, IoCause::kDemand));
+  loc.guard.Release();
+  if (ref.stash) {
+    GROVE_RETURN_IF_ERROR(
+        pool_->FetchRead(ref.leaf, IoCause::kDemand, Retention::kNormal).status());
+  }
+  return Status::Ok();
+}
+
+Status HlnTree::BatchGet(const std::vector<Slice>& keys,
+                         std::vector<std::optional<std::string>>* cells) {
+  // Guess every key's subnode first (inner nodes only, no leaf IO), read all guessed subnodes in
+  // one submission, then look the keys up one by one (mostly cache hits now).
+  std::vector<PageId> guessed;
+  guessed.reserve(keys.size());
+  for (Slice key : keys) {
+    GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
+                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+    const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
+    guessed.push_back(PackedPage(ref, Guess(ref, parent.leaf_fences(), key)));
+  }
+  std::sort(guessed.begin(), guessed.end());
+  guessed.erase(std::unique(guessed.begin(), guessed.end()), guessed.end());
+  GROVE_RETURN_IF_ERROR(pool_->LoadMany(guessed, IoCause::kDemand));
+  cells->assign(keys.size(), std::nullopt);
+  std::string cell;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    GROVE_ASSIGN_OR_RETURN(const bool found, Get(keys[i], &cell));
+    if (found) (*cells)[i] = cell;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Entry>> HlnTree::ReadLeaf(const hln::LeafRef& ref, IoCause cause) {
+  std::vector<PageId> ids;
+  for (int i = 0; i < cfg_.leaf_pages; ++i) ids.push_back(ref.leaf + i);
+  GROVE_RETURN_IF_ERROR(pool_->LoadMany(ids, cause));
+  std::vector<Entry> packed, overflow;
+  SubnodeReader reader(pool_, cause, cfg_.leaf_pages);
+  int reads = 0;
+  for (int i = 0; i < cfg_.leaf_pages; ++i) {
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, reader.Read(ref.leaf + i, &reads));
+    const SubnodeView s(g.data());
+    auto& dst = ref.stash && i == 0 ? overflow : packed;
+    for (int j = 0; j < s.count(); ++j)
+      dst.push_back({std::string(s.key(j)), std::string(s.cell(j))});
+  }
+  if (overflow.empty()) return packed;
+  std::vector<Entry> all;
+  all.reserve(packed.size() + overflow.size());
+  std::merge(std::make_move_iterator(packed.begin()), std::make_move_iterator(packed.end()),
+             std::make_move_iterator(overflow.begin()), std::make_move_iterator(overflow.end()),
+             std::back_inserter(all),
+             [&](const Entry& a, const Entry& b) { return order_.Less(a.key, b.key); });
+  return all;
+}
+
+}  // namespace grove

@@ -1,0 +1,464 @@
+// HlnTree structure changes: rebalancing, stash nodes, splits (with inner splits above them) and
+// the merge/rebalance after deletes. Each one first acquires everything it may need (latches,
+// new pages), so that a failure changes nothing, and then rewrites in memory only.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "index/hln/hln_tree.h"
+#include "page/extent_allocator.h"
+
+namespace grove {
+
+using hln::Entry;
+using hln::LeafImage;
+using hln::Subnode;
+using hln::SubnodeView;
+using index_common::Fences;
+using index_common::InnerCell;
+using index_common::InnerNode;
+using index_common::InnerNodeView;
+
+namespace {
+
+size_t BytesOf(const std::vector<Entry>& entries) {
+  size_t b = 0;
+  for (const Entry& e : entries) b += e.bytes();
+  return b;
+}
+
+std::vector<Entry> EntriesOf(const std::vector<PageWriteGuard>& subs, bool stash,
+                             const hln::LeafOrder& order) {
+  std::vector<Entry> packed, overflow;
+  for (size_t i = 0; i < subs.size(); ++i) {
+    const SubnodeView s(subs[i].data());
+    auto& dst = stash && i == 0 ? overflow : packed;
+    for (int j = 0; j < s.count(); ++j)
+      dst.push_back({std::string(s.key(j)), std::string(s.cell(j))});
+  }
+  if (overflow.empty()) return packed;
+  std::vector<Entry> all;
+  all.reserve(packed.size() + overflow.size());
+  std::merge(std::make_move_iterator(packed.begin()), std::make_move_iterator(packed.end()),
+             std::make_move_iterator(overflow.begin()), std::make_move_iterator(overflow.end()),
+             std::back_inserter(all),
+             [&](const Entry& a, const Entry& b) { return order.Less(a.key, b.key); });
+  return all;
+}
+
+Fences Between(const Fences& outer, const std::string* low, const std::string* high) {
+  Fences f = outer;
+  if (low != nullptr) {
+    f.low = *low;
+    f.has_low = true;
+  }
+  if (high != nullptr) {
+    f.high = *high;
+    f.has_high = true;
+  }
+  return f;
+}
+
+}  // namespace
+
+// --- Pages ----------------------------------------------------------------------------------
+
+Status HlnTree::LatchLeaf(PageId leaf, std::vector<PageWriteGuard>* subs) {
+  std::vector<PageId> ids;
+  for (int i = 0; i < cfg_.leaf_pages; ++i) ids.push_back(leaf + i);
+  GROVE_RETURN_IF_ERROR(pool_->LoadMany(ids, IoCause::kDemand));
+  subs->clear();
+  for (PageId id : ids) {
+    GROVE_ASSIGN_OR_RETURN(PageWriteGuard g, pool_->FetchWrite(id));
+    if (page::Type(g.data()) != static_cast<uint16_t>(hln::kSubnodePage) ||
+        SubnodeView(g.data()).index() != id - leaf) {
+      return Status::DataLoss(
+          fmt::format("hln: page {} is not subnode {} of leaf {}", id, id - leaf, leaf));
+    }
+    subs->push_back(std::move(g));
+  }
+  return Status::Ok();
+}
+
+Status HlnTree::NewLeaf(std::vector<PageWriteGuard>* subs) {
+  GROVE_ASSIGN_OR_RETURN(const PageId first, ctx_.allocator->Allocate(cfg_.leaf_pages));
+  subs->clear();
+  for (int i = 0; i < cfg_.leaf_pages; ++i) {
+    auto g = pool_->NewPage(first + i, hln::kSubnodePage);
+    if (!g.ok()) {
+      for (PageWriteGuard& s : *subs) s.Discard();
+      subs->clear();
+      ctx_.allocator->Free(first, cfg_.leaf_pages);
+      return g.status();
+    }
+    Subnode::Format(g->mutable_data(), static_cast<uint16_t>(i),
+                    static_cast<uint16_t>(cfg_.leaf_pages), cfg_.fnv ? hln::kFnvOrder : 0);
+    subs->push_back(std::move(*g));
+  }
+  return Status::Ok();
+}
+
+void HlnTree::FreeLeaf(std::vector<PageWriteGuard>* subs) {
+  const PageId first = (*subs)[0].id();
+  for (PageWriteGuard& s : *subs) s.Discard();
+  subs->clear();
+  ctx_.allocator->Free(first, cfg_.leaf_pages);
+}
+
+void HlnTree::WriteLeaf(std::vector<PageWriteGuard>* subs, const LeafImage& image) {
+  const uint16_t n = static_cast<uint16_t>(cfg_.leaf_pages);
+  for (uint16_t i = 0; i < n; ++i) {
+    uint16_t flags = cfg_.fnv ? hln::kFnvOrder : 0;
+    if (image.stash) flags |= hln::kStashLeaf | (i == 0 ? hln::kOverflow : 0);
+    const std::vector<Entry>& src =
+        image.stash ? (i == 0 ? image.overflow : image.packed[i - 1]) : image.packed[i];
+    Subnode s((*subs)[i].mutable_data());
+    Subnode::Format((*subs)[i].mutable_data(), i, n, flags);
+    SlottedPage sp = s.mutable_slots();
+    for (const Entry& e : src) sp.Insert(sp.count(), e.key, e.cell);
+  }
+}
+
+StatusOr<PageWriteGuard> HlnTree::NewInner(uint16_t level) {
+  GROVE_ASSIGN_OR_RETURN(const PageId id, ctx_.allocator->Allocate(1));
+  auto g = pool_->NewPage(id, hln::kInnerPage, Retention::kHigh);
+  if (!g.ok()) {
+    ctx_.allocator->Free(id, 1);
+    return g.status();
+  }
+  InnerNode::Format(g->mutable_data(), level);
+  inner_pages_.fetch_add(1, std::memory_order_relaxed);
+  return g;
+}
+
+// --- Inner splits (the B+-tree part) ---------------------------------------------------------
+
+Status HlnTree::PlanInnerSplits(const std::vector<PageWriteGuard>& path, size_t sep_len,
+                                SplitPlan* plan) {
+  for (size_t j = path.size(); j-- > 0;) {
+    const InnerNodeView n(path[j].data());
+    const bool last = j + 1 == path.size();
+    const size_t need = last ? SlottedPageView::CellBytes(sep_len, LeafPayloadBytes())
+                             : SlottedPageView::CellBytes(max_key_, 8);
+    if (n.free_bytes() >= need) break;
+    const int nodes = j == 0 && path[0].id() == root_ ? 2 : 1;
+    for (int k = 0; k < nodes; ++k) {
+      auto g = NewInner(n.level());
+      if (!g.ok()) {
+        ReleasePlan(plan);
+        return g.status();
+      }
+      plan->spares.push_back(std::move(*g));
+    }
+  }
+  return Status::Ok();
+}
+
+void HlnTree::ReleasePlan(SplitPlan* plan) {
+  for (PageWriteGuard& g : plan->spares) {
+    if (!g) continue;
+    const PageId id = g.id();
+    g.Discard();
+    ctx_.allocator->Free(id, 1);
+    inner_pages_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  plan->spares.clear();
+}
+
+Status HlnTree::InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan,
+                                 std::string key, std::string payload) {
+  size_t i = path->size() - 1;
+  for (;;) {
+    InnerNode n((*path)[i].mutable_data());
+    if (n.HasRoomFor(key.size(), payload.size())) {
+      n.InsertChild(key, payload);
+      return Status::Ok();
+    }
+    if (i == 0) {
+      if ((*path)[0].id() != root_) {
+        return Status::Internal("hln: a safe ancestor could not absorb a separator");
+      }
+      GROVE_RETURN_IF_ERROR(GrowRoot(path, plan));
+      i = 1;
+      continue;
+    }
+    std::string sep;
+    PageId right;
+    GROVE_RETURN_IF_ERROR(SplitInner((*path)[i], plan, key, payload, &sep, &right));
+    key = std::move(sep);
+    payload = index_common::EncodeChild(right);
+    --i;
+  }
+}
+
+Status HlnTree::SplitInner(PageWriteGuard& node, SplitPlan* plan, Slice key, Slice payload,
+                           std::string* sep, PageId* right_id) {
+  const InnerNodeView v(node.data());
+  const uint16_t level = v.level();
+  std::vector<InnerCell> cells;
+  cells.reserve(v.count() + 1);
+  bool inserted = false;
+  for (int j = 0; j < v.count(); ++j) {
+    if (!inserted && key < v.key(j)) {
+      cells.emplace_back(key, payload);
+      inserted = true;
+    }
+    cells.emplace_back(v.key(j), v.payload(j));
+  }
+  if (!inserted) cells.emplace_back(key, payload);
+  const size_t m = index_common::InnerSplitPoint(cells, v.capacity());
+  if (m == 0) {
+    return Status::Internal(fmt::format("hln: inner page {} cannot be split", node.id()));
+  }
+  PageWriteGuard* right = nullptr;
+  for (PageWriteGuard& g : plan->spares) {
+    if (g && InnerNodeView(g.data()).level() == level) {
+      right = &g;
+      break;
+    }
+  }
+  if (right == nullptr) {
+    return Status::Internal(fmt::format("hln: an inner split at level {} was not planned", level));
+  }
+  InnerNode::Format(node.mutable_data(), level);
+  SlottedPage l = InnerNode(node.mutable_data()).mutable_slots();
+  for (size_t j = 0; j < m; ++j) l.Insert(l.count(), cells[j].first, cells[j].second);
+  SlottedPage r = InnerNode(right->mutable_data()).mutable_slots();
+  r.Insert(0, "", cells[m].second);  // the separator moves up; the right node starts below it
+  for (size_t j = m + 1; j < cells.size(); ++j)
+    r.Insert(r.count(), cells[j].first, cells[j].second);
+  *sep = cells[m].first;
+  *right_id = right->id();
+  right->Release();
+  return Status::Ok();
+}
+
+Status HlnTree::GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan) {
+  PageWriteGuard& root = (*path)[0];
+  const uint16_t level = InnerNodeView(root.data()).level();
+  PageWriteGuard child;
+  for (PageWriteGuard& g : plan->spares) {
+    if (g && InnerNodeView(g.data()).level() == level) {
+      child = std::move(g);
+      break;
+    }
+  }
+  if (!child) return Status::Internal("hln: a root split was not planned");
+  // The child takes the root's whole content; only its own id differs.
+  std::memcpy(child.mutable_data() + kPageHeaderSize, root.data() + kPageHeaderSize,
+              kPageSize - kPageHeaderSize);
+  char* r = root.mutable_data();
+  page::Init(r, hln::kInnerPage, root_);
+  InnerNode::Format(r, level + 1);
+  InnerNode(r).InsertChild("", index_common::EncodeChild(child.id()));
+  height_.fetch_add(1, std::memory_order_relaxed);
+  path->insert(path->begin() + 1, std::move(child));
+  return Status::Ok();
+}
+
+// --- Leaves ---------------------------------------------------------------------------------
+
+Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* old_cell,
+                            bool full_path) {
+  std::vector<PageWriteGuard> path;
+  Fences pf;
+  if (full_path) {
+    GROVE_RETURN_IF_ERROR(LatchPathPessimistic(key, &path, &pf));
+  } else {
+    GROVE_ASSIGN_OR_RETURN(ParentLatch p,
+                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, true));
+    pf = p.fences;
+    path.push_back(std::move(p.excl));
+  }
+  PageWriteGuard& parent = path.back();
+  const int ci = InnerNodeView(parent.data()).ChildIndexFor(key);
+  const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(ci));
+  const Fences lf = InnerNodeView(parent.data()).ChildFences(ci, pf);
+
+  // The parent is exclusive now: another writer may have made room meanwhile.
+  old_cell->reset();
+  GROVE_ASSIGN_OR_RETURN(const Outcome again, TryUpsert(ref, lf, key, cell, old_cell));
+  if (again == Outcome::kDone) return Status::Ok();
+
+  std::vector<PageWriteGuard> subs;
+  GROVE_RETURN_IF_ERROR(LatchLeaf(ref.leaf, &subs));
+  std::vector<Entry> entries = EntriesOf(subs, ref.stash, order_);
+  const size_t before = BytesOf(entries);
+  auto it = std::lower_bound(entries.begin(), entries.end(), key,
+                             [&](const Entry& e, Slice k) { return order_.Less(e.key, k); });
+  const bool replaced = it != entries.end() && it->key == key;
+  if (replaced) {
+    old_cell->emplace(it->cell);
+    it->cell.assign(cell);
+  } else {
+    entries.insert(it, Entry{std::string(key), std::string(cell)});
+  }
+  const size_t after = BytesOf(entries);
+  const double capacity = static_cast<double>(cfg_.leaf_pages) * hln::kSubnodeCapacity;
+  auto account = [&] {
+    used_bytes_.fetch_add(after - before, std::memory_order_relaxed);  // mod 2^64
+    if (!replaced) entries_.fetch_add(1, std::memory_order_relaxed);
+  };
+
+  // Rebalance while under the threshold, else a stash node, else split.
+  std::optional<LeafImage> image;
+  if (static_cast<double>(after) <= cfg_.threshold * capacity) {
+    image = hln::PlanNormal(entries, cfg_.leaf_pages);
+  }
+  if (!image && cfg_.stash) image = hln::PlanStash(entries, cfg_.leaf_pages);
+  if (image) {
+    const std::vector<int> hints =
+        hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, lf), HintParamsFor(image->stash));
+    WriteLeaf(&subs, *image);
+    InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, image->stash, hints));
+    if (image->stash && !ref.stash) stash_conversions_.fetch_add(1, std::memory_order_relaxed);
+    if (image->stash && ref.stash) stash_rebuilds_.fetch_add(1, std::memory_order_relaxed);
+    if (!image->stash) rebalances_.fetch_add(1, std::memory_order_relaxed);
+    if (image->stash != ref.stash) {
+      image->stash ? stash_leaves_.fetch_add(1) : stash_leaves_.fetch_sub(1);
+    }
+    writes_rebalance_.fetch_add(cfg_.leaf_pages, std::memory_order_relaxed);
+    account();
+    return Status::Ok();
+  }
+
+  // Split at the byte midpoint in key order; each half becomes a normal leaf.
+  if (cfg_.fnv) {
+    std::sort(entries.begin(), entries.end(),
+              [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  }
+  size_t m = 0;
+  for (size_t acc = 0; m + 1 < entries.size() && 2 * (acc + entries[m].bytes()) <= after; ++m) {
+    acc += entries[m].bytes();
+  }
+  m = std::clamp<size_t>(m, 1, entries.size() - 1);
+  const std::string sep = index_common::ShortestSeparator(entries[m - 1].key, entries[m].key);
+  std::vector<Entry> left(std::make_move_iterator(entries.begin()),
+                          std::make_move_iterator(entries.begin() + m));
+  std::vector<Entry> right(std::make_move_iterator(entries.begin() + m),
+                           std::make_move_iterator(entries.end()));
+  if (cfg_.fnv) {
+    auto by_order = [&](const Entry& a, const Entry& b) { return order_.Less(a.key, b.key); };
+    std::sort(left.begin(), left.end(), by_order);
+    std::sort(right.begin(), right.end(), by_order);
+  }
+  std::optional<LeafImage> li = hln::PlanNormal(std::move(left), cfg_.leaf_pages);
+  std::optional<LeafImage> ri = hln::PlanNormal(std::move(right), cfg_.leaf_pages);
+  if (!li || !ri) {
+    return Status::Internal(fmt::format("hln: leaf {} cannot be split into two leaves", ref.leaf));
+  }
+  const Fences left_f = Between(lf, nullptr, &sep);
+  const Fences right_f = Between(lf, &sep, nullptr);
+  const hln::HintParams hp = HintParamsFor(false);
+  const std::vector<int> lh = hln::HintsFor(*li, hln::KeySpace(cfg_.fnv, left_f), hp);
+  const std::vector<int> rh = hln::HintsFor(*ri, hln::KeySpace(cfg_.fnv, right_f), hp);
+
+  std::vector<PageWriteGuard> fresh;
+  GROVE_RETURN_IF_ERROR(NewLeaf(&fresh));
+  const std::string right_payload = EncodeLeafRef(fresh[0].id(), false, rh);
+  SplitPlan plan;
+  if (!InnerNodeView(parent.data()).slots().HasRoomFor(sep.size(), right_payload.size())) {
+    if (!full_path) {
+      FreeLeaf(&fresh);
+      return Status::Aborted("hln: the split needs inner splits");
+    }
+    if (Status s = PlanInnerSplits(path, sep.size(), &plan); !s.ok()) {
+      FreeLeaf(&fresh);
+      return s;
+    }
+  }
+  // Nothing can fail from here on.
+  WriteLeaf(&subs, *li);
+  WriteLeaf(&fresh, *ri);
+  InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, false, lh));
+  Status s = InsertWithSplits(&path, &plan, sep, right_payload);
+  ReleasePlan(&plan);
+  splits_.fetch_add(1, std::memory_order_relaxed);
+  split_fill_ppm_.fetch_add(static_cast<uint64_t>(1e6 * static_cast<double>(before) / capacity),
+                            std::memory_order_relaxed);
+  if (ref.stash) stash_leaves_.fetch_sub(1, std::memory_order_relaxed);
+  leaves_.fetch_add(1, std::memory_order_relaxed);
+  writes_split_.fetch_add(2 * cfg_.leaf_pages, std::memory_order_relaxed);
+  account();
+  return s;
+}
+
+Status HlnTree::Tidy(Slice key) {
+  GROVE_ASSIGN_OR_RETURN(ParentLatch p,
+                         DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, true));
+  PageWriteGuard& parent = p.excl;
+  const InnerNodeView pv(parent.data());
+  const int ci = p.child;
+  const hln::LeafRef ref = DecodeLeafRef(pv.payload(ci));
+  const Fences lf = pv.ChildFences(ci, p.fences);
+  std::vector<PageWriteGuard> subs;
+  GROVE_RETURN_IF_ERROR(LatchLeaf(ref.leaf, &subs));
+  std::vector<Entry> entries = EntriesOf(subs, ref.stash, order_);
+  const size_t bytes = BytesOf(entries);
+  const double capacity = static_cast<double>(cfg_.leaf_pages) * hln::kSubnodeCapacity;
+
+  // Nearly empty: merge with a sibling under the same parent when the union fills at most half a
+  // leaf (so that it does not split again soon).
+  if (static_cast<double>(bytes) < capacity / 4 && pv.count() > 1) {
+    const int other = ci + 1 < pv.count() ? ci + 1 : ci - 1;
+    const int li = std::min(ci, other), ri = std::max(ci, other);
+    const hln::LeafRef oref = DecodeLeafRef(pv.payload(other));
+    std::vector<PageWriteGuard> osubs;
+    GROVE_RETURN_IF_ERROR(LatchLeaf(oref.leaf, &osubs));
+    std::vector<Entry> oentries = EntriesOf(osubs, oref.stash, order_);
+    if (static_cast<double>(bytes + BytesOf(oentries)) <= capacity / 2) {
+      std::vector<Entry> all;
+      all.reserve(entries.size() + oentries.size());
+      std::merge(std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()),
+                 std::make_move_iterator(oentries.begin()), std::make_move_iterator(oentries.end()),
+                 std::back_inserter(all),
+                 [&](const Entry& a, const Entry& b) { return order_.Less(a.key, b.key); });
+      std::optional<LeafImage> image = hln::PlanNormal(std::move(all), cfg_.leaf_pages);
+      if (image) {
+        Fences merged = pv.ChildFences(li, p.fences);
+        const Fences rf = pv.ChildFences(ri, p.fences);
+        merged.high = rf.high;
+        merged.has_high = rf.has_high;
+        const std::vector<int> hints =
+            hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, merged), HintParamsFor(false));
+        std::vector<PageWriteGuard>& keep = li == ci ? subs : osubs;
+        std::vector<PageWriteGuard>& gone = li == ci ? osubs : subs;
+        const hln::LeafRef kref = li == ci ? ref : oref;
+        const int stash_gone = (ref.stash ? 1 : 0) + (oref.stash ? 1 : 0);
+        WriteLeaf(&keep, *image);
+        InnerNode pn(parent.mutable_data());
+        pn.SetPayload(li, EncodeLeafRef(kref.leaf, false, hints));
+        pn.RemoveChild(ri);
+        FreeLeaf(&gone);
+        merges_.fetch_add(1, std::memory_order_relaxed);
+        leaves_.fetch_sub(1, std::memory_order_relaxed);
+        stash_leaves_.fetch_sub(stash_gone, std::memory_order_relaxed);
+        writes_rebalance_.fetch_add(cfg_.leaf_pages, std::memory_order_relaxed);
+        return Status::Ok();
+      }
+    }
+  }
+  // Otherwise spread the entries again so that no subnode is empty, when there are enough.
+  const int k = PackedCount(ref);
+  bool has_empty = false;
+  for (size_t i = ref.stash ? 1 : 0; i < subs.size(); ++i) {
+    has_empty |= SubnodeView(subs[i].data()).empty();
+  }
+  if (!has_empty || entries.size() < static_cast<size_t>(k) ||
+      static_cast<double>(bytes) > cfg_.threshold * capacity) {
+    return Status::Ok();
+  }
+  std::optional<LeafImage> image = hln::PlanNormal(std::move(entries), cfg_.leaf_pages);
+  if (!image) return Status::Ok();
+  const std::vector<int> hints =
+      hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, lf), HintParamsFor(false));
+  WriteLeaf(&subs, *image);
+  InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, false, hints));
+  if (ref.stash) stash_leaves_.fetch_sub(1, std::memory_order_relaxed);
+  rebalances_.fetch_add(1, std::memory_order_relaxed);
+  writes_rebalance_.fetch_add(cfg_.leaf_pages, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+}  // namespace grove

@@ -1,0 +1,224 @@
+#pragma once
+
+// The `hln` variant: an HLN-tree (Brinkmann et al., "HLN-Tree: A Memory-efficient B+-Tree with
+// Huge Leaf Nodes and Locality Predictors", TOS 2025; ../shared/specs/hln-tree.md).
+//
+// Shape: ordinary B+-tree inner nodes (index/common/inner_node.h) above huge leaves. A leaf is one
+// extent of n = leaf_pages pages (4..256); each page is a 4 KiB subnode read, written and cached
+// on its own (subnode.h). The entry of a leaf in its level-1 ("last inner level") node carries
+// the leaf's first page, a stash flag and n * hint_bits hint bits (hints.h); the leaf's key range
+// is given by the separators around that entry. Lookups guess the subnode from the hints
+// (Algorithm 3) and walk to neighbours when the guess is wrong (checkSubNode); a wrong hint costs
+// reads, never correctness. Layout in docs/formats/hln.md; design choices in docs/variants.md.
+//
+// Root: the root keeps its page id for the life of the tree and is always an inner node (the
+// tree starts as a root of level 1 above one empty leaf). A root split moves the root's content
+// into a new child first, as in the btree.
+//
+// Concurrency. The level-1 node P above a leaf is the leaf's lock:
+//   * Every access to a leaf's subnodes happens while P is latched. Readers (Get, BatchGet,
+//     Prepare, cursors) hold P shared while they read subnodes, one subnode latch at a time.
+//   * Writes that stay inside one subnode (an insert, update or delete with room to spare) hold
+//     P shared, the leaf's stripe of leaf_locks_ (so that writers of one leaf see it unchanging
+//     while they pick the owner subnode), and one subnode latch at a time (exclusive to modify).
+//     Readers never need the stripe: such writes never move keys between subnodes, so the order
+//     invariant holds at every instant.
+//   * Structure changes (rebalance, split, stash conversion, merge) hold P exclusively, which
+//     excludes every other access to all leaves under P, and the subnode latches of the leaves
+//     they rewrite. Splits that must insert into full inner nodes restart with exclusive latches
+//     from the root, keeping only the ancestors that may split (btree style).
+//   * Before a structure change reads a whole leaf it loads the leaf with one submission without
+//     any latch held, so that P is held exclusively mostly for CPU work.
+// Lock order: inner-node latches top-down -> leaf stripe -> subnode latches in page order ->
+// buffer pool internals. A thread holds at most one subnode latch except inside a structure
+// change (which holds P exclusively, so nobody else can wait for those subnodes while holding
+// something it needs).
+//
+// Durability: every change happens inside an engine write (after its WAL record is durable);
+// pages are no-steal and checkpoints run with writers paused, so a structure change is either
+// wholly in a checkpoint or wholly redone by WAL replay. Put is an upsert and Delete removes, so
+// replaying onto a state that already holds a write changes nothing.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grove/index.h"
+
+#include "buffer/buffer_pool.h"
+#include "index/common/inner_node.h"
+#include "index/hln/hints.h"
+#include "index/hln/leaf_layout.h"
+#include "index/hln/subnode.h"
+#include "index/registry.h"
+#include "util/mutex.h"
+
+namespace grove {
+
+namespace hln {
+
+struct Config {
+  int leaf_pages = 16;       // n (layout)
+  int hint_bits = 4;         // l (layout)
+  bool fnv = false;          // hash: fnv (layout)
+  bool stash = false;        // stash nodes (layout)
+  double hint_range = 0.2;   // hint_max as a fraction of a subnode's expected range (layout)
+  double threshold = 0.97;   // rebalance while the leaf is at most this full
+  double fill_factor = 0.9;  // bulk load fills leaves to this fraction
+};
+
+// A leaf's entry in its level-1 node, decoded.
+struct LeafRef {
+  PageId leaf = kInvalidPageId;  // first page of the extent
+  bool stash = false;
+  std::vector<int> hints;
+};
+
+}  // namespace hln
+
+class HlnTree final : public Index {
+ public:
+  static VariantSpec Spec();
+  static StatusOr<std::unique_ptr<Index>> Create(const IndexContext& ctx, const ParamMap& params);
+  static StatusOr<std::unique_ptr<Index>> Open(const IndexContext& ctx, const ParamMap& params,
+                                               Slice metadata);
+
+  StatusOr<bool> Get(Slice key, std::string* cell) override;
+  Status BatchGet(const std::vector<Slice>& keys,
+                  std::vector<std::optional<std::string>>* cells) override;
+  Status Prepare(Slice key) override;
+  Status Put(Lsn lsn, Slice key, Slice cell, std::optional<std::string>* old_cell) override;
+  Status Delete(Lsn lsn, Slice key, std::optional<std::string>* old_cell) override;
+  StatusOr<std::unique_ptr<IndexCursor>> NewCursor(const CursorOptions& options) override;
+  Status BulkLoad(const BulkSource& source) override;
+  std::string SerializeMetadata() override;
+  Status Verify(IndexVerifier* verifier) override;
+  IndexStats GetStats() override;
+
+  // --- Used by the cursor (hln_cursor.cc) ---
+  enum class Seek { kAtOrAfter, kBefore, kLast };
+  // The level-1 node above the leaf a descent reached, latched shared or exclusively, with the
+  // leaf's position and fences.
+  struct ParentLatch {
+    PageReadGuard shared;
+    PageWriteGuard excl;
+    index_common::Fences fences;  // of the level-1 node itself
+    int child = 0;                // the leaf's cell in it
+    const char* data() const { return excl ? excl.data() : shared.data(); }
+    PageId id() const { return excl ? excl.id() : shared.id(); }
+    index_common::Fences leaf_fences() const {
+      return index_common::InnerNodeView(data()).ChildFences(child, fences);
+    }
+  };
+  StatusOr<ParentLatch> DescendToParent(Slice key, Seek mode, IoCause cause, bool exclusive);
+  hln::LeafRef DecodeLeafRef(Slice payload) const;
+  const hln::Config& config() const { return cfg_; }
+  const hln::LeafOrder& order() const { return order_; }
+  BufferPool* pool() const { return pool_; }
+
+  // Where a key falls among a leaf's packed subnodes (0-based among them), found by the walk.
+  struct Located {
+    bool in_range = false;  // the key lies within [min, max] of packed subnode `sub`
+    int sub = -1;           // in_range: that subnode
+    int u = -1, t = 0;      // otherwise: the nonempty neighbours around the gap (-1 / k: none)
+    int guess = 0;
+    int reads = 0;        // subnodes read
+    PageReadGuard guard;  // in_range: subnode `sub`, still latched
+  };
+  int PackedCount(const hln::LeafRef& ref) const {
+    return ref.stash ? cfg_.leaf_pages - 1 : cfg_.leaf_pages;
+  }
+  PageId PackedPage(const hln::LeafRef& ref, int p) const {
+    return ref.leaf + (ref.stash ? 1 : 0) + p;
+  }
+  hln::HintParams HintParamsFor(bool stash) const;
+  int Guess(const hln::LeafRef& ref, const index_common::Fences& leaf_fences, Slice key) const;
+  // The walk (checkSubNode). REQUIRES: the leaf's parent is latched.
+  StatusOr<Located> Locate(const hln::LeafRef& ref, int guess, Slice key, IoCause cause);
+  // All entries of a leaf in leaf order (packed merged with overflow). REQUIRES: parent latched.
+  StatusOr<std::vector<hln::Entry>> ReadLeaf(const hln::LeafRef& ref, IoCause cause);
+
+ private:
+  HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root);
+
+  size_t LeafPayloadBytes() const { return 9 + hln::HintBytes(cfg_.leaf_pages, cfg_.hint_bits); }
+  std::string EncodeLeafRef(PageId leaf, bool stash, const std::vector<int>& hints) const;
+  Mutex& LeafLock(PageId leaf) {
+    return leaf_locks_[(leaf / cfg_.leaf_pages) % leaf_locks_.size()];
+  }
+
+  // --- Writes (hln_write.cc) ---
+  enum class Outcome { kDone, kRestructure, kTidy };
+  // Upsert within one subnode (or the overflow subnode). REQUIRES: exclusive write access to the
+  // leaf (P shared + its stripe, or P exclusive).
+  StatusOr<Outcome> TryUpsert(const hln::LeafRef& ref, const index_common::Fences& leaf_fences,
+                              Slice key, Slice cell, std::optional<std::string>* old_cell);
+  StatusOr<Outcome> TryDelete(const hln::LeafRef& ref, const index_common::Fences& leaf_fences,
+                              Slice key, std::optional<std::string>* old_cell);
+  // Latches, from the root, the path to the level-1 node for `key` exclusively, keeping only the
+  // nodes a split below them may change. *fences receives the level-1 node's fences.
+  Status LatchPathPessimistic(Slice key, std::vector<PageWriteGuard>* path,
+                              index_common::Fences* fences);
+
+  // --- Structure changes (hln_restructure.cc) ---
+  // Rewrites the leaf for `key` with the upsert applied: rebalance, stash node or split. With
+  // `full_path` false only the level-1 node is latched exclusively; a split that does not fit in
+  // it returns kAborted and the caller retries with the full path.
+  Status Restructure(Slice key, Slice cell, std::optional<std::string>* old_cell, bool full_path);
+  // After a delete emptied a subnode: merge the leaf with a sibling or rebalance it.
+  Status Tidy(Slice key);
+  struct SplitPlan {
+    std::vector<PageWriteGuard> spares;  // new inner nodes, formatted for their level
+  };
+  Status PlanInnerSplits(const std::vector<PageWriteGuard>& path, size_t sep_len, SplitPlan* plan);
+  Status InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan, std::string key,
+                          std::string payload);
+  Status SplitInner(PageWriteGuard& node, SplitPlan* plan, Slice key, Slice payload,
+                    std::string* sep, PageId* right);
+  Status GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan);
+  void ReleasePlan(SplitPlan* plan);
+  StatusOr<PageWriteGuard> NewInner(uint16_t level);
+  // Writes `image` into the leaf's subnodes (guards in subnode order).
+  void WriteLeaf(std::vector<PageWriteGuard>* subnodes, const hln::LeafImage& image);
+  // Latches every subnode of a leaf exclusively (one load submission first).
+  Status LatchLeaf(PageId leaf, std::vector<PageWriteGuard>* subnodes);
+  // A new empty leaf extent with its subnodes formatted; freed again on failure.
+  Status NewLeaf(std::vector<PageWriteGuard>* subnodes);
+  void FreeLeaf(std::vector<PageWriteGuard>* subnodes);
+
+  // --- Verify (hln_verify.cc) ---
+  struct VerifyTotals;
+  Status VerifyNode(PageId id, int level, const index_common::Fences& fences, IndexVerifier* v,
+                    VerifyTotals* totals);
+  void VerifyLeaf(const hln::LeafRef& ref, const index_common::Fences& fences, IndexVerifier* v,
+                  VerifyTotals* totals);
+
+  IndexContext ctx_;
+  BufferPool* const pool_;
+  const hln::Config cfg_;
+  const hln::LeafOrder order_;
+  const PageId root_;
+  const size_t max_key_;
+  std::array<Mutex, 256> leaf_locks_;
+
+  // Shape (persisted in the metadata).
+  std::atomic<uint32_t> height_{2};
+  std::atomic<uint64_t> entries_{0};
+  std::atomic<uint64_t> leaves_{1};
+  std::atomic<uint64_t> inner_pages_{1};
+  std::atomic<uint64_t> stash_leaves_{0};
+  std::atomic<uint64_t> used_bytes_{0};  // cell and slot bytes in all leaves
+
+  // Activity since open (IndexStats::extra, docs/variants.md).
+  std::atomic<uint64_t> lookups_{0}, extra_reads_{0}, overflow_reads_{0};
+  std::atomic<uint64_t> rebalances_{0}, splits_{0}, merges_{0}, stash_conversions_{0},
+      stash_rebuilds_{0};
+  std::atomic<uint64_t> split_fill_ppm_{0};  // sum over splits of the leaf's fill, in 1e-6
+  std::atomic<uint64_t> writes_single_{0}, writes_rebalance_{0}, writes_split_{0};
+  // From the last Verify(): packed keys, and those whose hint-guessed subnode is not their own.
+  std::atomic<uint64_t> verify_keys_guessed_{0}, verify_keys_misguessed_{0};
+};
+
+}  // namespace grove

@@ -19,9 +19,10 @@ packages=(
   openssl
   # deployment tests (tests/deploy): the image is built with podman and run with buildah, from
   # base images made with debootstrap (scripts/offline-base-image.sh); a real Prometheus and
-  # promtool check the dashboards and alert rules; python3-yaml reads the manifests; iproute2
-  # brings up the loopback of the container test's network namespace
-  podman buildah debootstrap prometheus python3-yaml iproute2
+  # promtool check the dashboards and alert rules; python3-yaml reads the manifests and
+  # docker-compose checks the Compose file against its schema; iproute2 brings up the loopback
+  # of the container test's network namespace
+  podman buildah debootstrap prometheus python3-yaml docker-compose iproute2
 )
 
 missing=()

@@ -139,6 +139,21 @@ void IndexFamilies(const DbStats& s, Builder& b) {
   b.Gauge("grove_index_model_bytes", "Bytes of learned models and maps held in memory.",
           D(i.model_bytes));
   b.Gauge("grove_index_entries", "Keys in the index, where the variant tracks it.", D(i.entries));
+  static constexpr std::pair<const char*, uint64_t PrefetchLevelStats::*> kPrefetch[] = {
+      {"grove_prefetch_level_predictions_total", &PrefetchLevelStats::predictions},
+      {"grove_prefetch_level_correct_total", &PrefetchLevelStats::correct},
+      {"grove_prefetch_level_issued_total", &PrefetchLevelStats::issued},
+      {"grove_prefetch_level_used_total", &PrefetchLevelStats::used},
+      {"grove_prefetch_level_wasted_total", &PrefetchLevelStats::wasted},
+  };
+  for (const auto& [name, field] : kPrefetch) {
+    for (const PrefetchLevelStats& l : i.prefetch_levels) {
+      b.Counter(name,
+                "Path prediction by tree level (0 = leaves): predictions, correct ones, prefetch "
+                "reads issued, used and wasted.",
+                D(l.*field), {{"level", std::to_string(l.level)}});
+    }
+  }
   for (const auto& [name, value] : i.extra) {
     b.Gauge("grove_index_variant_stat", "Variant-specific figures (documented per variant).", value,
             {{"name", name}, {"variant", i.variant}});

@@ -67,6 +67,16 @@ struct CheckpointStats {
   HistogramSnapshot duration_seconds;
 };
 
+// Path prediction (SHORTCUT) at one tree level (0 = leaves).
+struct PrefetchLevelStats {
+  uint32_t level = 0;
+  uint64_t predictions = 0;  // predictions made
+  uint64_t correct = 0;      // ... that named the page the traversal then visited
+  uint64_t issued = 0;       // prefetch reads issued (the predicted page was not cached)
+  uint64_t used = 0;         // issued and confirmed by the traversal
+  uint64_t wasted = 0;       // issued and dropped
+};
+
 struct IndexStats {
   std::string variant;
   uint32_t height = 0;  // levels including the leaves
@@ -75,6 +85,7 @@ struct IndexStats {
   uint64_t inner_bytes = 0;  // bytes of inner nodes (what must stay cached for one-IO lookups)
   uint64_t model_bytes = 0;  // learned models and maps held in memory
   uint64_t entries = 0;      // keys, where the variant tracks it cheaply
+  std::vector<PrefetchLevelStats> prefetch_levels;  // empty unless path prediction is on
   std::map<std::string, double> extra;  // variant-specific figures, documented per variant
 };
 

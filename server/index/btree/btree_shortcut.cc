@@ -168,11 +168,8 @@ void BTree::AddShortcutStats(IndexStats* s) const {
     x[pre + "segments"] = static_cast<double>(ls.segments);
     x[pre + "segments_off"] = static_cast<double>(ls.segments_off);
     x[pre + "extents"] = static_cast<double>(ls.extents);
-    x[pre + "predictions_total"] = static_cast<double>(ls.predictions);
-    x[pre + "correct_total"] = static_cast<double>(ls.correct);
-    x[pre + "issued_total"] = static_cast<double>(ls.issued);
-    x[pre + "used_total"] = static_cast<double>(ls.used);
-    x[pre + "wasted_total"] = static_cast<double>(ls.wasted);
+    s->prefetch_levels.push_back({static_cast<uint32_t>(l), ls.predictions, ls.correct, ls.issued,
+                                  ls.used, ls.wasted});
     x[pre + "accuracy"] =
         ls.predictions == 0 ? 0
                             : static_cast<double>(ls.correct) / static_cast<double>(ls.predictions);

@@ -89,7 +89,10 @@ class DbImpl final : public Db {
   // --- writes (db_write.cc) ---
   Status CheckKey(Slice key, const char* field) const;
   Status CheckWritable() const;
-  Status WaitForDirtyRoom();
+  // Pages `batch` may leave dirty, and a reservation for them (running a checkpoint first when
+  // needed). RESOURCE_EXHAUSTED when the batch could never fit.
+  uint64_t PagesNeeded(const WriteBatch& batch) const;
+  Status ReserveDirtyRoom(uint64_t pages);
   // Applies a logged batch to the index. Also the replay path.
   Status ApplyBatch(Lsn lsn, const WriteBatch& batch);
   Status ApplyPut(Lsn lsn, Slice key, Slice value);
@@ -132,6 +135,7 @@ class DbImpl final : public Db {
   std::atomic<uint64_t> wal_bytes_at_checkpoint_{0};
   std::atomic<uint64_t> last_checkpoint_nanos_{0};
   std::atomic<bool> last_checkpoint_no_space_{false};
+  std::atomic<uint64_t> reserved_pages_{0};  // dirty-page room reserved by writes in flight
 
   Mutex state_mu_;
   Status bg_error_ GUARDED_BY(state_mu_);

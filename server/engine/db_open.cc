@@ -245,18 +245,19 @@ Status DbImpl::LoadEpochMap() {
 Status DbImpl::ReplayWal() {
   recovering_ = true;
   replay_next_lsn_ = redo_lsn_.load();
-  const double soft =
-      options_.checkpoint.dirty_fraction * static_cast<double>(pool_->capacity_pages());
   auto result = wal::Wal::Replay(
       io_.get(), options_.data_dir, redo_lsn_.load(), options_.wal, logger_.get(),
       [&](Lsn lsn, Slice payload) -> Status {
         GROVE_ASSIGN_OR_RETURN(const WriteBatch batch, WriteBatch::Decode(payload));
+        // As for live writes: checkpoint (redo point = this record) before the cache would fill
+        // with pages that cannot be evicted.
+        const uint64_t pages = PagesNeeded(batch);
         GROVE_RETURN_IF_ERROR(
-            ApplyBatch(lsn, batch).WithContext(fmt::format("replaying LSN {}", lsn)));
+            ReserveDirtyRoom(pages).WithContext(fmt::format("replaying LSN {}", lsn)));
+        Status s = ApplyBatch(lsn, batch).WithContext(fmt::format("replaying LSN {}", lsn));
+        reserved_pages_.fetch_sub(pages);
+        GROVE_RETURN_IF_ERROR(s);
         replay_next_lsn_ = lsn + 1;
-        if (static_cast<double>(pool_->dirty_pages()) >= soft) {
-          GROVE_RETURN_IF_ERROR(RunCheckpoint(CheckpointReason::kRecovery));
-        }
         return Status::Ok();
       });
   recovering_ = false;

@@ -45,22 +45,53 @@ Status DbImpl::Delete(Slice key) {
   return Write(batch);
 }
 
-Status DbImpl::WaitForDirtyRoom() {
+uint64_t DbImpl::PagesNeeded(const WriteBatch& batch) const {
+  // What a batch can leave dirty: the leaf of each operation, a page more where it splits, and the
+  // pages of out-of-line values. Generous on purpose; it only decides when to checkpoint first.
+  uint64_t pages = 8;
+  batch
+      .ForEach([&](WriteBatch::OpType type, Slice, Slice value) {
+        pages += 2;
+        if (type == WriteBatch::OpType::kPut && value.size() > options_.inline_value_bytes) {
+          pages += (value.size() + kBlobChunk - 1) / kBlobChunk;
+        }
+        return Status::Ok();
+      })
+      .IgnoreError();
+  return pages;
+}
+
+Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
   // Pages are no-steal: dirty frames, and frames the running checkpoint still has to write in
-  // place, cannot be evicted. Past this mark writers help checkpoint instead of filling the cache
-  // with such frames, so that at least a quarter of it always stays evictable for reads.
-  const double capacity = static_cast<double>(pool_->capacity_pages());
-  const double hard = std::min(2 * options_.checkpoint.dirty_fraction, 0.75) * capacity;
-  auto held = [&] { return static_cast<double>(pool_->dirty_pages() + pool_->flushing_pages()); };
-  if (held() < hard) return Status::Ok();
-  Status s = RunCheckpoint(CheckpointReason::kDirty);
-  if (held() < hard) return Status::Ok();
-  if (!s.ok()) {
-    if (s.IsResourceExhausted()) return s;
-    return Status::ResourceExhausted(
-        fmt::format("writes are stalled: dirty pages cannot be checkpointed ({})", s.ToString()));
+  // place, cannot be evicted, and a write cannot be interrupted by a checkpoint once it is logged.
+  // So a write first reserves room for every page it may dirty; when the reservation would push
+  // such frames past three quarters of the cache, the writer runs a checkpoint first. A quarter of
+  // the cache always stays evictable for reads.
+  const double cap = std::min(2 * options_.checkpoint.dirty_fraction, 0.75) *
+                     static_cast<double>(pool_->capacity_pages());
+  if (static_cast<double>(pages) > cap) {
+    return Status::ResourceExhausted(fmt::format(
+        "a batch of this size may change up to {} pages, more than the cache can hold between "
+        "checkpoints ({} pages of cache_bytes); send smaller batches or raise cache_bytes",
+        pages, static_cast<uint64_t>(cap)));
   }
-  return Status::Ok();
+  auto fits = [&] {
+    const uint64_t held = pool_->dirty_pages() + pool_->flushing_pages() + reserved_pages_.load();
+    return static_cast<double>(held + pages) <= cap;
+  };
+  Status s;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (fits()) {
+      reserved_pages_.fetch_add(pages);
+      return Status::Ok();
+    }
+    s = RunCheckpoint(CheckpointReason::kDirty);
+    if (!s.ok()) break;
+  }
+  if (!s.ok() && s.IsResourceExhausted()) return s;
+  return Status::ResourceExhausted(fmt::format(
+      "writes are stalled: no room for {} more dirty pages until a checkpoint completes{}", pages,
+      s.ok() ? "" : " (" + s.ToString() + ")"));
 }
 
 Status DbImpl::Write(const WriteBatch& batch) {
@@ -103,7 +134,8 @@ Status DbImpl::Write(const WriteBatch& batch) {
   // Fault in the pages the write will touch before it is logged: an unreadable page fails the
   // write here, with nothing logged.
   for (Slice key : keys) GROVE_RETURN_IF_ERROR(index_->Prepare(key));
-  GROVE_RETURN_IF_ERROR(WaitForDirtyRoom());
+  const uint64_t pages = PagesNeeded(batch);
+  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(pages));
 
   {
     GatePass pass(&gate_);
@@ -126,6 +158,7 @@ Status DbImpl::Write(const WriteBatch& batch) {
       }
     }
     key_locks_.Unlock(stripes);
+    reserved_pages_.fetch_sub(pages);  // what the write dirtied now counts as dirty pages
     GROVE_RETURN_IF_ERROR(s);
   }
   writes_.fetch_add(1, std::memory_order_relaxed);

@@ -250,6 +250,30 @@ TEST_P(DbBasicTest, BulkLoadRejectsUnsortedInput) {
   EXPECT_NE(s.message().find("#2"), std::string_view::npos) << s.ToString();
 }
 
+// A batch that could dirty more pages than the cache can hold between checkpoints is refused
+// before it is logged; the database stays writable. Batches that fit are applied even when the
+// cache is full of dirty pages (the writer checkpoints first).
+TEST_P(DbBasicTest, BatchesBeyondTheCacheAreRefusedUpFront) {
+  Options o = Opts();
+  o.cache_bytes = 1 << 20;  // 256 frames
+  auto db = OpenDb(o);
+  WriteBatch huge;
+  for (uint64_t i = 0; i < 5000; ++i) huge.Put(Key(i * 7919), Value(i, 0));
+  const Status s = db->Write(huge);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+  EXPECT_NE(s.message().find("smaller batches"), std::string_view::npos);
+  for (int round = 0; round < 60; ++round) {
+    WriteBatch b;
+    for (uint64_t i = 0; i < 40; ++i) b.Put(Key((round * 40 + i) * 7919), Value(i, round, 600));
+    ASSERT_OK(db->Write(b));
+  }
+  std::string v;
+  ASSERT_TRUE(*db->Get(Key(7919), &v));
+  VerifyReport report;
+  ASSERT_OK(db->Verify(&report));
+  EXPECT_TRUE(report.problems.empty()) << report.problems[0];
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DbBasicTest,
                          ::testing::Values(IoBackendKind::kPsync, IoBackendKind::kUring),
                          BackendName);

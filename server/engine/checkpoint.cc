@@ -22,7 +22,7 @@ Status DbImpl::RunCheckpoint(CheckpointReason reason) {
   return CheckpointLocked(reason);
 }
 
-Status DbImpl::CheckpointLocked(CheckpointReason reason) {
+Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   if (failed_.load()) {
     MutexLock lock(&state_mu_);
     return bg_error_;
@@ -39,7 +39,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason) {
   uint64_t high_water = 0, wal_bytes = 0;
   Lsn redo = 0;
   bool snapshotted = false;
-  gate_.Pause();
+  if (!gate_paused) gate_.Pause();
   Status s = [&]() -> Status {
     GROVE_RETURN_IF_ERROR(index_->PrepareCheckpoint());
     redo = wal_ ? wal_->next_lsn() : replay_next_lsn_.load();
@@ -62,7 +62,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason) {
     high_water = allocator_.high_water_pages();
     return Status::Ok();
   }();
-  gate_.Resume();
+  if (!gate_paused) gate_.Resume();
 
   auto abort = [&](const Status& cause) {
     if (snapshotted) pool_->EndCheckpoint(false);

@@ -92,6 +92,7 @@ class DbImpl final : public Db {
   // Pages `batch` may leave dirty, and a reservation for them (running a checkpoint first when
   // needed). RESOURCE_EXHAUSTED when the batch could never fit.
   uint64_t PagesNeeded(const WriteBatch& batch) const;
+  Status BulkLoadLocked(const BulkLoadSource& source) REQUIRES(checkpoint_mu_);
   Status ReserveDirtyRoom(uint64_t pages);
   // Applies a logged batch to the index. Also the replay path.
   Status ApplyBatch(Lsn lsn, const WriteBatch& batch);
@@ -103,7 +104,10 @@ class DbImpl final : public Db {
 
   // --- checkpoints (checkpoint.cc) ---
   Status RunCheckpoint(CheckpointReason reason) EXCLUDES(checkpoint_mu_);
-  Status CheckpointLocked(CheckpointReason reason) REQUIRES(checkpoint_mu_);
+  // `gate_paused`: the caller already holds writers out (bulk load); otherwise the checkpoint
+  // pauses them itself for its snapshot.
+  Status CheckpointLocked(CheckpointReason reason, bool gate_paused = false)
+      REQUIRES(checkpoint_mu_);
   void BackgroundLoop();
   bool CheckpointDue() const;
 

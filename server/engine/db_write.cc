@@ -204,10 +204,24 @@ void DbImpl::ReleaseCell(const std::optional<std::string>& old_cell) {
 
 Status DbImpl::BulkLoad(const BulkLoadSource& source) {
   GROVE_RETURN_IF_ERROR(CheckWritable());
-  MutexLock checkpoint_lock(&checkpoint_mu_);  // no checkpoint may capture a half-built index
+  // No checkpoint may capture a half-built index, and no write may change what the load builds
+  // on: both stay out until the load's own checkpoint is durable.
+  MutexLock checkpoint_lock(&checkpoint_mu_);
+  gate_.Pause();
+  Status s = BulkLoadLocked(source);
+  gate_.Resume();
+  return s;
+}
+
+Status DbImpl::BulkLoadLocked(const BulkLoadSource& source) {
   if (index_->GetStats().entries != 0) {
     return Status::FailedPrecondition("bulk load needs an empty database");
   }
+  // The load writes straight into pages the allocator has free. Pages freed since the last
+  // checkpoint (an emptied database) are still part of the durable state, and a crash before the
+  // load's checkpoint would find them overwritten: checkpoint first, so that free means free on
+  // disk too.
+  GROVE_RETURN_IF_ERROR(CheckpointLocked(CheckpointReason::kManual, /*gate_paused=*/true));
   uint64_t n = 0;
   BulkSource cells = [&](std::string* key, std::string* cell) -> StatusOr<bool> {
     std::string value;
@@ -230,9 +244,7 @@ Status DbImpl::BulkLoad(const BulkLoadSource& source) {
     ++n;
     return true;
   };
-  gate_.Pause();
   Status s = index_->BulkLoad(cells);
-  gate_.Resume();
   if (!s.ok()) {
     // Pages may have been allocated and written for a tree that will never be installed. The
     // durable state does not know them; reopening returns to it.
@@ -242,7 +254,7 @@ Status DbImpl::BulkLoad(const BulkLoadSource& source) {
     return s;
   }
   puts_.fetch_add(n, std::memory_order_relaxed);
-  return CheckpointLocked(CheckpointReason::kManual);
+  return CheckpointLocked(CheckpointReason::kManual, /*gate_paused=*/true);
 }
 
 }  // namespace grove

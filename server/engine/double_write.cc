@@ -118,7 +118,12 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
   for (uint64_t i = 0; i < n; ++i) {
     b.ids[i] = DecodeFixed64(dir + i * 8);
     const char* img = images + i * kPageSize;
-    if (!page::Verify(img, b.ids[i]).ok()) return std::optional<DoubleWriteBatch>();
+    // Every image carries the batch's epoch: an intact image of the same page left over from the
+    // previous batch (the new one's write of it was lost) must not pass for part of this batch.
+    if (!page::Verify(img, b.ids[i]).ok() ||
+        page::Epoch(img) != static_cast<uint32_t>(b.epoch)) {
+      return std::optional<DoubleWriteBatch>();
+    }
     std::memcpy(b.images.data() + i * kPageSize, img, kPageSize);
   }
   b.manifest.assign(manifest, manifest_size);

@@ -433,7 +433,7 @@ TEST_F(DoubleWriteTest, TornPageImageIsIgnored) {
 // two checkpoints are gone because the WAL is replayed from the new redo point). Fix: require
 // page::Epoch(image) == low 32 bits of the batch epoch in ReadDoubleWrite (every image, data and
 // epoch map alike, is sealed with it), or cover the images with the trailer's crc.
-TEST_F(DoubleWriteTest, DISABLED_ImageLeftFromThePreviousBatchIsIgnored) {
+TEST_F(DoubleWriteTest, ImageLeftFromThePreviousBatchIsIgnored) {
   Images old_im = MakeImages(Ids(20), 4), new_im = MakeImages(Ids(20), 5);
   const Layout l{20, 100};
   ASSERT_OK(WriteDoubleWrite(file_.get(), 4, old_im.pages, std::string(100, 'a')));

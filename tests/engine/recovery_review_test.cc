@@ -47,7 +47,7 @@ void OverwriteFile(const std::string& path, const std::string& data) {
 // since the last one, so that every free page is also free in the durable state; or have the
 // DirectWriter refuse pages freed after the durable checkpoint (the allocator would have to keep
 // them apart until the next checkpoint).
-TEST(RecoveryReviewTest, DISABLED_BulkLoadIntoAnEmptiedDatabaseSurvivesACrash) {
+TEST(RecoveryReviewTest, BulkLoadIntoAnEmptiedDatabaseSurvivesACrash) {
   TempDir dir;
   auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 1);
   Options o = SmallOptions(dir.path());
@@ -99,7 +99,7 @@ TEST(RecoveryReviewTest, DISABLED_BulkLoadIntoAnEmptiedDatabaseSurvivesACrash) {
 }
 
 // BUG (not fixed; server/engine/double_write.cc ReadDoubleWrite): see
-// DoubleWriteTest.DISABLED_ImageLeftFromThePreviousBatchIsIgnored in format_test.cc. End to end:
+// DoubleWriteTest.ImageLeftFromThePreviousBatchIsIgnored in format_test.cc. End to end:
 // a checkpoint dies at the double-write sync, and of its unsynced writes the power loss keeps the
 // header, directory and trailer but drops the image run, so the slots still hold the previous
 // batch's images of the same pages. Recovery takes the batch for complete and re-applies it: the
@@ -107,7 +107,7 @@ TEST(RecoveryReviewTest, DISABLED_BulkLoadIntoAnEmptiedDatabaseSurvivesACrash) {
 // those pages fail with DATA_LOSS (the updates in between are not replayed either: the WAL is
 // replayed from the new checkpoint's redo point). Expected: the batch is ignored, the previous
 // checkpoint plus the WAL give every acknowledged write.
-TEST(RecoveryReviewTest, DISABLED_DoubleWriteBatchWithALostImageWriteIsNotReapplied) {
+TEST(RecoveryReviewTest, DoubleWriteBatchWithALostImageWriteIsNotReapplied) {
   TempDir dir;
   auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 2);
   Options o = SmallOptions(dir.path());

@@ -2,7 +2,7 @@
 """Grove's dashboards and alert rules against a real Prometheus scraping a real groved.
 
 Starts groved (configured from deploy/grove.yaml, on free loopback ports, with a small cache so
-that the load below reads from disk and checkpoints) and Prometheus (Debian's package, with
+that the load below reads from disk and checkpoints, and SHORTCUT prefetch on) and Prometheus (Debian's package, with
 deploy/prometheus/prometheus.yml's scrape job and deploy/prometheus/alerts.yml, scraping every
 second), drives a short mixed load with grovectl (BatchInsert, Put, Get, Delete, Scan, Stats, and
 calls refused with INVALID_ARGUMENT and RESOURCE_EXHAUSTED), then checks:
@@ -89,6 +89,10 @@ def run(args, src, prometheus, promtool, work, procs, start):
     cfg["data_dir"] = os.path.join(work, "data")
     cfg["cache_bytes"] = "4MiB"  # smaller than the data: reads go to disk, checkpoints run
     cfg.setdefault("checkpoint", {})["dirty_fraction"] = 0.25
+    # SHORTCUT's path prefetch, so that the prefetch panels have something to show; a prefetch
+    # pays off when at least one predicted page is not cached.
+    cfg["index"] = {"variant": "btree",
+                    "params": {"prefetch": "shortcut", "shortcut_min_uncached": 1}}
     cfg["server"].update({"listen": grpc_addr, "metrics_listen": metrics_addr,
                           "shutdown_delay_seconds": 0, "drain_seconds": 5})
     grove_cfg = os.path.join(work, "grove.yaml")

@@ -115,8 +115,8 @@ def setup_section(runs):
         lines.append(f"* **RocksDB:** {tc.get('version')}: block cache "
                      f"{int(tc['block_cache_bytes']) / 2**20:.1f} MiB + 2 memtables of "
                      f"{int(tc['memtable_bytes'].split()[0]) / 2**20:.2f} MiB (= the budget), "
-                     "index and filter blocks in the "
-                     f"block cache, Bloom filters {tc['bloom_bits_per_key']} bits/key, "
+                     f"index and filter blocks in the block cache ({tc.get('index_and_filters', 'whole')}), "
+                     f"Bloom filters {tc['bloom_bits_per_key']} bits/key, "
                      f"{tc['block_size']} B blocks, compression {tc['compression']}, direct IO for "
                      f"{tc['direct_io']}, WAL sync {tc['wal_sync']}.")
     dev = [r for r in runs if kind(r) == "device"]

@@ -21,7 +21,7 @@ using nlohmann::json;
 // A generous ceiling on operation rates, used only to reserve keys for inserts in phases that run
 // for a duration. Too low, and inserts beyond the reserve become updates (reported as
 // inserts_exhausted); too high only costs memory for keys never used.
-constexpr double kAssumedMaxOpsPerSecond = 200000;
+constexpr double kAssumedMaxOpsPerSecond = 50000;
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "grove-bench: %s\n", s.ToString().c_str());

@@ -25,7 +25,7 @@ Workloads (--workloads, comma separated, run in order on the same data):
 
 Targets (--target):
   embedded:<variant>[?param=value&...]  the engine in-process
-  rocksdb[?memtable_fraction=&bloom_bits=&block_size=]
+  rocksdb[?memtable_fraction=&bloom_bits=&block_size=&partitioned=]
   device[?file_bytes=SIZE]              random 4 KiB reads: the physical ceiling
   grpc://host:port                      groved through the client library
   grpc-noop://host:port                 health checks: the RPC stack's ceiling

@@ -561,7 +561,8 @@ TEST(BTreeTest, MetadataRoundTripsThroughOpen) {
   ExpectClean(h, model);
 
   // Malformed metadata is refused, not trusted.
-  const VariantSpec* spec = IndexRegistry::WithBuiltins().Find("btree");
+  const IndexRegistry registry = IndexRegistry::WithBuiltins();
+  const VariantSpec* spec = registry.Find("btree");
   ASSERT_NE(spec, nullptr);
   const ParamMap params = {{"fill_factor", "0.9"}};
   for (const std::string& bad :

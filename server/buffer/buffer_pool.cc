@@ -183,7 +183,7 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
     return idx;
   }
   // CLOCK: a resident, clean, unpinned frame whose usage count has run down is the victim.
-  // High-retention frames are skipped while they fit their share. Enough sweeps for any count.
+  // Enough sweeps for any usage count.
   for (uint64_t step = 0; step < 7ull * num_frames_; ++step) {
     const uint32_t idx = clock_hand_;
     clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
@@ -201,12 +201,13 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
     }
     if (state != FrameState::kResident) continue;
     if (f.pins.load() > 0 || f.dirty.load() || f.flushing.load()) continue;
-    if (f.high.load(std::memory_order_relaxed) &&
-        high_count_.load(std::memory_order_relaxed) <= high_limit_) {
-      continue;
-    }
+    // High-retention frames are protected within their share and the first to go beyond it, so
+    // the share is a budget (the papers' "cache holding x% of the inner nodes").
+    const bool high = f.high.load(std::memory_order_relaxed);
+    const bool over_budget = high_count_.load(std::memory_order_relaxed) > high_limit_;
+    if (high && !over_budget) continue;
     const uint8_t usage = f.usage.load(std::memory_order_relaxed);
-    if (usage > 0) {
+    if (usage > 0 && !(high && over_budget)) {
       f.usage.store(usage - 1, std::memory_order_relaxed);
       continue;
     }

@@ -51,9 +51,9 @@
 namespace grove {
 
 // How long a page should stay. kNormal pages get CLOCK's second chance. kHigh pages (inner nodes)
-// are not evicted at all while all kHigh pages together hold at most
-// BufferPoolOptions::high_retention_fraction of the frames; beyond that they compete like the
-// rest, with a usage count that grows with every access (up to 5 sweeps of grace).
+// have a budget, BufferPoolOptions::high_retention_fraction of the frames: within it they are never
+// evicted; beyond it they are the first to go. So the fraction caps what inner nodes may hold
+// (experiments size it as "x% of the inner nodes cached") as much as it protects them.
 enum class Retention : uint8_t { kNormal = 1, kHigh = 5 };
 
 struct BufferPoolOptions {

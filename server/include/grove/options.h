@@ -56,8 +56,8 @@ struct Options {
 
   // Buffer pool budget. Frames are 4 KiB; the pool holds cache_bytes / 4096 of them.
   uint64_t cache_bytes = 256ull << 20;
-  // Inner nodes are never evicted while together they hold at most this fraction of the cache
-  // (0..1); beyond it they compete with leaves. Keeps lookups at one leaf read per key.
+  // The share of the cache for inner nodes (0..1): within it they are never evicted (lookups cost
+  // one leaf read once they are warm); beyond it, inner nodes are evicted first.
   double inner_cache_fraction = 0.5;
 
   IoBackendOptions io;

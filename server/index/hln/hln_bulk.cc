@@ -59,8 +59,7 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
       used += Subnode(p).used_bytes();
     }
     GROVE_RETURN_IF_ERROR(ctx_.direct_writer->WriteRun(first, n, images.data()));
-    const std::vector<int> hints =
-        hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, f), HintParamsFor(false));
+    const std::vector<int> hints = hln::HintsFor(*image, Space(f), HintParamsFor(false));
     level.push_back({f.has_low ? f.low : std::string(), EncodeLeafRef(first, false, hints)});
     return Status::Ok();
   };
@@ -98,6 +97,7 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
         f.low = sep;
         f.has_low = true;
       }
+      NoteKey(key);
       cur.push_back({key, cell});
       prev = key;
       cur_bytes += bytes;

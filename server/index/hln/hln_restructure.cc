@@ -292,6 +292,7 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
     old_cell->emplace(it->cell);
     it->cell.assign(cell);
   } else {
+    NoteKey(key);
     entries.insert(it, Entry{std::string(key), std::string(cell)});
   }
   const size_t after = BytesOf(entries);
@@ -308,8 +309,7 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
   }
   if (!image && cfg_.stash) image = hln::PlanStash(entries, cfg_.leaf_pages);
   if (image) {
-    const std::vector<int> hints =
-        hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, lf), HintParamsFor(image->stash));
+    const std::vector<int> hints = hln::HintsFor(*image, Space(lf), HintParamsFor(image->stash));
     WriteLeaf(&subs, *image);
     InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, image->stash, hints));
     if (image->stash && !ref.stash) stash_conversions_.fetch_add(1, std::memory_order_relaxed);
@@ -351,8 +351,8 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
   const Fences left_f = Between(lf, nullptr, &sep);
   const Fences right_f = Between(lf, &sep, nullptr);
   const hln::HintParams hp = HintParamsFor(false);
-  const std::vector<int> lh = hln::HintsFor(*li, hln::KeySpace(cfg_.fnv, left_f), hp);
-  const std::vector<int> rh = hln::HintsFor(*ri, hln::KeySpace(cfg_.fnv, right_f), hp);
+  const std::vector<int> lh = hln::HintsFor(*li, Space(left_f), hp);
+  const std::vector<int> rh = hln::HintsFor(*ri, Space(right_f), hp);
 
   std::vector<PageWriteGuard> fresh;
   GROVE_RETURN_IF_ERROR(NewLeaf(&fresh));
@@ -385,6 +385,7 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
 }
 
 Status HlnTree::Tidy(Slice key) {
+  tidies_.fetch_add(1, std::memory_order_relaxed);
   GROVE_ASSIGN_OR_RETURN(ParentLatch p,
                          DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, true));
   PageWriteGuard& parent = p.excl;
@@ -398,45 +399,47 @@ Status HlnTree::Tidy(Slice key) {
   const size_t bytes = BytesOf(entries);
   const double capacity = static_cast<double>(cfg_.leaf_pages) * hln::kSubnodeCapacity;
 
-  // Nearly empty: merge with a sibling under the same parent when the union fills at most half a
-  // leaf (so that it does not split again soon).
-  if (static_cast<double>(bytes) < capacity / 4 && pv.count() > 1) {
-    const int other = ci + 1 < pv.count() ? ci + 1 : ci - 1;
-    const int li = std::min(ci, other), ri = std::max(ci, other);
-    const hln::LeafRef oref = DecodeLeafRef(pv.payload(other));
-    std::vector<PageWriteGuard> osubs;
-    GROVE_RETURN_IF_ERROR(LatchLeaf(oref.leaf, &osubs));
-    std::vector<Entry> oentries = EntriesOf(osubs, oref.stash, order_);
-    if (static_cast<double>(bytes + BytesOf(oentries)) <= capacity / 2) {
+  // Nearly empty: merge with a sibling under the same parent (the right one, else the left one)
+  // when the union fills at most half a leaf, so that it does not split again soon. An empty
+  // leaf merges with any sibling that fits into one leaf.
+  if (static_cast<double>(bytes) < capacity / 4) {
+    for (const int other : {ci + 1, ci - 1}) {
+      if (other < 0 || other >= pv.count()) continue;
+      const hln::LeafRef oref = DecodeLeafRef(pv.payload(other));
+      std::vector<PageWriteGuard> osubs;
+      GROVE_RETURN_IF_ERROR(LatchLeaf(oref.leaf, &osubs));
+      std::vector<Entry> oentries = EntriesOf(osubs, oref.stash, order_);
+      const double union_bytes = static_cast<double>(bytes + BytesOf(oentries));
+      if (union_bytes > capacity / 2 && !(bytes == 0 && union_bytes <= cfg_.threshold * capacity)) {
+        continue;
+      }
+      const int li = std::min(ci, other), ri = std::max(ci, other);
       std::vector<Entry> all;
       all.reserve(entries.size() + oentries.size());
-      std::merge(std::make_move_iterator(entries.begin()), std::make_move_iterator(entries.end()),
-                 std::make_move_iterator(oentries.begin()), std::make_move_iterator(oentries.end()),
-                 std::back_inserter(all),
+      std::merge(entries.begin(), entries.end(), std::make_move_iterator(oentries.begin()),
+                 std::make_move_iterator(oentries.end()), std::back_inserter(all),
                  [&](const Entry& a, const Entry& b) { return order_.Less(a.key, b.key); });
       std::optional<LeafImage> image = hln::PlanNormal(std::move(all), cfg_.leaf_pages);
-      if (image) {
-        Fences merged = pv.ChildFences(li, p.fences);
-        const Fences rf = pv.ChildFences(ri, p.fences);
-        merged.high = rf.high;
-        merged.has_high = rf.has_high;
-        const std::vector<int> hints =
-            hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, merged), HintParamsFor(false));
-        std::vector<PageWriteGuard>& keep = li == ci ? subs : osubs;
-        std::vector<PageWriteGuard>& gone = li == ci ? osubs : subs;
-        const hln::LeafRef kref = li == ci ? ref : oref;
-        const int stash_gone = (ref.stash ? 1 : 0) + (oref.stash ? 1 : 0);
-        WriteLeaf(&keep, *image);
-        InnerNode pn(parent.mutable_data());
-        pn.SetPayload(li, EncodeLeafRef(kref.leaf, false, hints));
-        pn.RemoveChild(ri);
-        FreeLeaf(&gone);
-        merges_.fetch_add(1, std::memory_order_relaxed);
-        leaves_.fetch_sub(1, std::memory_order_relaxed);
-        stash_leaves_.fetch_sub(stash_gone, std::memory_order_relaxed);
-        writes_rebalance_.fetch_add(cfg_.leaf_pages, std::memory_order_relaxed);
-        return Status::Ok();
-      }
+      if (!image) continue;
+      Fences merged = pv.ChildFences(li, p.fences);
+      const Fences rf = pv.ChildFences(ri, p.fences);
+      merged.high = rf.high;
+      merged.has_high = rf.has_high;
+      const std::vector<int> hints = hln::HintsFor(*image, Space(merged), HintParamsFor(false));
+      std::vector<PageWriteGuard>& keep = li == ci ? subs : osubs;
+      std::vector<PageWriteGuard>& gone = li == ci ? osubs : subs;
+      const PageId kept = li == ci ? ref.leaf : oref.leaf;
+      const int stash_gone = (ref.stash ? 1 : 0) + (oref.stash ? 1 : 0);
+      WriteLeaf(&keep, *image);
+      InnerNode pn(parent.mutable_data());
+      pn.SetPayload(li, EncodeLeafRef(kept, false, hints));
+      pn.RemoveChild(ri);
+      FreeLeaf(&gone);
+      merges_.fetch_add(1, std::memory_order_relaxed);
+      leaves_.fetch_sub(1, std::memory_order_relaxed);
+      stash_leaves_.fetch_sub(stash_gone, std::memory_order_relaxed);
+      writes_rebalance_.fetch_add(cfg_.leaf_pages, std::memory_order_relaxed);
+      return Status::Ok();
     }
   }
   // Otherwise spread the entries again so that no subnode is empty, when there are enough.
@@ -451,8 +454,7 @@ Status HlnTree::Tidy(Slice key) {
   }
   std::optional<LeafImage> image = hln::PlanNormal(std::move(entries), cfg_.leaf_pages);
   if (!image) return Status::Ok();
-  const std::vector<int> hints =
-      hln::HintsFor(*image, hln::KeySpace(cfg_.fnv, lf), HintParamsFor(false));
+  const std::vector<int> hints = hln::HintsFor(*image, Space(lf), HintParamsFor(false));
   WriteLeaf(&subs, *image);
   InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, false, hints));
   if (ref.stash) stash_leaves_.fetch_sub(1, std::memory_order_relaxed);

@@ -104,12 +104,13 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Open(const IndexContext& ctx, const Pa
   GROVE_RETURN_IF_ERROR(CheckCache(ctx, cfg));
   Slice in = metadata;
   uint32_t version, pages, bits, flags;
-  uint64_t root, height, entries, leaves, inners, stash_leaves, used;
+  uint64_t root, height, entries, leaves, inners, stash_leaves, used, floor, ceiling;
   if (!GetVarint32(&in, &version) || version != kMetadataVersion || !GetVarint64(&in, &root) ||
       !GetVarint64(&in, &height) || !GetVarint64(&in, &entries) || !GetVarint64(&in, &leaves) ||
       !GetVarint64(&in, &inners) || !GetVarint64(&in, &stash_leaves) || !GetVarint64(&in, &used) ||
       !GetVarint32(&in, &pages) || !GetVarint32(&in, &bits) || !GetVarint32(&in, &flags) ||
-      !in.empty() || root == kInvalidPageId || height < 2 || height > 64) {
+      !GetVarint64(&in, &floor) || !GetVarint64(&in, &ceiling) || !in.empty() ||
+      root == kInvalidPageId || height < 2 || height > 64) {
     return Status::DataLoss("hln metadata in the manifest is malformed");
   }
   if (pages != static_cast<uint32_t>(cfg.leaf_pages) ||
@@ -125,6 +126,8 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Open(const IndexContext& ctx, const Pa
   tree->inner_pages_ = inners;
   tree->stash_leaves_ = stash_leaves;
   tree->used_bytes_ = used;
+  tree->key_floor_ = floor;
+  tree->key_ceiling_ = ceiling;
   return std::unique_ptr<Index>(std::move(tree));
 }
 
@@ -141,6 +144,8 @@ std::string HlnTree::SerializeMetadata() {
   PutVarint32(&s, static_cast<uint32_t>(cfg_.leaf_pages));
   PutVarint32(&s, static_cast<uint32_t>(cfg_.hint_bits));
   PutVarint32(&s, (cfg_.fnv ? 1u : 0u) | (cfg_.stash ? 2u : 0u));
+  PutVarint64(&s, key_floor_.load());
+  PutVarint64(&s, key_ceiling_.load());
   return s;
 }
 
@@ -166,6 +171,8 @@ IndexStats HlnTree::GetStats() {
   x["rebalances_total"] = static_cast<double>(rebalances_.load());
   x["splits_total"] = static_cast<double>(splits_.load());
   x["merges_total"] = static_cast<double>(merges_.load());
+  x["tidies_total"] = static_cast<double>(tidies_.load());
+  x["tidy_failures_total"] = static_cast<double>(tidy_failures_.load());
   x["stash_conversions_total"] = static_cast<double>(stash_conversions_.load());
   x["stash_rebuilds_total"] = static_cast<double>(stash_rebuilds_.load());
   const uint64_t splits = splits_.load();
@@ -204,9 +211,18 @@ hln::HintParams HlnTree::HintParamsFor(bool stash) const {
   return p;
 }
 
+void HlnTree::NoteKey(Slice key) {
+  const uint64_t p = Project(key);
+  uint64_t cur = key_floor_.load(std::memory_order_relaxed);
+  while (p < cur && !key_floor_.compare_exchange_weak(cur, p)) {
+  }
+  cur = key_ceiling_.load(std::memory_order_relaxed);
+  while (p > cur && !key_ceiling_.compare_exchange_weak(cur, p)) {
+  }
+}
+
 int HlnTree::Guess(const hln::LeafRef& ref, const Fences& leaf_fences, Slice key) const {
-  const hln::KeySpace space(cfg_.fnv, leaf_fences);
-  return hln::GuessSubnode(space.Position(key), ref.hints, HintParamsFor(ref.stash));
+  return hln::GuessSubnode(Space(leaf_fences).Position(key), ref.hints, HintParamsFor(ref.stash));
 }
 
 StatusOr<HlnTree::ParentLatch> HlnTree::DescendToParent(Slice key, Seek mode, IoCause cause,

@@ -134,6 +134,11 @@ class HlnTree final : public Index {
     return ref.leaf + (ref.stash ? 1 : 0) + p;
   }
   hln::HintParams HintParamsFor(bool stash) const;
+  // Positions of keys in a leaf with these fences (see hln::KeySpace).
+  hln::KeySpace Space(const index_common::Fences& leaf_fences) const {
+    return hln::KeySpace(cfg_.fnv, leaf_fences, key_floor_.load(std::memory_order_relaxed),
+                         key_ceiling_.load(std::memory_order_relaxed));
+  }
   int Guess(const hln::LeafRef& ref, const index_common::Fences& leaf_fences, Slice key) const;
   // The walk (checkSubNode). REQUIRES: the leaf's parent is latched.
   StatusOr<Located> Locate(const hln::LeafRef& ref, int guess, Slice key, IoCause cause);
@@ -145,6 +150,8 @@ class HlnTree final : public Index {
 
   size_t LeafPayloadBytes() const { return 9 + hln::HintBytes(cfg_.leaf_pages, cfg_.hint_bits); }
   std::string EncodeLeafRef(PageId leaf, bool stash, const std::vector<int>& hints) const;
+  // Widens the key floor and ceiling to include `key` (before the key is stored).
+  void NoteKey(Slice key);
   Mutex& LeafLock(PageId leaf) {
     return leaf_locks_[(leaf / cfg_.leaf_pages) % leaf_locks_.size()];
   }
@@ -210,6 +217,9 @@ class HlnTree final : public Index {
   std::atomic<uint64_t> inner_pages_{1};
   std::atomic<uint64_t> stash_leaves_{0};
   std::atomic<uint64_t> used_bytes_{0};  // cell and slot bytes in all leaves
+  // Smallest and largest Project(key) ever inserted: the open ends of the first and last leaf.
+  std::atomic<uint64_t> key_floor_{UINT64_MAX};
+  std::atomic<uint64_t> key_ceiling_{0};
 
   // Activity since open (IndexStats::extra, docs/variants.md).
   std::atomic<uint64_t> lookups_{0}, extra_reads_{0}, overflow_reads_{0};
@@ -217,6 +227,7 @@ class HlnTree final : public Index {
       stash_rebuilds_{0};
   std::atomic<uint64_t> split_fill_ppm_{0};  // sum over splits of the leaf's fill, in 1e-6
   std::atomic<uint64_t> writes_single_{0}, writes_rebalance_{0}, writes_split_{0};
+  std::atomic<uint64_t> tidies_{0}, tidy_failures_{0};
   // From the last Verify(): packed keys, and those whose hint-guessed subnode is not their own.
   std::atomic<uint64_t> verify_keys_guessed_{0}, verify_keys_misguessed_{0};
 };

@@ -36,6 +36,7 @@ StatusOr<HlnTree::Outcome> HlnTree::TryUpsert(const hln::LeafRef& ref, const Fen
     return Outcome::kDone;
   };
   auto insert = [&](PageWriteGuard& g) {
+    NoteKey(key);
     Subnode s(g.mutable_data());
     bool found;
     const int pos = s.LowerBound(order_, key, &found);
@@ -142,8 +143,12 @@ Status HlnTree::Delete(Lsn, Slice key, std::optional<std::string>* old_cell) {
   }
   if (o != Outcome::kTidy) return Status::Ok();
   // The delete is complete; tidying is an optimisation that changes nothing when it fails.
-  if (Status s = Tidy(key); !s.ok() && ctx_.logger != nullptr) {
-    ctx_.logger->Log(LogLevel::kWarn, "hln: tidying a leaf after a delete failed: " + s.ToString());
+  if (Status s = Tidy(key); !s.ok()) {
+    tidy_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (ctx_.logger != nullptr) {
+      ctx_.logger->Log(LogLevel::kWarn,
+                       "hln: tidying a leaf after a delete failed: " + s.ToString());
+    }
   }
   return Status::Ok();
 }

@@ -155,23 +155,21 @@ std::optional<LeafImage> PlanStash(std::vector<Entry> entries, int n) {
   return img;
 }
 
-KeySpace::KeySpace(bool fnv, const index_common::Fences& fences) : fnv_(fnv) {
+KeySpace::KeySpace(bool fnv, const index_common::Fences& fences, uint64_t floor, uint64_t ceiling)
+    : fnv_(fnv) {
   if (fnv) {
     range_ = 18446744073709551616.0;  // 2^64
     return;
   }
-  low_ = fences.has_low ? Project(fences.low) : 0;
-  if (fences.has_high) {
-    const uint64_t high = Project(fences.high);
-    range_ = high > low_ ? static_cast<double>(high - low_) : 0.0;
-  } else {
-    range_ = 18446744073709551616.0 - static_cast<double>(low_);
-  }
+  low_ = fences.has_low ? Project(fences.low) : std::min(floor, ceiling);
+  const double high = fences.has_high ? static_cast<double>(Project(fences.high))
+                                      : static_cast<double>(ceiling) + 1.0;
+  range_ = high > static_cast<double>(low_) ? high - static_cast<double>(low_) : 0.0;
 }
 
 double KeySpace::Position(Slice key) const {
   if (range_ <= 0) return 0.0;
-  const uint64_t p = fnv_ ? Fnv1a(key) : Project(key);
+  const uint64_t p = fnv_ ? KeyHash(key) : Project(key);
   if (!fnv_ && p < low_) return 0.0;
   const double t = static_cast<double>(p - low_) / range_;
   return std::min(t, std::nextafter(1.0, 0.0));

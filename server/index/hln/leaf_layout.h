@@ -50,11 +50,14 @@ std::optional<LeafImage> PlanNormal(std::vector<Entry> entries, int n);
 std::optional<LeafImage> PlanStash(std::vector<Entry> entries, int n);
 
 // Where keys fall in a leaf's range, as fractions in [0, 1): the projection (grove::Project) of
-// the key relative to the leaf's fences, or fnv1a(key) / 2^64 with hash: fnv (the leaf range is
-// then the whole hash space).
+// the key relative to the leaf's fences, or KeyHash(key) / 2^64 with hash: fnv (the leaf range is
+// then the whole hash space). A leaf without a lower (upper) fence, the first (last) one, starts
+// at `floor` (ends just above `ceiling`): the smallest (largest) projection ever inserted, so
+// that the edge leaves of a key space far smaller than 2^64 are not squeezed towards 0.
 class KeySpace {
  public:
-  KeySpace(bool fnv, const index_common::Fences& fences);
+  KeySpace(bool fnv, const index_common::Fences& fences, uint64_t floor = 0,
+           uint64_t ceiling = UINT64_MAX);
   double Position(Slice key) const;
 
  private:

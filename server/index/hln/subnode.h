@@ -13,9 +13,9 @@
 //   index   position of the subnode in its leaf (the leaf's id is page id - index)
 //   n       subnodes in the leaf (leaf_pages)
 //   flags   kStashLeaf: the leaf is a stash node; kOverflow: this is its overflow subnode
-//           (always subnode 0); kFnvOrder: cells are ordered by (fnv1a(key), key)
+//           (always subnode 0); kFnvOrder: cells are ordered by (KeyHash(key), key)
 //
-// Order: within a subnode cells ascend in leaf order (bytewise keys, or (fnv1a(key), key) with
+// Order: within a subnode cells ascend in leaf order (bytewise keys, or (KeyHash(key), key) with
 // hash: fnv). Across the leaf's packed subnodes (all of them, or 1..n-1 in a stash node) every
 // key of subnode i precedes every key of subnode j > i; empty subnodes may appear anywhere.
 // A stash node's overflow subnode holds arbitrary keys of the leaf's range, in leaf order.
@@ -48,17 +48,20 @@ inline constexpr uint16_t kFnvOrder = 4;
 inline constexpr size_t kSubnodeCapacity =
     kPageSize - kSubSlotBase - SlottedPageView::kRegionHeader;
 
-// 64-bit FNV-1a over the key bytes (for 8-byte keys: the paper's fnv over the key's 8 bytes).
-inline uint64_t Fnv1a(Slice key) {
+// The hash of hash: fnv: 64-bit FNV-1a over the key's bytes from the last to the first. For 8-byte
+// big-endian integer keys that is the paper's FNV over the integer's little-endian bytes. The order
+// matters: the byte that varies most must come first, so that the following multiplications
+// spread it into the top bits, which choose the subnode; hashed last it barely moves them.
+inline uint64_t KeyHash(Slice key) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : key) {
-    h ^= static_cast<uint8_t>(c);
+  for (size_t i = key.size(); i-- > 0;) {
+    h ^= static_cast<uint8_t>(key[i]);
     h *= 0x100000001b3ull;
   }
   return h;
 }
 
-// The order of keys inside leaves: bytewise, or by (fnv1a(key), key).
+// The order of keys inside leaves: bytewise, or by (KeyHash(key), key).
 class LeafOrder {
  public:
   explicit LeafOrder(bool fnv) : fnv_(fnv) {}
@@ -66,7 +69,7 @@ class LeafOrder {
   // -1, 0, +1.
   int Compare(Slice a, Slice b) const {
     if (fnv_) {
-      const uint64_t ha = Fnv1a(a), hb = Fnv1a(b);
+      const uint64_t ha = KeyHash(a), hb = KeyHash(b);
       if (ha != hb) return ha < hb ? -1 : 1;
     }
     const int c = a.compare(b);

@@ -11,6 +11,14 @@
 // (Algorithm 3) and walk to neighbours when the guess is wrong (checkSubNode); a wrong hint costs
 // reads, never correctness. Layout in docs/formats/hln.md; design choices in docs/variants.md.
 //
+//   level-1 cell:  separator_i -> +-----------------+----------+-------------------------------+
+//                                 | leaf first page | flags u8 | hints: n values of l bits     |
+//                                 | u64             | 1=stash  | (stash node: n-1 values)      |
+//                                 +-----------------+----------+-------------------------------+
+//   leaf (one extent):  +-----------+-----------+-----+-------------+
+//                       | subnode 0 | subnode 1 | ... | subnode n-1 |  keys ascend across subnodes;
+//                       +-----------+-----------+-----+-------------+  stash node: 0 = overflow
+//
 // Root: the root keeps its page id for the life of the tree and is always an inner node (the
 // tree starts as a root of level 1 above one empty leaf). A root split moves the root's content
 // into a new child first, as in the btree.

@@ -15,6 +15,7 @@
 #include <signal.h>
 
 #include "config/config_loader.h"
+#include "config/validate.h"
 #include "service/logging.h"
 #include "service/server.h"
 #include "service/version.h"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<spdlog::logger> log = grove::service::MakeLogger(config->server.logging);
+  if (std::string w = grove::config::BatchFitWarning(config->engine); !w.empty()) log->warn(w);
 
   // Block the stop signals before any thread starts, so that every thread inherits the mask and
   // only the signal thread below receives them (via sigwait).

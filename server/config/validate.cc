@@ -1,5 +1,6 @@
 #include "config/validate.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,28 @@ Status ValidateConfig(const Config& config) {
   CheckLimits(config.engine, config.server.limits, &p);
   CheckServer(config.server, &p);
   return p.ToStatus();
+}
+
+std::string BatchFitWarning(const Options& o) {
+  if (o.max_batch_entries < 1 || o.cache_bytes < 1 * kMiB) return "";  // invalid on their own
+  const bool blobs = o.max_value_bytes > o.inline_value_bytes;
+  const uint64_t value_pages = blobs ? o.max_batch_bytes / 4032 + 1 : 0;
+  const uint64_t per_entry = blobs ? 3 : 2;  // with values out of line, a last partial page each
+  const uint64_t worst = WorstCaseWritePages(o.max_batch_entries, 0) +
+                         (blobs ? uint64_t{o.max_batch_entries} : 0) + value_pages;
+  const uint64_t room = WriteRoomPages(o);
+  if (worst <= room) return "";
+  const double share = std::min(2 * o.checkpoint.dirty_fraction, 0.75);
+  const uint64_t min_cache_mib =
+      (static_cast<uint64_t>(static_cast<double>(worst) / share * 4096) + kMiB - 1) / kMiB;
+  const uint64_t max_entries = room > 8 + value_pages ? (room - 8 - value_pages) / per_entry : 0;
+  return "limits.max_batch_entries: a batch of " + std::to_string(o.max_batch_entries) +
+         " entries may dirty up to " + std::to_string(worst) +
+         " pages, more than writes may keep dirty with cache_bytes " +
+         std::to_string(o.cache_bytes / kMiB) + "MiB (" + std::to_string(room) +
+         " pages), so batches that large will be refused with RESOURCE_EXHAUSTED; raise "
+         "cache_bytes to at least " + std::to_string(min_cache_mib) +
+         "MiB or lower limits.max_batch_entries to at most " + std::to_string(max_entries);
 }
 
 }  // namespace grove::config

@@ -3,6 +3,8 @@
 // Semantic checks of a parsed Config: ranges, cross-field rules, readable TLS and token files.
 // InvalidArgument naming every offending field, one per line, with the allowed values.
 
+#include <string>
+
 #include "grove/status.h"
 
 #include "config/config.h"
@@ -10,5 +12,10 @@
 namespace grove::config {
 
 Status ValidateConfig(const Config& config);
+
+// Empty, or a warning that the largest batch the limits allow may dirty more pages than writes
+// may keep dirty with this cache (pages are no-steal; see WorstCaseWritePages in grove/options.h).
+// Such batches are refused at run time with RESOURCE_EXHAUSTED; groved logs this at start.
+std::string BatchFitWarning(const Options& options);
 
 }  // namespace grove::config

@@ -46,19 +46,18 @@ Status DbImpl::Delete(Slice key) {
 }
 
 uint64_t DbImpl::PagesNeeded(const WriteBatch& batch) const {
-  // What a batch can leave dirty: the leaf of each operation, a page more where it splits, and the
-  // pages of out-of-line values. Generous on purpose; it only decides when to checkpoint first.
-  uint64_t pages = 8;
+  // The worst case of WorstCaseWritePages (options.h). Generous on purpose: it only decides when
+  // to checkpoint first, and which batches can never fit.
+  uint64_t value_pages = 0;
   batch
       .ForEach([&](WriteBatch::OpType type, Slice, Slice value) {
-        pages += 2;
         if (type == WriteBatch::OpType::kPut && value.size() > options_.inline_value_bytes) {
-          pages += (value.size() + kBlobChunk - 1) / kBlobChunk;
+          value_pages += (value.size() + kBlobChunk - 1) / kBlobChunk;
         }
         return Status::Ok();
       })
       .IgnoreError();
-  return pages;
+  return WorstCaseWritePages(batch.Count(), value_pages);
 }
 
 Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
@@ -68,7 +67,7 @@ Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
   // such frames past three quarters of the cache, the writer runs a checkpoint first. A quarter of
   // the cache always stays evictable for reads.
   const double cap = std::min(2 * options_.checkpoint.dirty_fraction, 0.75) *
-                     static_cast<double>(pool_->capacity_pages());
+                     static_cast<double>(pool_->capacity_pages());  // WriteRoomPages()
   if (static_cast<double>(pages) > cap) {
     return Status::ResourceExhausted(fmt::format(
         "a batch of this size may change up to {} pages, more than the cache can hold between "

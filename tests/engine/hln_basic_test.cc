@@ -122,7 +122,9 @@ TEST(HlnBasic, RebalanceSplitStashMetrics) {
     *split_fill = Extra(db->get(), "split_fill_grade");
     *extra_per_lookup =
         Extra(db->get(), "extra_subnode_reads_total") / Extra(db->get(), "point_lookups_total");
-    if (params.count("stash")) EXPECT_GT(Extra(db->get(), "stash_conversions_total"), 0);
+    if (params.count("stash")) {
+      EXPECT_GT(Extra(db->get(), "stash_conversions_total"), 0);
+    }
   };
   double plain_fill, plain_extra, stash_fill, stash_extra, nohint_fill, nohint_extra;
   run({{"leaf_pages", "16"}}, &plain_fill, &plain_extra);

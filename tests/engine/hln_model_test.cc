@@ -141,7 +141,9 @@ TEST_P(HlnModelTest, RandomOpsMatchStdMap) {
         ASSERT_TRUE(found.ok()) << found.status().ToString();
         auto it = model.find(k);
         ASSERT_EQ(*found, it != model.end());
-        if (*found) ASSERT_EQ(v, it->second);
+        if (*found) {
+          ASSERT_EQ(v, it->second);
+        }
       } else if (r < 970) {
         std::vector<std::string> keys(1 + rng() % 20);
         for (auto& k : keys) k = random_key();
@@ -151,7 +153,9 @@ TEST_P(HlnModelTest, RandomOpsMatchStdMap) {
         for (size_t j = 0; j < keys.size(); ++j) {
           auto it = model.find(keys[j]);
           ASSERT_EQ(values[j].has_value(), it != model.end());
-          if (values[j]) ASSERT_EQ(*values[j], it->second);
+          if (values[j]) {
+            ASSERT_EQ(*values[j], it->second);
+          }
         }
       } else {
         check_scan(db);

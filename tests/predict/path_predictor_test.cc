@@ -120,7 +120,9 @@ TEST(PathPredictorTest, BatchAppliesSplitsAndRetrains) {
   TreeSnapshot shape = Shape(1000, 10, 1000, 100);
   Mutex mu;
   ShortcutOptions o;
-  o.retrain_fraction = 0.05;
+  // The batch starts with the 60th split (59.5 nodes), not before: a batch that ran after 50
+  // would see the 10 later nodes in the tree but not in its stash.
+  o.retrain_fraction = 0.0595;
   PathPredictor p(
       o,
       [&](TreeSnapshot* s) {

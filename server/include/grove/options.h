@@ -3,6 +3,7 @@
 // Options for opening a Db. Every field is documented here; groved builds this struct from YAML
 // (config/grove.yaml documents the same fields under the same names).
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -96,5 +97,18 @@ struct ScanOptions {
   bool reverse = false;    // visit keys from the largest to the smallest
   bool keys_only = false;  // do not read out-of-line values (value() is empty)
 };
+
+// Write admission. Pages are no-steal (only a checkpoint writes them), so a Write() reserves room
+// for every page it may dirty before it is logged: 8 pages, plus per operation its leaf and a page
+// more where that leaf splits, plus the pages of its out-of-line values. Writes may keep at most
+// WriteRoomPages() dirty; a batch whose worst case exceeds that is refused (RESOURCE_EXHAUSTED),
+// and groved refuses a configuration whose largest batch could not fit.
+inline uint64_t WorstCaseWritePages(uint64_t entries, uint64_t out_of_line_pages) {
+  return 8 + 2 * entries + out_of_line_pages;
+}
+inline uint64_t WriteRoomPages(const Options& o) {
+  const double share = std::min(2 * o.checkpoint.dirty_fraction, 0.75);
+  return static_cast<uint64_t>(share * static_cast<double>(o.cache_bytes / 4096));
+}
 
 }  // namespace grove

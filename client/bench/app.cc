@@ -239,6 +239,7 @@ int RunBench(const BenchOptions& o) {
   settings.warmup_seconds = o.warmup_seconds;
   settings.rate = o.rate;
   settings.timeline_interval = o.timeline_interval;
+  settings.timeline_counters = o.timeline_counters;
   settings.progress = o.progress == "on";
   settings.seed = o.seed;
   settings.load_method = o.load_method;

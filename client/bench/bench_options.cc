@@ -119,8 +119,13 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_option("--label", o.label, "Free text stored in every JSON line (e.g. a suite name)");
-  app.add_option("--timeline-interval", o.timeline_interval, "Seconds between throughput samples")
+  app.add_option("--timeline-interval", o.timeline_interval,
+                 "Seconds between timeline samples (throughput and latency percentiles)")
       ->capture_default_str();
+  app.add_option("--timeline-counters", o.timeline_counters,
+                 "Target counters whose per-interval deltas join every timeline sample "
+                 "(names, or prefixes ending in '*', comma separated)")
+      ->delimiter(',');
   app.add_flag("!--no-settle", o.settle_after_load,
                "Do not checkpoint / flush and wait for compactions after LOAD");
   app.add_option("--print-table", o.print_table, "Print the table of a JSON-lines file and exit");

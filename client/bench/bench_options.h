@@ -47,6 +47,7 @@ struct BenchOptions {
   std::string progress = "auto";  // auto | on | off
   std::string label;
   double timeline_interval = 1.0;
+  std::vector<std::string> timeline_counters;  // --timeline-counters
   std::string print_table;   // only print the table of this JSON-lines file
   std::string command_line;  // as invoked, for the report
 };

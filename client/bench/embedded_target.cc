@@ -135,6 +135,14 @@ class EmbeddedTarget final : public Target {
     c["prefetch_issued"] = static_cast<double>(s.cache.prefetch_issued);
     c["prefetch_used"] = static_cast<double>(s.cache.prefetch_used);
     c["prefetch_wasted"] = static_cast<double>(s.cache.prefetch_wasted);
+    for (const PrefetchLevelStats& l : s.index.prefetch_levels) {
+      const std::string pre = "prefetch_level" + std::to_string(l.level) + "_";
+      c[pre + "predictions"] = static_cast<double>(l.predictions);
+      c[pre + "correct"] = static_cast<double>(l.correct);
+      c[pre + "issued"] = static_cast<double>(l.issued);
+      c[pre + "used"] = static_cast<double>(l.used);
+      c[pre + "wasted"] = static_cast<double>(l.wasted);
+    }
     c["checksum_failures"] = static_cast<double>(s.cache.checksum_failures);
     c["wal_records"] = static_cast<double>(s.wal.records);
     c["wal_bytes"] = static_cast<double>(s.wal.bytes);

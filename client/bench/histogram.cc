@@ -45,6 +45,17 @@ void LatencyHistogram::Record(uint64_t nanos) {
   max_ = std::max(max_, nanos);
 }
 
+void LatencyHistogram::RecordMany(uint64_t nanos, uint64_t n) {
+  if (n == 0) return;
+  if (counts_.empty()) counts_.assign(NumBuckets(), 0);
+  nanos = std::min(nanos, kMaxNanos);
+  counts_[BucketOf(nanos)] += n;
+  count_ += n;
+  sum_ += nanos * n;
+  min_ = std::min(min_, nanos);
+  max_ = std::max(max_, nanos);
+}
+
 void LatencyHistogram::Merge(const LatencyHistogram& other) {
   if (other.count_ == 0) return;
   if (counts_.empty()) counts_.assign(NumBuckets(), 0);

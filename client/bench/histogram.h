@@ -22,6 +22,8 @@ class LatencyHistogram {
   static constexpr uint64_t kMaxNanos = (uint64_t{1} << 44) - 1;
 
   void Record(uint64_t nanos);
+  // n samples of `nanos` at once (the interval histograms of the timeline).
+  void RecordMany(uint64_t nanos, uint64_t n);
   void Merge(const LatencyHistogram& other);
   void Clear();
 

@@ -28,6 +28,7 @@ json OpJson(const OpStats& s, double seconds) {
   j["throughput"] = seconds > 0 ? Round(static_cast<double>(s.count()) / seconds, 1) : 0;
   j["mean_us"] = Round(s.latency.Mean() / 1000.0, 2);
   j["p50_us"] = Us(s.latency.Percentile(50));
+  j["p95_us"] = Us(s.latency.Percentile(95));
   j["p99_us"] = Us(s.latency.Percentile(99));
   j["p999_us"] = Us(s.latency.Percentile(99.9));
   j["max_us"] = Us(s.latency.max());
@@ -200,6 +201,21 @@ nlohmann::json RunToJson(const RunResult& run, const ReportContext& ctx) {
     for (const auto& p : run.timeline)
       tl.push_back({Round(p.t, 2), Round(p.ops_per_sec, 1), p.phase});
     j["timeline"] = tl;  // [seconds, ops/s, phase index]
+    json detail = json::array();
+    for (const auto& p : run.timeline) {
+      json d = {{"t", Round(p.t, 2)},
+                {"ops_per_sec", Round(p.ops_per_sec, 1)},
+                {"p50_us", Round(p.p50_us, 1)},
+                {"p95_us", Round(p.p95_us, 1)},
+                {"p99_us", Round(p.p99_us, 1)}};
+      if (!p.counters.empty()) {
+        json c = json::object();
+        for (const auto& [name, v] : p.counters) c[name] = v;
+        d["counters"] = c;
+      }
+      detail.push_back(d);
+    }
+    j["timeline_detail"] = detail;
   }
   j["errors"] = run.errors;
   if (!run.first_error.empty()) j["first_error"] = run.first_error;

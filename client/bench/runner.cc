@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -58,6 +59,9 @@ struct Runner::Shared {
   std::atomic<uint64_t> phase_deadline_ns{0};
   std::atomic<uint64_t> phase_start_ns{0};
   std::string label;
+  // Latencies of measured operations since the monitor's last sample, by histogram bucket.
+  std::vector<std::atomic<uint32_t>> interval_buckets =
+      std::vector<std::atomic<uint32_t>>(LatencyHistogram::NumBuckets());
   std::mutex mu;
   std::string first_error;  // guarded by mu
 
@@ -71,8 +75,11 @@ struct Runner::Shared {
 // Samples throughput for the timeline and redraws the progress bar, ten times a second.
 class Runner::Monitor {
  public:
-  Monitor(Shared* shared, double interval, bool progress, int phases)
+  Monitor(Shared* shared, double interval, bool progress, int phases, Target* target = nullptr,
+          std::vector<std::string> counters = {})
       : shared_(shared),
+        target_(counters.empty() ? nullptr : target),
+        counter_names_(std::move(counters)),
         interval_ns_(static_cast<uint64_t>(interval * 1e9)),
         progress_(progress),
         phases_(phases),
@@ -99,6 +106,7 @@ class Runner::Monitor {
     uint64_t last_sample_ns = 0;
     uint64_t last_completed = 0;
     uint64_t measure_start = 0;
+    std::map<std::string, double> last_counters;
     std::unique_lock<std::mutex> l(mu_);
     while (!done_) {
       cv_.wait_for(l, std::chrono::milliseconds(100));
@@ -108,17 +116,59 @@ class Runner::Monitor {
         if (measure_start == 0) {
           measure_start = last_sample_ns = now;
           last_completed = completed;
+          DrainLatencies();
+          last_counters = SampleCounters();
         } else if (now - last_sample_ns >= interval_ns_) {
           const double dt = static_cast<double>(now - last_sample_ns) * 1e-9;
-          timeline_.push_back({static_cast<double>(now - measure_start) * 1e-9,
-                               static_cast<double>(completed - last_completed) / dt,
-                               shared_->phase.load()});
+          TimelinePoint p;
+          p.t = static_cast<double>(now - measure_start) * 1e-9;
+          p.ops_per_sec = static_cast<double>(completed - last_completed) / dt;
+          p.phase = shared_->phase.load();
+          const LatencyHistogram h = DrainLatencies();
+          p.p50_us = static_cast<double>(h.Percentile(50)) / 1e3;
+          p.p95_us = static_cast<double>(h.Percentile(95)) / 1e3;
+          p.p99_us = static_cast<double>(h.Percentile(99)) / 1e3;
+          std::map<std::string, double> c = SampleCounters();
+          for (const auto& [name, v] : c) {
+            auto it = last_counters.find(name);
+            p.counters[name] = v - (it == last_counters.end() ? 0 : it->second);
+          }
+          last_counters = std::move(c);
+          timeline_.push_back(std::move(p));
           last_sample_ns = now;
           last_completed = completed;
         }
       }
       if (progress_) Draw(now);
     }
+  }
+
+  LatencyHistogram DrainLatencies() {
+    LatencyHistogram h;
+    for (size_t b = 0; b < shared_->interval_buckets.size(); ++b) {
+      const uint32_t n = shared_->interval_buckets[b].exchange(0, std::memory_order_relaxed);
+      if (n) h.RecordMany(LatencyHistogram::BucketLow(b), n);
+    }
+    return h;
+  }
+
+  // The selected counters of the target (a name, or a prefix ending in '*').
+  std::map<std::string, double> SampleCounters() {
+    std::map<std::string, double> out;
+    if (!target_) return out;
+    StatusOr<TargetStats> st = target_->Stats();
+    if (!st.ok()) return out;
+    for (const auto& [name, v] : st->counters) {
+      for (const std::string& want : counter_names_) {
+        const bool prefix = !want.empty() && want.back() == '*';
+        if (prefix ? name.compare(0, want.size() - 1, want, 0, want.size() - 1) == 0
+                   : name == want) {
+          out[name] = v;
+          break;
+        }
+      }
+    }
+    return out;
   }
 
   void Draw(uint64_t now) {
@@ -144,6 +194,8 @@ class Runner::Monitor {
   }
 
   Shared* const shared_;
+  Target* const target_;  // polled for counter_names_ with every sample; null: not polled
+  const std::vector<std::string> counter_names_;
   const uint64_t interval_ns_;
   const bool progress_;
   const int phases_;
@@ -279,6 +331,10 @@ PhaseResult Runner::RunPhase(const PhaseSpec& phase, int phase_index, bool measu
         }
         st.scan_entries += entries;
         st.latency.Record(t1 - t0);
+        if (measured) {
+          shared->interval_buckets[LatencyHistogram::BucketOf(t1 - t0)].fetch_add(
+              1, std::memory_order_relaxed);
+        }
         ++r.ops;
         shared->phase_done.fetch_add(1, std::memory_order_relaxed);
         if (measured) shared->completed.fetch_add(1, std::memory_order_relaxed);
@@ -308,7 +364,7 @@ StatusOr<RunResult> Runner::RunWorkload(const WorkloadSpec& workload) {
   Shared shared;
   shared.label = workload.name + " " + run.distribution;
   Monitor monitor(&shared, settings_.timeline_interval, settings_.progress,
-                  static_cast<int>(workload.phases.size()));
+                  static_cast<int>(workload.phases.size()), target_, settings_.timeline_counters);
   if (settings_.warmup_ops > 0 || settings_.warmup_seconds > 0) {
     RunPhase(workload.phases[0], 0, /*measured=*/false, &shared);
     shared.stop.store(false);

@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct RunSettings {
   double warmup_seconds = 0;
   double rate = 0;                 // open-loop ops/s over all threads; 0: closed loop
   double timeline_interval = 1.0;  // seconds between timeline samples
+  // Target counters sampled with every timeline point (names, or prefixes ending in '*'); their
+  // per-interval deltas go to TimelinePoint::counters. Empty: the target is not polled.
+  std::vector<std::string> timeline_counters;
   bool progress = false;
   uint64_t seed = 1;
   LoadMethod load_method = LoadMethod::kPut;
@@ -68,6 +72,9 @@ struct TimelinePoint {
   double t = 0;  // seconds since the measured part of the run began
   double ops_per_sec = 0;
   int phase = 0;
+  // Latency of the operations that finished in the interval (all op types), microseconds.
+  double p50_us = 0, p95_us = 0, p99_us = 0;
+  std::map<std::string, double> counters;  // deltas over the interval (timeline_counters)
 };
 
 struct RunResult {

@@ -100,9 +100,10 @@ class HostileInputTest : public GrovedTest {
     ++codes_[what][std::to_string(s.error_code())];
     EXPECT_EQ(s.error_code(), code) << what << ": " << s.error_message();
   }
-  grpc::Status BatchInsert(int entries, size_t value_bytes, size_t key_bytes = 8) {
+  // Puts keys U64Key(first) .. U64Key(first + entries - 1), padded to `key_bytes`.
+  grpc::Status BatchInsert(int entries, size_t value_bytes, size_t key_bytes = 8, int first = 0) {
     v1::BatchInsertRequest req;
-    for (int i = 0; i < entries; ++i) {
+    for (int i = first; i < first + entries; ++i) {
       v1::Mutation* m = req.add_mutations();
       m->set_type(v1::Mutation::PUT);
       std::string k = U64Key(i);
@@ -120,7 +121,9 @@ class HostileInputTest : public GrovedTest {
     req.set_end(end);
     req.set_limit(limit);
     req.set_reverse(reverse);
-    auto reader = kv_->Scan(Ctx().get(), req);
+    // The context must outlive the reader: every Read() runs on the call it owns.
+    auto ctx = Ctx();
+    auto reader = kv_->Scan(ctx.get(), req);
     v1::ScanResponse msg;
     while (reader->Read(&msg)) {
     }
@@ -148,10 +151,21 @@ TEST_F(HostileInputTest, LimitsAtAndPastTheirEdges) {
   Expect(BatchInsert(16, 4096 - 8 + 0, 8), StatusCode::OK, "batch bytes at max");  // 16 x 4096
   Expect(BatchInsert(17, 4096 - 8, 8), StatusCode::RESOURCE_EXHAUSTED, "batch bytes past max");
   {
+    // max_batch_bytes bounds BatchGet's answer too (kv.proto, docs/server.md): found keys plus
+    // their values. Keys 0..15 now hold 4088-byte values (16 x 4096 = 64 KiB exactly), keys
+    // 16..99 8-byte ones.
     v1::BatchGetRequest req;
-    for (int i = 0; i < 100; ++i) req.add_keys(U64Key(i));
     v1::BatchGetResponse resp;
+    for (int i = 0; i < 16; ++i) req.add_keys(U64Key(i));
+    Expect(kv_->BatchGet(Ctx().get(), req, &resp), StatusCode::OK, "batch get answer at max");
+    req.add_keys(U64Key(16));
+    Expect(kv_->BatchGet(Ctx().get(), req, &resp), StatusCode::RESOURCE_EXHAUSTED,
+           "batch get answer past max");
+    // 100 keys whose answer is small: keys 16..99 found, 100..115 absent.
+    req.Clear();
+    for (int i = 16; i < 116; ++i) req.add_keys(U64Key(i));
     Expect(kv_->BatchGet(Ctx().get(), req, &resp), StatusCode::OK, "batch get at max");
+    EXPECT_EQ(resp.results_size(), 100);
     req.add_keys("one more");
     Expect(kv_->BatchGet(Ctx().get(), req, &resp), StatusCode::RESOURCE_EXHAUSTED,
            "batch get past max");
@@ -249,7 +263,12 @@ TEST_F(HostileInputTest, MalformedMessagesAreRefused) {
 TEST_F(HostileInputTest, InflightLimitAndManyConnections) {
   // 300 connections, each with a call; then 64 held Scans fill max_inflight_requests and the
   // next call is refused as busy, while a call after they end goes through.
-  for (int i = 0; i < 3000; i += 100) ASSERT_TRUE(BatchInsert(100, 1000).ok());
+  // 3000 keys of 1000 bytes, so that a Scan (1000 entries, ~1 MB) cannot finish into the
+  // connection's buffers; 50 per batch keeps each within max_batch_bytes (64 KiB).
+  for (int i = 0; i < 3000; i += 50) {
+    const grpc::Status s = BatchInsert(50, 1000, 8, i);
+    ASSERT_TRUE(s.ok()) << s.error_code() << ": " << s.error_message();
+  }
   const pid_t pid = groved_->pid();
   const uint64_t fds_before = OpenFds(pid);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
@@ -348,9 +367,15 @@ TEST_F(HostileInputTest, SlowReadersAndCallsWithoutDeadlines) {
     h.reader = h.stub->Scan(h.ctx.get(), v1::ScanRequest());
     ASSERT_TRUE(h.reader->Read(&msg));
   }
+  const auto last_opened = std::chrono::steady_clock::now();
   // Writers are not held up by the stalled readers, even on the keys being scanned.
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(Put(U64Key(i), "new").ok());
   const uint64_t rss_held = ProcStatusKiB(pid, "VmRSS");
+
+  // Stay stalled until every stream's budget (2 s by default, 4 s when cut) has run out. Reading
+  // any earlier lets a scan of ~1 MB finish well within its budget, and the deadlines would go
+  // untested. The server notices the expiry when its blocked Write returns, i.e. once we read.
+  std::this_thread::sleep_until(last_opened + 4s + 500ms);
 
   // Now read them out: each ends with DEADLINE_EXCEEDED after whole messages, which name the last
   // key so a client could resume.
@@ -392,7 +417,10 @@ TEST_F(HostileInputTest, SlowReadersAndCallsWithoutDeadlines) {
 // Control client latency: Gets on one connection, alone and then while other threads flood the
 // server with malformed, oversized and refused requests and churn connections. Reported only.
 TEST_F(HostileInputTest, ControlClientLatencyUnderHostileLoad) {
-  for (int i = 0; i < 2000; i += 100) ASSERT_TRUE(BatchInsert(100, 200).ok());
+  for (int i = 0; i < 2000; i += 100) {
+    const grpc::Status s = BatchInsert(100, 200, 8, i);
+    ASSERT_TRUE(s.ok()) << s.error_code() << ": " << s.error_message();
+  }
   auto control = v1::KV::NewStub(Plaintext(groved_->address()));
   auto measure = [&](int n) {
     std::vector<double> us;
@@ -442,7 +470,8 @@ TEST_F(HostileInputTest, ControlClientLatencyUnderHostileLoad) {
             v1::ScanRequest req;
             req.set_start("b");
             req.set_end("a");
-            auto r = s2->Scan(Ctx().get(), req);
+            auto ctx = Ctx();  // outlives the reader
+            auto r = s2->Scan(ctx.get(), req);
             v1::ScanResponse m;
             while (r->Read(&m)) {
             }
@@ -450,7 +479,8 @@ TEST_F(HostileInputTest, ControlClientLatencyUnderHostileLoad) {
             break;
           }
           default: {  // a full scan read to the end
-            auto r = stub->Scan(Ctx().get(), v1::ScanRequest());
+            auto ctx = Ctx();  // outlives the reader
+            auto r = stub->Scan(ctx.get(), v1::ScanRequest());
             v1::ScanResponse m;
             while (r->Read(&m)) {
             }

@@ -285,7 +285,12 @@ int RunBench(const BenchOptions& o) {
       PrintTableRow(table_out, j);
       std::fflush(table_out);
     }
-    if (run->errors > 0) exit_code = 1;
+    if (run->errors > 0) {
+      exit_code = 1;
+      std::fprintf(stderr, "grove-bench: %s: %llu operations failed; the first: %s\n",
+                   w.name.c_str(), static_cast<unsigned long long>(run->errors),
+                   run->first_error.c_str());
+    }
     if (run->inserts_exhausted > 0) {
       std::fprintf(stderr,
                    "grove-bench: %llu inserts ran out of reserved keys and became updates; raise "

@@ -82,6 +82,9 @@ class DbImpl final : public Db {
                      const std::string& layout);
   Status LoadCheckpoint(const Superblock& sb, const IndexRegistry& registry,
                         const ParamMap& params);
+  // Finishes the checkpoint after *sb from a complete double-write batch (and advances *sb), or
+  // leaves it when its manifest cannot be written for lack of space (it then never reached its
+  // in-place writes, and the WAL recovers it).
   Status RepairFromDoubleWrite(Superblock* sb);
   Status ReplayWal();
   Status LoadEpochMap();
@@ -94,6 +97,8 @@ class DbImpl final : public Db {
   uint64_t PagesNeeded(const WriteBatch& batch) const;
   Status BulkLoadLocked(const BulkLoadSource& source) REQUIRES(checkpoint_mu_);
   Status ReserveDirtyRoom(uint64_t pages);
+  // Gives back what ReserveDirtyRoom reserved (what the write dirtied now counts as dirty pages).
+  void ReleaseDirtyRoom(uint64_t pages);
   // Applies a logged batch to the index. Also the replay path.
   Status ApplyBatch(Lsn lsn, const WriteBatch& batch);
   Status ApplyPut(Lsn lsn, Slice key, Slice value);
@@ -140,6 +145,9 @@ class DbImpl final : public Db {
   std::atomic<uint64_t> last_checkpoint_nanos_{0};
   std::atomic<bool> last_checkpoint_no_space_{false};
   std::atomic<uint64_t> reserved_pages_{0};  // dirty-page room reserved by writes in flight
+  // Reservations are taken under room_mu_; room_cv_ is signalled when a write releases its own.
+  Mutex room_mu_;
+  CondVar room_cv_{&room_mu_};
 
   Mutex state_mu_;
   Status bg_error_ GUARDED_BY(state_mu_);

@@ -78,19 +78,37 @@ Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
     const uint64_t held = pool_->dirty_pages() + pool_->flushing_pages() + reserved_pages_.load();
     return static_cast<double>(held + pages) <= cap;
   };
+  // Writes in flight give their room back when they finish; a checkpoint is the way to turn dirty
+  // pages into clean ones. A batch within the cap therefore fits once it is alone after a
+  // checkpoint, unless checkpoints keep failing.
   Status s;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  int checkpoints = 0;
+  MutexLock lock(&room_mu_);
+  while (true) {
     if (fits()) {
       reserved_pages_.fetch_add(pages);
       return Status::Ok();
     }
+    if (reserved_pages_.load() > 0) {
+      room_cv_.WaitFor(std::chrono::milliseconds(50));
+      continue;
+    }
+    if (checkpoints++ == 3) break;
+    room_mu_.Unlock();
     s = RunCheckpoint(CheckpointReason::kDirty);
+    room_mu_.Lock();
     if (!s.ok()) break;
   }
   if (!s.ok() && s.IsResourceExhausted()) return s;
   return Status::ResourceExhausted(fmt::format(
       "writes are stalled: no room for {} more dirty pages until a checkpoint completes{}", pages,
       s.ok() ? "" : " (" + s.ToString() + ")"));
+}
+
+void DbImpl::ReleaseDirtyRoom(uint64_t pages) {
+  reserved_pages_.fetch_sub(pages);
+  MutexLock lock(&room_mu_);
+  room_cv_.SignalAll();
 }
 
 Status DbImpl::Write(const WriteBatch& batch) {
@@ -157,7 +175,7 @@ Status DbImpl::Write(const WriteBatch& batch) {
       }
     }
     key_locks_.Unlock(stripes);
-    reserved_pages_.fetch_sub(pages);  // what the write dirtied now counts as dirty pages
+    ReleaseDirtyRoom(pages);
     GROVE_RETURN_IF_ERROR(s);
   }
   writes_.fetch_add(1, std::memory_order_relaxed);

@@ -171,15 +171,39 @@ Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
   if (m.epoch != batch->epoch) {
     return Status::DataLoss("double-write batch carries a manifest of another epoch");
   }
-  GROVE_RETURN_IF_ERROR(
-      WriteManifestFile(io_.get(), options_.data_dir, batch->epoch, batch->manifest));
+  const uint64_t manifest_size = batch->manifest.size();
+  const uint32_t manifest_crc =
+      crc32c::Mask(crc32c::Value(batch->manifest.data(), batch->manifest.size()));
+  // A checkpoint writes its pages in place only after its manifest is durable, so a manifest that
+  // already matches the batch needs no rewrite (and no disk space: this may run on a full disk).
+  const bool manifest_durable = ReadManifestFile(io_.get(), options_.data_dir, batch->epoch,
+                                                 manifest_size, manifest_crc)
+                                    .ok();
+  if (!manifest_durable) {
+    Status s = WriteManifestFile(io_.get(), options_.data_dir, batch->epoch, batch->manifest);
+    if (s.IsResourceExhausted()) {
+      // The checkpoint stopped before its manifest was durable (typically it ran out of space
+      // there), so it never wrote a page in place: the data file still holds epoch sb->epoch
+      // intact, and the WAL still holds everything from that checkpoint's redo point (segments
+      // are only removed after a checkpoint commits). Recover from there instead of finishing
+      // this checkpoint, which would need space the disk does not have.
+      io_->DeleteFile(options_.data_dir + "/" + ManifestFileName(batch->epoch)).IgnoreError();
+      logger_->Log(LogLevel::kWarn,
+                   fmt::format("recovery: not completing checkpoint {} from the double-write "
+                               "file, its manifest cannot be written ({}); it never reached its "
+                               "in-place writes, so recovery starts from checkpoint {}",
+                               batch->epoch, s.ToString(), sb->epoch));
+      return Status::Ok();
+    }
+    GROVE_RETURN_IF_ERROR(s);
+  }
   const PageImages pages = batch->pages();
   GROVE_RETURN_IF_ERROR(WritePagesInPlace(io_.get(), data_file_.get(), pages));
   pool_->RecordWrites(IoCause::kRecovery, pages.size());
   Superblock next = *sb;
   next.epoch = batch->epoch;
-  next.manifest_size = batch->manifest.size();
-  next.manifest_crc = crc32c::Mask(crc32c::Value(batch->manifest.data(), batch->manifest.size()));
+  next.manifest_size = manifest_size;
+  next.manifest_crc = manifest_crc;
   GROVE_RETURN_IF_ERROR(WriteSuperblock(data_file_.get(), next));
   logger_->Log(
       LogLevel::kWarn,

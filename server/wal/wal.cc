@@ -112,22 +112,40 @@ StatusOr<std::unique_ptr<Wal>> Wal::Open(IoBackend* io, const std::string& dir,
   }
 
   const std::string path = dir + "/" + SegmentFileName(next_lsn);
-  GROVE_ASSIGN_OR_RETURN(std::unique_ptr<File> file,
-                         CreateSegmentFile(io, path, options.segment_bytes));
-  GROVE_RETURN_IF_ERROR(io->SyncDir(dir).WithContext("wal: syncing the directory"));
+  StatusOr<std::unique_ptr<File>> file = CreateSegmentFile(io, path, options.segment_bytes);
+  // A full disk must not keep a database from opening (it still serves reads, and recovery needs
+  // no new log space): open without an active segment and leave the segment to the first Append,
+  // exactly like a roll that failed for lack of space. Replay has already fdatasynced the last old
+  // segment, so there is nothing to seal before the new one gets records.
+  const bool deferred = !file.ok() && file.status().IsResourceExhausted();
+  if (!file.ok() && !deferred) return file.status();
+  if (!deferred) {
+    GROVE_RETURN_IF_ERROR(io->SyncDir(dir).WithContext("wal: syncing the directory"));
+  }
 
   std::unique_ptr<Wal> wal(new Wal(io, dir, options, next_lsn, logger));
   {
     MutexLock lock(&wal->mu_);
-    wal->active_ = std::make_shared<Segment>(Segment{std::move(file), path});
-    segments.push_back({next_lsn, path});
+    if (deferred) {
+      wal->roll_pending_ = true;
+    } else {
+      wal->active_ = std::make_shared<Segment>(Segment{std::move(file).value(), path});
+      segments.push_back({next_lsn, path});
+    }
     wal->segments_ = std::move(segments);
   }
   if (options.sync == SyncMode::kBatch) {
     wal->batch_thread_ = std::thread([w = wal.get()] { w->BatchSyncLoop(); });
   }
-  wal->Log(LogLevel::kInfo, fmt::format("wal: appending at LSN {} in {} (sync: {})", next_lsn, path,
-                                        SyncModeName(options.sync)));
+  if (deferred) {
+    wal->Log(LogLevel::kWarn,
+             fmt::format("wal: no space for a new segment at LSN {} ({}); opened without one, "
+                         "writes fail with RESOURCE_EXHAUSTED until space returns (sync: {})",
+                         next_lsn, file.status().ToString(), SyncModeName(options.sync)));
+  } else {
+    wal->Log(LogLevel::kInfo, fmt::format("wal: appending at LSN {} in {} (sync: {})", next_lsn,
+                                          path, SyncModeName(options.sync)));
+  }
   return wal;
 }
 
@@ -235,11 +253,14 @@ Status Wal::WriteGroup(GroupPlan* plan) {
   if (plan->roll || plan->offset + group_buf_.size() > options_.segment_bytes) {
     plan->roll = true;
     // Seal the old segment before the new one gets any record: Replay relies on every segment
-    // but the last being complete and durable.
-    Status s = SyncFile(plan->segment->file.get());
-    if (!s.ok()) {
-      plan->failed = "fdatasync of " + plan->segment->path;
-      return s;
+    // but the last being complete and durable. There is no old segment when Open found no space
+    // for its own; then the last segment on disk is the one Replay read and already synced.
+    if (plan->segment != nullptr) {
+      Status s = SyncFile(plan->segment->file.get());
+      if (!s.ok()) {
+        plan->failed = "fdatasync of " + plan->segment->path;
+        return s;
+      }
     }
     plan->synced_before = true;
     const std::string path = dir_ + "/" + SegmentFileName(plan->first_lsn);
@@ -250,7 +271,7 @@ Status Wal::WriteGroup(GroupPlan* plan) {
       return file.status();
     }
     // The new name must be durable before records that are acknowledged live in it.
-    s = io_->SyncDir(dir_);
+    Status s = io_->SyncDir(dir_);
     if (!s.ok()) {
       plan->failed = "fsync of directory " + dir_;
       return s;

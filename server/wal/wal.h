@@ -7,7 +7,8 @@
 //
 // Recovery first calls Wal::Replay to feed every record at or after the redo point to the engine,
 // then Wal::Open with the ReplayResult's next_lsn. Open always starts a fresh segment; nothing is
-// ever appended after an old tail.
+// ever appended after an old tail. On a full disk Open succeeds without a segment and the first
+// Append creates it (so a database can open and serve reads while its disk is full).
 //
 // Durability (WalOptions::sync; what each mode can lose is in docs/formats/wal.md):
 //   kAlways  Append returns after the group's fdatasync.
@@ -25,15 +26,16 @@
 //
 // Errors:
 //   * A full disk can only appear when a new segment is created and preallocated (space inside a
-//     segment is reserved). The group's Appends fail with kResourceExhausted, nothing is written,
-//     no LSN is consumed, and the next Append retries the roll.
+//     segment is reserved): at a roll, or at the first Append after an Open that found no space
+//     for its segment. The group's Appends fail with kResourceExhausted, nothing is written, no
+//     LSN is consumed, and the next Append retries the roll.
 //   * Any other write error, a short write, or a failed fdatasync stops the log for good
 //     (fail-stop): the kernel may have dropped the dirty pages, so a later "successful" fsync would
 //     prove nothing. Every later Append and Sync returns kInternal ("... reopen to recover").
 //
 // State machine:
 //
-//                      Open()
+//                      Open()   (no space: Appending with a roll pending)
 //                        |
 //                        v
 //                  +-----------+   write error, short write,    +---------+
@@ -101,7 +103,9 @@ class Wal {
 
   // Starts appending at next_lsn (>= 1; normally ReplayResult::next_lsn) in a fresh, preallocated
   // segment. Fails with kFailedPrecondition if the directory already holds records at or beyond
-  // next_lsn, and with kResourceExhausted if the disk has no room for the segment.
+  // next_lsn. If the disk has no room for the segment, Open still succeeds (logging a warning):
+  // the segment is created by the first Append, which fails with kResourceExhausted until space
+  // returns. That relies on Replay having fdatasynced the last existing segment, which it does.
   static StatusOr<std::unique_ptr<Wal>> Open(IoBackend* io, const std::string& dir,
                                              const WalOptions& options, Lsn next_lsn,
                                              Logger* logger);
@@ -168,8 +172,9 @@ class Wal {
   std::vector<SegmentRef> segments_ GUARDED_BY(mu_);  // every live segment, active last
   uint64_t active_written_ GUARDED_BY(mu_) = 0;       // bytes written into the active segment
   Lsn next_lsn_ GUARDED_BY(mu_);
-  // The active segment was sealed (synced) for a roll that failed for lack of space; the next group
-  // must go to a new segment.
+  // The next group must go to a new segment: the active segment was sealed (synced) for a roll
+  // that failed for lack of space, or Open found no space and there is no active segment yet.
+  // active_ is null only in that second case.
   bool roll_pending_ GUARDED_BY(mu_) = false;
   // Log bytes written and known durable since Open. Bytes of earlier segments are always durable:
   // a roll syncs the old segment before anything is written to the new one.

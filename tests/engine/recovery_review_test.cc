@@ -3,6 +3,7 @@
 // the suite stays green (run them with --gtest_also_run_disabled_tests); each names its bug.
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -168,6 +169,66 @@ TEST(RecoveryReviewTest, DoubleWriteBatchWithALostImageWriteIsNotReapplied) {
     ASSERT_TRUE(found.ok()) << "key " << i << ": " << found.status().ToString();
     ASSERT_TRUE(*found) << i;
     ASSERT_EQ(v, std::string(100, 'z')) << i;
+  }
+  VerifyReport report;
+  ASSERT_OK((*db)->Verify(&report));
+  EXPECT_TRUE(report.problems.empty()) << report.problems[0];
+}
+
+// A checkpoint that runs out of space at its manifest (step 3) leaves a complete double-write batch
+// for the next epoch and no manifest. Recovery used to complete that checkpoint, which means writing
+// its manifest, so reopening on a still-full disk failed with RESOURCE_EXHAUSTED. The checkpoint
+// never wrote a page in place, so recovery must start from the previous checkpoint plus the WAL.
+TEST(RecoveryReviewTest, CheckpointThatRanOutOfSpaceAtItsManifestDoesNotBlockReopenWhileFull) {
+  TempDir dir;
+  auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 4);
+  Options o = SmallOptions(dir.path());
+  o.io_backend = fb;
+  constexpr uint64_t kKeys = 200;
+  auto full = [&] {
+    fb->AddRule({.kind = FaultInjectionBackend::OpKind::kAllocate, .path_contains = "wal-",
+                 .error = ENOSPC});
+    fb->AddRule({.kind = FaultInjectionBackend::OpKind::kWrite, .path_contains = "MANIFEST",
+                 .error = ENOSPC});
+  };
+  {
+    auto db = Db::Open(o);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    for (uint64_t i = 0; i < kKeys; ++i) ASSERT_OK((*db)->Put(Key(i), "v" + std::to_string(i)));
+    full();
+    const Status s = (*db)->Checkpoint();
+    ASSERT_EQ(s.code(), StatusCode::kResourceExhausted) << s.ToString();
+    // Closing cannot write its checkpoint either; the log holds every write.
+    EXPECT_EQ((*db)->Close().code(), StatusCode::kResourceExhausted);
+  }
+  {
+    // The double-write file holds a complete batch for the next epoch.
+    auto dw = fb->OpenFile(dir.Sub(kDoubleWriteFileName), FileOptions{.read_only = true});
+    ASSERT_TRUE(dw.ok());
+    auto batch = ReadDoubleWrite(dw->get());
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    ASSERT_TRUE(batch->has_value()) << "the checkpoint did not get as far as its manifest";
+  }
+
+  auto db = Db::Open(o);  // still full
+  ASSERT_TRUE(db.ok()) << "reopening on a full disk failed: " << db.status().ToString();
+  std::string v;
+  for (uint64_t i = 0; i < kKeys; ++i) {
+    auto found = (*db)->Get(Key(i), &v);
+    ASSERT_TRUE(found.ok() && *found) << "key " << i;
+    ASSERT_EQ(v, "v" + std::to_string(i));
+  }
+  EXPECT_EQ((*db)->Put(Key(kKeys), "full").code(), StatusCode::kResourceExhausted);
+
+  fb->ClearRules();
+  ASSERT_OK((*db)->Put(Key(kKeys), "after"));
+  ASSERT_OK((*db)->Close());
+  db = Db::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  for (uint64_t i = 0; i <= kKeys; ++i) {
+    auto found = (*db)->Get(Key(i), &v);
+    ASSERT_TRUE(found.ok() && *found) << "key " << i;
+    ASSERT_EQ(v, i == kKeys ? "after" : "v" + std::to_string(i));
   }
   VerifyReport report;
   ASSERT_OK((*db)->Verify(&report));

@@ -109,7 +109,9 @@ class DiskFullTest : public GrovedTest {
     }
     v1::ScanRequest req;
     req.set_keys_only(true);
-    auto reader = kv_->Scan(Ctx(60s).get(), req);
+    // The context must outlive the stream: the reader keeps using it until Finish().
+    const auto ctx = Ctx(60s);
+    auto reader = kv_->Scan(ctx.get(), req);
     v1::ScanResponse msg;
     uint64_t n = 0;
     while (reader->Read(&msg)) n += msg.entries_size();

@@ -1,5 +1,5 @@
 // Wal under injected faults (io/fault_backend.h): fail-stop after a failed fdatasync or write,
-// ENOSPC at segment creation (retryable), and simulated power loss in each sync mode.
+// ENOSPC at segment creation (retryable, also at Open), and simulated power loss in each sync mode.
 
 #include <cerrno>
 #include <map>
@@ -156,14 +156,61 @@ TEST_P(WalFaultTest, FailedOrShortWriteIsFailStopAndReplayRepairsIt) {
   EXPECT_EQ(again.records.back().second, "resumed");
 }
 
-TEST_P(WalFaultTest, EnospcOnSegmentAllocateIsRetryable) {
-  // At Open.
-  fault_->AddRule({.kind = OpKind::kAllocate, .path_contains = "wal-", .error = ENOSPC});
-  StatusOr<std::unique_ptr<Wal>> refused =
-      Wal::Open(fault_.get(), dir_.path(), options_, 1, nullptr);
-  ASSERT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
-  fault_->ClearRules();
+// Open on a full disk succeeds without a segment (a database must open and serve reads while its
+// disk is full); the first Append creates the segment and fails with RESOURCE_EXHAUSTED, consuming
+// no LSN, until space returns.
+TEST_P(WalFaultTest, EnospcAtOpenDefersTheSegmentToTheFirstAppend) {
+  // A log with records, as Replay leaves it before Open.
+  std::unique_ptr<Wal> wal = OpenWal(fault_.get(), 1);
+  ASSERT_NE(wal, nullptr);
+  std::vector<std::string> acked;
+  for (int i = 0; i < 3; ++i) {
+    acked.push_back(MakePayload("o", i, 100));
+    ASSERT_TRUE(wal->Append(acked.back()).ok());
+  }
+  ASSERT_TRUE(wal->Close().ok());
+  wal.reset();
+  Replayed before = ReplayAll(fault_.get(), dir_.path(), 1, options_);
+  ASSERT_TRUE(before.status.ok()) << before.status.ToString();
+  ASSERT_EQ(before.result.next_lsn, 4u);
 
+  fault_->AddRule({.kind = OpKind::kAllocate, .path_contains = "wal-", .error = ENOSPC});
+  wal = OpenWal(fault_.get(), before.result.next_lsn);
+  ASSERT_NE(wal, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    StatusOr<Lsn> full = wal->Append("while full");
+    ASSERT_EQ(full.status().code(), StatusCode::kResourceExhausted) << full.status().ToString();
+    EXPECT_EQ(wal->next_lsn(), 4u);
+  }
+  EXPECT_TRUE(wal->Sync().ok());  // nothing unsynced, and no segment to sync
+
+  fault_->ClearRules();
+  StatusOr<Lsn> lsn = wal->Append("resumed");
+  ASSERT_TRUE(lsn.ok()) << lsn.status().ToString();
+  EXPECT_EQ(*lsn, 4u);
+  acked.push_back("resumed");
+  ASSERT_TRUE(wal->Close().ok());
+  wal.reset();
+
+  Replayed r = ReplayAll(fault_.get(), dir_.path(), 1, options_);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.records.size(), acked.size());
+  for (size_t i = 0; i < acked.size(); ++i) ASSERT_EQ(r.records[i].second, acked[i]);
+
+  // Closing a Wal that never got a segment leaves the directory as it was.
+  fault_->AddRule({.kind = OpKind::kAllocate, .path_contains = "wal-", .error = ENOSPC});
+  wal = OpenWal(fault_.get(), r.result.next_lsn);
+  ASSERT_NE(wal, nullptr);
+  EXPECT_TRUE(wal->Close().ok());
+  wal.reset();
+  fault_->ClearRules();
+  Replayed again = ReplayAll(fault_.get(), dir_.path(), 1, options_);
+  ASSERT_TRUE(again.status.ok()) << again.status.ToString();
+  EXPECT_EQ(again.records.size(), acked.size());
+  EXPECT_EQ(again.result.next_lsn, r.result.next_lsn);
+}
+
+TEST_P(WalFaultTest, EnospcOnSegmentAllocateIsRetryable) {
   // At a roll.
   std::unique_ptr<Wal> wal = OpenWal(fault_.get(), 1);
   ASSERT_NE(wal, nullptr);

@@ -30,11 +30,13 @@ common=(--target embedded:btree --records 10M --value-size 16 --cache-fraction 0
   --insert-budget 0 --direct-io true --json "$RESULTS")
 reads=(--workloads c --distribution uniform --duration 60 --warmup 15)
 
-run "$BENCH" "${common[@]}" --dir "$DATA/ref-put" --label put-tree --workloads load \
-  --load-method put --threads 32
-for t in 1 2; do
-  run "$BENCH" "${common[@]}" --dir "$DATA/ref-put" --label put-tree "${reads[@]}" --threads "$t"
-done
+if [ "${PUT:-1}" = 1 ]; then  # PUT=0 skips the Put-loaded tree (most of the run's time)
+  run "$BENCH" "${common[@]}" --dir "$DATA/ref-put" --label put-tree --workloads load \
+    --load-method put --threads 32
+  for t in 1 2; do
+    run "$BENCH" "${common[@]}" --dir "$DATA/ref-put" --label put-tree "${reads[@]}" --threads "$t"
+  done
+fi
 run "$BENCH" "${common[@]}" --dir "$DATA/ref-bulk" --label bulk-tree --workloads load \
   --load-method bulk --threads 1
 for t in 1 2; do

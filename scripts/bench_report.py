@@ -325,6 +325,11 @@ def main():
     if reference:
         parts.append(reference_section(
             reference, read_text(os.path.join(args.data, "reference-10m-commands.txt"))))
+    # Sections other scripts generate (e.g. scripts/bench-shortcut.sh writes shortcut.md), in
+    # name order; each carries its own commands.
+    for name in sorted(os.listdir(args.data)) if os.path.isdir(args.data) else []:
+        if name.endswith(".md"):
+            parts += ["", read_text(os.path.join(args.data, name)), ""]
     with open(args.out, "w", encoding="utf-8") as f:
         f.write("\n".join(parts).rstrip() + "\n")
 

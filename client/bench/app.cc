@@ -142,9 +142,20 @@ Status LoadState(const BenchOptions& o, const std::string& target, uint64_t* cap
   }
   json s = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (s.is_discarded()) return Status::DataLoss(StatePath(o) + ": not JSON");
+  // The target's parameters may differ from the load's (prefetch, cache shares, ...): the engine
+  // itself refuses to reopen with other layout parameters. The target and variant must match.
+  auto base = [](const json& t) {
+    const std::string text = t.is_string() ? t.get<std::string>() : t.dump();
+    return json(text.substr(0, text.find('?')));
+  };
   for (const char* field : {"keys", "key_order", "seed", "records", "target"}) {
-    const json mine = StateJson(o, target, 0, 0)[field];
-    if (!s.contains(field) || s[field] != mine) {
+    json mine = StateJson(o, target, 0, 0)[field];
+    json theirs = s.contains(field) ? s[field] : json();
+    if (std::string_view(field) == "target") {
+      mine = base(mine);
+      if (!theirs.is_null()) theirs = base(theirs);
+    }
+    if (theirs.is_null() || theirs != mine) {
       return Status::FailedPrecondition(StatePath(o) + ": the data was loaded with " + field + "=" +
                                         (s.contains(field) ? s[field].dump() : "?") +
                                         ", this run asks for " + mine.dump() +

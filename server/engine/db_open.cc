@@ -279,7 +279,7 @@ Status DbImpl::ReplayWal() {
         GROVE_RETURN_IF_ERROR(
             ReserveDirtyRoom(pages).WithContext(fmt::format("replaying LSN {}", lsn)));
         Status s = ApplyBatch(lsn, batch).WithContext(fmt::format("replaying LSN {}", lsn));
-        reserved_pages_.fetch_sub(pages);
+        ReleaseDirtyRoom(pages);
         GROVE_RETURN_IF_ERROR(s);
         replay_next_lsn_ = lsn + 1;
         return Status::Ok();

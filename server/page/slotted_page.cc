@@ -51,7 +51,8 @@ const char* SlottedPageView::CheckStructure() const {
 
 void SlottedPage::Init(char* page, uint16_t base) {
   std::memset(page + base, 0, kRegionHeader);
-  *reinterpret_cast<uint16_t*>(page + base + 2) = static_cast<uint16_t>(kPageSize);
+  const auto cell_start = static_cast<uint16_t>(kPageSize);  // `base` may be odd: see U16()
+  std::memcpy(page + base + 2, &cell_start, sizeof(cell_start));
 }
 
 uint16_t SlottedPage::Allocate(size_t n) {

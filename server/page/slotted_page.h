@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "grove/slice.h"
 
@@ -58,8 +59,15 @@ class SlottedPageView {
   const char* CheckStructure() const;
 
  protected:
-  uint16_t U16(size_t off) const { return *reinterpret_cast<const uint16_t*>(p_ + off); }
-  void SetU16(size_t off, uint16_t v) { *reinterpret_cast<uint16_t*>(p_ + off) = v; }
+  // Cells are packed back to back with no padding, so a cell header (and, on a damaged page, any
+  // offset) may be odd: read and write through memcpy, never a uint16_t*, since a misaligned
+  // access is undefined behaviour (UBSan traps on it; compilers may assume alignment).
+  uint16_t U16(size_t off) const {
+    uint16_t v;
+    std::memcpy(&v, p_ + off, sizeof(v));
+    return v;
+  }
+  void SetU16(size_t off, uint16_t v) { std::memcpy(p_ + off, &v, sizeof(v)); }
   uint16_t SlotOffset(int i) const { return U16(base_ + kRegionHeader + kSlotSize * i); }
   size_t SlotsEnd() const { return base_ + kRegionHeader + kSlotSize * count(); }
   uint16_t cell_start() const { return U16(base_ + 2); }

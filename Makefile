@@ -11,6 +11,8 @@
 #   make bench       the benchmark suite (~15 min): btree vs RocksDB vs the device, writes
 #                    docs/benchmarks.md and docs/img/bench-*.png (build-bench/, Release; not a test)
 #   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
+#   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
+#                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
@@ -20,7 +22,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference
+.PHONY: bench-build bench bench-reference fuzz
 
 deps:
 	bash scripts/install-deps.sh
@@ -60,7 +62,7 @@ test-deploy: deps build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L deploy $(CTEST_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) build-asan build-tsan
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz
 
 # Benchmarks build in Release without tests, in their own directory, and keep their data there.
 BENCH_BUILD_DIR ?= build-bench
@@ -76,3 +78,9 @@ bench: bench-build
 
 bench-reference: bench-build
 	$(BENCH_ENV) scripts/bench-reference.sh
+
+# Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
+FUZZ_SECONDS ?= 60
+
+fuzz: deps
+	JOBS=$(JOBS) scripts/fuzz.sh --seconds $(FUZZ_SECONDS)

@@ -129,6 +129,19 @@ void BufferPool::Touch(Frame* frame, Retention retention) {
   if (retention == Retention::kHigh && !frame->high.load(std::memory_order_relaxed) &&
       !frame->high.exchange(true)) {
     high_count_.fetch_add(1, std::memory_order_relaxed);
+    const auto index = static_cast<uint32_t>(frame - frames_.get());
+    MutexLock lock(&high_mu_);
+    if (high_queue_.size() >= 2ull * num_frames_) {
+      // Mostly stale entries: keep the frames that are still high, in order, once each.
+      std::vector<bool> seen(num_frames_);
+      std::deque<uint32_t> live;
+      for (uint32_t i : high_queue_) {
+        if (!seen[i] && frames_[i].high.load(std::memory_order_relaxed)) live.push_back(i);
+        seen[i] = true;
+      }
+      high_queue_.swap(live);
+    }
+    high_queue_.push_back(index);
   }
 }
 
@@ -182,6 +195,10 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
     frames_[idx].pins.store(1);
     return idx;
   }
+  if (high_count_.load(std::memory_order_relaxed) > high_limit_) {
+    const uint32_t idx = EvictOverBudgetHighLocked();
+    if (idx != kNoFrame) return idx;
+  }
   // CLOCK: a resident, clean, unpinned frame whose usage count has run down is the victim.
   // Enough sweeps for any usage count.
   for (uint64_t step = 0; step < 7ull * num_frames_; ++step) {
@@ -211,26 +228,51 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
       f.usage.store(usage - 1, std::memory_order_relaxed);
       continue;
     }
-    const PageId pid = f.page_id.load();
-    Shard& shard = ShardOf(pid);
-    MutexLock shard_lock(&shard.mu);
-    // Pins are only taken under the shard lock, so this check cannot race with a new reader.
-    if (f.pins.load() != 0 || f.dirty.load() || f.flushing.load() ||
-        f.state.load() != FrameState::kResident || f.page_id.load() != pid) {
-      continue;
-    }
-    shard.table.erase(pid);
-    f.state.store(FrameState::kFree);
-    f.pins.store(1);
-    ForgetHigh(&f);
-    resident_.fetch_sub(1);
-    evictions_.fetch_add(1);
-    return idx;
+    if (TryEvictLocked(idx)) return idx;
   }
   return Status::ResourceExhausted(fmt::format(
       "buffer pool: all {} frames are pinned or dirty ({} dirty); raise cache_bytes or lower "
       "checkpoint.dirty_fraction",
       num_frames_, dirty_count_.load()));
+}
+
+bool BufferPool::TryEvictLocked(uint32_t idx) {
+  Frame& f = frames_[idx];
+  if (f.state.load() != FrameState::kResident) return false;
+  const PageId pid = f.page_id.load();
+  Shard& shard = ShardOf(pid);
+  MutexLock shard_lock(&shard.mu);
+  // Pins are only taken under the shard lock, so this check cannot race with a new reader.
+  if (f.pins.load() != 0 || f.dirty.load() || f.flushing.load() ||
+      f.state.load() != FrameState::kResident || f.page_id.load() != pid) {
+    return false;
+  }
+  shard.table.erase(pid);
+  f.state.store(FrameState::kFree);
+  f.pins.store(1);
+  ForgetHigh(&f);
+  resident_.fetch_sub(1);
+  evictions_.fetch_add(1);
+  return true;
+}
+
+uint32_t BufferPool::EvictOverBudgetHighLocked() {
+  // Bounded: frames that cannot go now (pinned, dirty) are put back at the end.
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    uint32_t idx;
+    {
+      MutexLock lock(&high_mu_);
+      if (high_queue_.empty()) return kNoFrame;
+      idx = high_queue_.front();
+      high_queue_.pop_front();
+    }
+    Frame& f = frames_[idx];
+    if (!f.high.load(std::memory_order_relaxed)) continue;  // stale entry
+    if (TryEvictLocked(idx)) return idx;
+    MutexLock lock(&high_mu_);
+    high_queue_.push_back(idx);
+  }
+  return kNoFrame;
 }
 
 void BufferPool::ReturnFrame(uint32_t index) {

@@ -35,6 +35,7 @@
 
 #include <array>
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -223,6 +224,12 @@ class BufferPool {
   void Touch(Frame* frame, Retention retention);
   // The frame leaves the page table: it no longer counts as a high-retention page.
   void ForgetHigh(Frame* frame);
+  // Evicts frames_[index] if it is resident, unpinned, clean and not being flushed; the frame is
+  // then pinned and free for reuse. Caller holds evict_mu_.
+  bool TryEvictLocked(uint32_t index) REQUIRES(evict_mu_);
+  // An over-budget high-retention frame to reuse, oldest first; kNoFrame if none can go.
+  uint32_t EvictOverBudgetHighLocked() REQUIRES(evict_mu_);
+  static constexpr uint32_t kNoFrame = UINT32_MAX;
 
   IoBackend* const io_;
   File* const file_;
@@ -237,6 +244,12 @@ class BufferPool {
   Mutex evict_mu_;
   std::vector<uint32_t> free_frames_ GUARDED_BY(evict_mu_);
   uint32_t clock_hand_ GUARDED_BY(evict_mu_) = 0;
+  // Frames in the order they became high-retention (may hold stale entries: a frame is checked
+  // when it is taken). Over budget, these go before CLOCK runs, so the budget is a cap: with a
+  // budget of 0 an inner node stays only until the next miss. Lock order: evict_mu_ or a shard's
+  // mu, then high_mu_; nothing is acquired while holding high_mu_.
+  Mutex high_mu_;
+  std::deque<uint32_t> high_queue_ GUARDED_BY(high_mu_);
 
   // Frames captured by the running checkpoint.
   Mutex checkpoint_mu_;

@@ -470,6 +470,31 @@ TEST_P(BufferPoolTest, HighRetentionPagesSurviveScansWithinTheirShare) {
   EXPECT_EQ(resident, 8);
 }
 
+// The share is a cap, not only a protection: beyond it the oldest inner page is the next victim,
+// before CLOCK runs. With a share of 0 an inner page stays only until the next miss.
+TEST_P(BufferPoolTest, HighRetentionShareIsACap) {
+  MakePool(32, /*high_fraction=*/0.0);
+  const std::vector<PageId> inner = OnDiskPages(3);
+  const std::vector<PageId> leaves = OnDiskPages(3);
+  auto read = [&](PageId id, Retention r) {
+    auto g = pool_->FetchRead(id, IoCause::kDemand, r);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+  };
+  read(inner[0], Retention::kHigh);
+  EXPECT_TRUE(pool_->IsResident(inner[0]));
+  read(leaves[0], Retention::kNormal);  // the pool has free frames: nothing is evicted yet
+  for (int i = 0; i < 40; ++i) read(OnDiskPages(1)[0], Retention::kNormal);  // fill it
+  EXPECT_FALSE(pool_->IsResident(inner[0])) << "over budget: evicted before any normal page";
+  read(inner[1], Retention::kHigh);
+  read(inner[2], Retention::kHigh);
+  read(leaves[1], Retention::kNormal);
+  EXPECT_FALSE(pool_->IsResident(inner[1])) << "the oldest inner page goes first";
+  read(leaves[2], Retention::kNormal);
+  EXPECT_FALSE(pool_->IsResident(inner[2]));
+  EXPECT_TRUE(pool_->IsResident(leaves[1]));
+  EXPECT_TRUE(pool_->IsResident(leaves[2]));
+}
+
 TEST_P(BufferPoolTest, TryFetchReadBacksOffFromAnExclusiveLatch) {
   const std::vector<PageId> ids = OnDiskPages(2);
   // Latches are held by another thread: a thread must not try-lock a latch it holds itself.

@@ -8,6 +8,8 @@
 #   make test-asan   the test suite under AddressSanitizer + UBSan (build-asan/)
 #   make test-tsan   the test suite under ThreadSanitizer (build-tsan/)
 #   make test-deploy the deployment tests only (ctest -L deploy): image, monitoring stack, manifests
+#   make torture     the kill -9 torture test (docs/reliability.md); CYCLES=N kills per wal.sync
+#                    mode (default: the test's own, 20 for always, 8 for batch and none)
 #   make bench       the benchmark suite (~15 min): btree vs RocksDB vs the device, writes
 #                    docs/benchmarks.md and docs/img/bench-*.png (build-bench/, Release; not a test)
 #   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
@@ -22,7 +24,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference fuzz
+.PHONY: bench-build bench bench-reference fuzz torture
 
 deps:
 	bash scripts/install-deps.sh
@@ -60,6 +62,13 @@ test-tsan: deps
 .PHONY: test-deploy
 test-deploy: deps build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L deploy $(CTEST_ARGS)
+
+# Torture runs its binary directly, not through ctest, so that a long run (CYCLES=1000) is not cut
+# off by the test's ctest timeout. Its JSON lines go to $GROVE_RELIABILITY_REPORT when that is set.
+CYCLES ?=
+
+torture: deps build
+	$(if $(CYCLES),GROVE_TORTURE_CYCLES=$(CYCLES)) $(BUILD_DIR)/tests/reliability/torture_test
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz

@@ -10,7 +10,7 @@
 // process never crashes (run it under ASan: `make test-asan`). Torn WAL tails are the one damage
 // that must be repaired silently: the state is then the history up to some batch, never a mix.
 //
-// GROVE_RELIABILITY_SCALE multiplies the injections per class (default 30).
+// GROVE_RELIABILITY_SCALE multiplies the injections per class (default 20).
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -102,7 +102,7 @@ struct ScanOptions {
 // for every page it may dirty before it is logged: 8 pages, plus per operation its leaf and a page
 // more where that leaf splits, plus the pages of its out-of-line values. Writes may keep at most
 // WriteRoomPages() dirty; a batch whose worst case exceeds that is refused (RESOURCE_EXHAUSTED),
-// and groved refuses a configuration whose largest batch could not fit.
+// and groved warns at start when the largest batch its limits allow could not fit.
 inline uint64_t WorstCaseWritePages(uint64_t entries, uint64_t out_of_line_pages) {
   return 8 + 2 * entries + out_of_line_pages;
 }

@@ -21,11 +21,6 @@ def param(run, name, default=""):
     return m.group(1) if m else default
 
 
-def share(run):
-    m = re.search(r"share=(\d+)", run["config"].get("label", "") or run.get("label", ""))
-    return int(m.group(1)) if m else None
-
-
 def label_of(run):
     return run.get("label") or run["config"].get("label", "")
 
@@ -47,10 +42,10 @@ def fmt(v, d=1):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("jsonl")
+    ap.add_argument("jsonl", nargs="+")
     ap.add_argument("--img", default="docs/img")
     a = ap.parse_args()
-    runs = load(a.jsonl)
+    runs = [r for path in a.jsonl if os.path.exists(path) for r in load(path)]
     cache = None
     matrix = defaultdict(dict)  # (share, workload, dist, threads) -> prefetch -> run
     for r in runs:
@@ -134,7 +129,7 @@ def main():
         fig.savefig(os.path.join(a.img, "shortcut-p50-ratio.png"), dpi=110)
 
     ins = [r for r in runs if label_of(r).startswith("shortcut insert-heavy")
-           and r.get("timeline_detail")]
+           and r["workload"] != "load" and r.get("timeline_detail")]
     if ins:
         fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
         for r in ins:

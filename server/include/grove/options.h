@@ -58,7 +58,8 @@ struct Options {
   // Buffer pool budget. Frames are 4 KiB; the pool holds cache_bytes / 4096 of them.
   uint64_t cache_bytes = 256ull << 20;
   // The share of the cache for inner nodes (0..1): within it they are never evicted (lookups cost
-  // one leaf read once they are warm); beyond it, inner nodes are evicted first.
+  // one leaf read once they are warm); beyond it the oldest inner node is the next victim, so the
+  // share is also a cap.
   double inner_cache_fraction = 0.5;
 
   IoBackendOptions io;

@@ -78,8 +78,9 @@ class DbImpl final : public Db {
 
   // --- open / recovery (db_open.cc) ---
   Status OpenImpl();
-  Status CreateFresh(const IndexRegistry& registry, const ParamMap& params,
-                     const std::string& layout);
+  // Creates grove.data holding a durable epoch-0 superblock, atomically (write, sync, rename).
+  Status CreateDataFile(const FileOptions& opts);
+  Status CreateFresh(const IndexRegistry& registry, const ParamMap& params);
   Status LoadCheckpoint(const Superblock& sb, const IndexRegistry& registry,
                         const ParamMap& params);
   // Finishes the checkpoint after *sb from a complete double-write batch (and advances *sb), or

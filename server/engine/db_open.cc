@@ -76,16 +76,6 @@ Status DbImpl::OpenImpl() {
   }
   GROVE_ASSIGN_OR_RETURN(lock_, LockFile::Acquire(dir));
 
-  const FileOptions data_opts{.create = true, .direct = options_.direct_io};
-  GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(dir + "/" + kDataFileName, data_opts));
-  GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
-  pool_ = std::make_unique<BufferPool>(
-      BufferPoolOptions{.capacity_bytes = options_.cache_bytes,
-                        .high_retention_fraction = options_.inner_cache_fraction},
-      io_.get(), data_file_.get(), &epochs_);
-  direct_ = std::make_unique<DirectWriter>(this);
-  values_ = std::make_unique<ValueStore>(pool_.get(), &allocator_, direct_.get());
-
   const IndexRegistry registry = IndexRegistry::WithBuiltins();
   variant_ = options_.index.variant;
   GROVE_ASSIGN_OR_RETURN(const ParamMap params, registry.Resolve(variant_, options_.index.params));
@@ -94,9 +84,31 @@ Status DbImpl::OpenImpl() {
   for (const auto& [k, v] : params)
     params_string_ += (params_string_.empty() ? "" : ";") + k + "=" + v;
 
-  GROVE_ASSIGN_OR_RETURN(const uint64_t size, data_file_->Size());
+  const FileOptions data_opts{.create = true, .direct = options_.direct_io};
+  const std::string data_path = dir + "/" + kDataFileName;
+  bool fresh = !io_->FileExists(data_path);
+  if (!fresh) {
+    GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(data_path, data_opts));
+    GROVE_ASSIGN_OR_RETURN(const uint64_t existing, data_file_->Size());
+    if (existing == 0) {  // an empty file holds nothing: create the database again
+      data_file_.reset();
+      fresh = true;
+    }
+  }
+  if (fresh) {
+    GROVE_RETURN_IF_ERROR(CreateDataFile(data_opts));
+    GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(data_path, data_opts));
+  }
+  GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
+  pool_ = std::make_unique<BufferPool>(
+      BufferPoolOptions{.capacity_bytes = options_.cache_bytes,
+                        .high_retention_fraction = options_.inner_cache_fraction},
+      io_.get(), data_file_.get(), &epochs_);
+  direct_ = std::make_unique<DirectWriter>(this);
+  values_ = std::make_unique<ValueStore>(pool_.get(), &allocator_, direct_.get());
+
   std::optional<Superblock> sb;
-  if (size > 0) {
+  {
     std::string problems;
     GROVE_ASSIGN_OR_RETURN(sb, ReadSuperblock(data_file_.get(), &problems));
     if (!sb) {
@@ -117,8 +129,9 @@ Status DbImpl::OpenImpl() {
     GROVE_RETURN_IF_ERROR(RepairFromDoubleWrite(&*sb));
   }
 
-  if (!sb || sb->epoch == 0) {
-    GROVE_RETURN_IF_ERROR(CreateFresh(registry, params, layout_));
+  if (sb->epoch == 0) {
+    created_unix_ = sb->created_unix;
+    GROVE_RETURN_IF_ERROR(CreateFresh(registry, params));
   } else {
     GROVE_RETURN_IF_ERROR(LoadCheckpoint(*sb, registry, params));
   }
@@ -137,19 +150,32 @@ Status DbImpl::OpenImpl() {
   return Status::Ok();
 }
 
-Status DbImpl::CreateFresh(const IndexRegistry& registry, const ParamMap& params,
-                           const std::string& layout) {
+Status DbImpl::CreateDataFile(const FileOptions& opts) {
+  // The data file appears under its name only with a durable epoch-0 superblock in it: it is
+  // written as grove.data.new, synced and renamed. A crash before the rename leaves no data file
+  // (the next open starts over and overwrites the leftover); a torn epoch-0 superblock in
+  // grove.data, which no open could get past, cannot happen.
+  const std::string dir = options_.data_dir;
+  const std::string tmp = dir + "/" + kDataFileName + ".new";
   created_unix_ = static_cast<uint64_t>(std::time(nullptr));
-  // Epoch 0 names the variant before anything else is written, so that a crash during creation
-  // and a reopen with another variant is refused like any other mismatch.
   Superblock sb0;
   sb0.epoch = 0;
   sb0.created_unix = created_unix_;
   sb0.variant = variant_;
-  sb0.layout = layout;
-  GROVE_RETURN_IF_ERROR(data_file_->Truncate(0));
-  GROVE_RETURN_IF_ERROR(WriteSuperblock(data_file_.get(), sb0));
-  GROVE_RETURN_IF_ERROR(io_->SyncDir(options_.data_dir));
+  sb0.layout = layout_;
+  {
+    GROVE_ASSIGN_OR_RETURN(std::unique_ptr<File> f, io_->OpenFile(tmp, opts));
+    GROVE_RETURN_IF_ERROR(f->Truncate(0));
+    GROVE_RETURN_IF_ERROR(WriteSuperblock(f.get(), sb0));  // writes and syncs
+  }
+  GROVE_RETURN_IF_ERROR(io_->RenameFile(tmp, dir + "/" + kDataFileName));
+  return io_->SyncDir(dir);
+}
+
+Status DbImpl::CreateFresh(const IndexRegistry& registry, const ParamMap& params) {
+  // The data file holds the epoch-0 superblock (CreateDataFile) and, after a crash during the
+  // first checkpoint, maybe some of its pages: drop those; slot 0 stays as it is.
+  GROVE_RETURN_IF_ERROR(data_file_->Truncate(kPageSize));
 
   const VariantSpec* spec = registry.Find(variant_);
   IndexContext ctx{pool_.get(),       &allocator_, io_.get(),    direct_.get(),

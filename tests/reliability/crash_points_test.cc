@@ -230,12 +230,11 @@ TEST_P(CrashPointsTest, PowerLossAtEveryBoundary) {
 // A crash at any IO while Db::Open creates a new database must leave a directory that opens (as an
 // empty database): nothing was acknowledged yet, and an operator should not have to clean up.
 //
-// DISABLED: engine bug "crash during creation bricks the directory" (docs/reliability.md, Known
-// bugs, B1). CreateFresh() writes the epoch-0 superblock into grove.data, which it just created;
-// a crash before that write is synced can leave the file with a torn slot 0 and no slot 1, and
-// every later open fails with DATA_LOSS "no valid superblock". Run with
-// --gtest_also_run_disabled_tests --gtest_filter='*CrashWhileCreating*'.
-TEST_P(CrashPointsTest, DISABLED_CrashWhileCreatingLeavesAnOpenableDirectory) {
+// This once bricked the directory: the epoch-0 superblock was written into the freshly created
+// grove.data, and a crash before it was synced left a torn slot 0 and no slot 1 (DATA_LOSS on
+// every later open). The data file is now created as grove.data.new and renamed once its
+// superblock is durable (DbImpl::CreateDataFile).
+TEST_P(CrashPointsTest, CrashWhileCreatingLeavesAnOpenableDirectory) {
   const std::vector<CrashStep> steps = StructureWorkload(3);
   Run clean;
   {

@@ -48,8 +48,8 @@ struct BenchOptions {
   std::string label;
   double timeline_interval = 1.0;
   std::vector<std::string> timeline_counters;  // --timeline-counters
-  std::string print_table;   // only print the table of this JSON-lines file
-  std::string command_line;  // as invoked, for the report
+  std::string print_table;                     // only print the table of this JSON-lines file
+  std::string command_line;                    // as invoked, for the report
 };
 
 // Parses argv. Returns nullopt after printing help or an error; *exit_code says how to exit.

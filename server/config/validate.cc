@@ -170,8 +170,9 @@ std::string BatchFitWarning(const Options& o) {
          " pages, more than writes may keep dirty with cache_bytes " +
          std::to_string(o.cache_bytes / kMiB) + "MiB (" + std::to_string(room) +
          " pages), so batches that large will be refused with RESOURCE_EXHAUSTED; raise "
-         "cache_bytes to at least " + std::to_string(min_cache_mib) +
-         "MiB or lower limits.max_batch_entries to at most " + std::to_string(max_entries);
+         "cache_bytes to at least " +
+         std::to_string(min_cache_mib) + "MiB or lower limits.max_batch_entries to at most " +
+         std::to_string(max_entries);
 }
 
 }  // namespace grove::config

@@ -202,9 +202,9 @@ Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
       crc32c::Mask(crc32c::Value(batch->manifest.data(), batch->manifest.size()));
   // A checkpoint writes its pages in place only after its manifest is durable, so a manifest that
   // already matches the batch needs no rewrite (and no disk space: this may run on a full disk).
-  const bool manifest_durable = ReadManifestFile(io_.get(), options_.data_dir, batch->epoch,
-                                                 manifest_size, manifest_crc)
-                                    .ok();
+  const bool manifest_durable =
+      ReadManifestFile(io_.get(), options_.data_dir, batch->epoch, manifest_size, manifest_crc)
+          .ok();
   if (!manifest_durable) {
     Status s = WriteManifestFile(io_.get(), options_.data_dir, batch->epoch, batch->manifest);
     if (s.IsResourceExhausted()) {

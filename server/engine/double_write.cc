@@ -120,8 +120,7 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
     const char* img = images + i * kPageSize;
     // Every image carries the batch's epoch: an intact image of the same page left over from the
     // previous batch (the new one's write of it was lost) must not pass for part of this batch.
-    if (!page::Verify(img, b.ids[i]).ok() ||
-        page::Epoch(img) != static_cast<uint32_t>(b.epoch)) {
+    if (!page::Verify(img, b.ids[i]).ok() || page::Epoch(img) != static_cast<uint32_t>(b.epoch)) {
       return std::optional<DoubleWriteBatch>();
     }
     std::memcpy(b.images.data() + i * kPageSize, img, kPageSize);

@@ -176,9 +176,10 @@ TEST(RecoveryReviewTest, DoubleWriteBatchWithALostImageWriteIsNotReapplied) {
 }
 
 // A checkpoint that runs out of space at its manifest (step 3) leaves a complete double-write batch
-// for the next epoch and no manifest. Recovery used to complete that checkpoint, which means writing
-// its manifest, so reopening on a still-full disk failed with RESOURCE_EXHAUSTED. The checkpoint
-// never wrote a page in place, so recovery must start from the previous checkpoint plus the WAL.
+// for the next epoch and no manifest. Recovery used to complete that checkpoint, which means
+// writing its manifest, so reopening on a still-full disk failed with RESOURCE_EXHAUSTED. The
+// checkpoint never wrote a page in place, so recovery must start from the previous checkpoint plus
+// the WAL.
 TEST(RecoveryReviewTest, CheckpointThatRanOutOfSpaceAtItsManifestDoesNotBlockReopenWhileFull) {
   TempDir dir;
   auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 4);
@@ -186,9 +187,11 @@ TEST(RecoveryReviewTest, CheckpointThatRanOutOfSpaceAtItsManifestDoesNotBlockReo
   o.io_backend = fb;
   constexpr uint64_t kKeys = 200;
   auto full = [&] {
-    fb->AddRule({.kind = FaultInjectionBackend::OpKind::kAllocate, .path_contains = "wal-",
+    fb->AddRule({.kind = FaultInjectionBackend::OpKind::kAllocate,
+                 .path_contains = "wal-",
                  .error = ENOSPC});
-    fb->AddRule({.kind = FaultInjectionBackend::OpKind::kWrite, .path_contains = "MANIFEST",
+    fb->AddRule({.kind = FaultInjectionBackend::OpKind::kWrite,
+                 .path_contains = "MANIFEST",
                  .error = ENOSPC});
   };
   {

@@ -13,6 +13,7 @@
 
 #include "grove/db.h"
 #include "grove/v1/kv.pb.h"
+
 #include "page/page.h"
 #include "reliability/tagged_value.h"
 #include "util/coding.h"
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
       std::string seg = ReadAll(e.path());
       while (!seg.empty() && seg.back() == '\0') seg.pop_back();
       if (!seg.empty()) Write(out / "wal_reader" / "segment", seg);
-      if (seg.size() > 100) Write(out / "wal_reader" / "segment-torn", seg.substr(0, seg.size() - 9));
+      if (seg.size() > 100)
+        Write(out / "wal_reader" / "segment-torn", seg.substr(0, seg.size() - 9));
     }
   }
 
@@ -101,8 +103,8 @@ int main(int argc, char** argv) {
 
   // Requests: selector byte, four limit bytes, then the message.
   auto request = [&](int selector, const google::protobuf::Message& m, const std::string& name) {
-    Write(out / "request" / name, std::string(1, static_cast<char>(selector)) + "\x20\x40\x10\x40" +
-                                      m.SerializeAsString());
+    Write(out / "request" / name,
+          std::string(1, static_cast<char>(selector)) + "\x20\x40\x10\x40" + m.SerializeAsString());
   };
   grove::v1::GetRequest get;
   get.set_key("key");

@@ -11,9 +11,6 @@
 // read returns an intact value that was once written for that key (values are tagged,
 // reliability/tagged_value.h), "absent", or DATA_LOSS, and nothing else.
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +23,11 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "grove/db.h"
+
 #include "io/fault_backend.h"
 #include "reliability/tagged_value.h"
 #include "util/coding.h"
@@ -94,8 +95,8 @@ Template* BuildTemplate() {
     Check((*db)->Close().ok());
   }
   // Logged only: the process dies with the page cache intact.
-  auto inner = grove::NewIoBackend({.kind = grove::IoBackendKind::kPsync, .psync_threads = 0},
-                                   nullptr);
+  auto inner =
+      grove::NewIoBackend({.kind = grove::IoBackendKind::kPsync, .psync_threads = 0}, nullptr);
   auto fb = std::make_shared<grove::FaultInjectionBackend>(*inner, 1);
   {
     grove::Options o = FuzzOptions(dir);
@@ -181,10 +182,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t off = raw % f.size();
     switch (op % 4) {
       case 0:
-        for (size_t i = 0; i < len && off + i < f.size(); ++i) f[off + i] = static_cast<char>(bytes[i]);
+        for (size_t i = 0; i < len && off + i < f.size(); ++i)
+          f[off + i] = static_cast<char>(bytes[i]);
         break;
       case 1:
-        for (size_t i = 0; i < len && off + i < f.size(); ++i) f[off + i] ^= static_cast<char>(bytes[i]);
+        for (size_t i = 0; i < len && off + i < f.size(); ++i)
+          f[off + i] ^= static_cast<char>(bytes[i]);
         break;
       case 2:
         for (size_t i = 0; i < 16u * (len + 1) && off + i < f.size(); ++i) f[off + i] = '\0';

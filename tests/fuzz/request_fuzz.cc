@@ -113,7 +113,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const CheckResult r = grove::service::CheckScan(req, l);
       CheckOutcome(r);
       if (r.ok()) {
-        Check(req.start().size() <= l.max_key_bytes + 1u && req.end().size() <= l.max_key_bytes + 1u);
+        Check(req.start().size() <= l.max_key_bytes + 1u &&
+              req.end().size() <= l.max_key_bytes + 1u);
         Check(req.end().empty() || req.start() <= req.end());
         const uint32_t eff = grove::service::EffectiveScanLimit(req, l);
         Check(eff >= 1 && eff <= l.max_scan_limit);

@@ -13,6 +13,7 @@
 
 #include "grove/io_backend.h"
 #include "grove/write_batch.h"
+
 #include "wal/log_format.h"
 #include "wal/log_reader.h"
 
@@ -72,10 +73,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(batch.ok() || batch.status().code() == grove::StatusCode::kDataLoss);
     if (batch.ok()) {
       uint32_t n = 0;
-      batch->ForEach([&](grove::WriteBatch::OpType, grove::Slice, grove::Slice) {
-             ++n;
-             return grove::Status::Ok();
-           })
+      batch
+          ->ForEach([&](grove::WriteBatch::OpType, grove::Slice, grove::Slice) {
+            ++n;
+            return grove::Status::Ok();
+          })
           .IgnoreError();
       Check(n == batch->Count());
     }

@@ -12,15 +12,14 @@
 //
 // GROVE_RELIABILITY_SCALE multiplies the injections per class (default 20).
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <functional>
-#include <set>
 #include <random>
+#include <set>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "engine/db_test_util.h"
 #include "io/fault_backend.h"
@@ -151,7 +150,8 @@ std::unique_ptr<Golden> BuildGolden() {
   g->checkpointed = m;
   fs::copy(g->dir.path(), g->closed.path(), fs::copy_options::recursive);
   std::set<std::string> before_tail;
-  for (const auto& e : fs::directory_iterator(g->dir.path())) before_tail.insert(e.path().filename());
+  for (const auto& e : fs::directory_iterator(g->dir.path()))
+    before_tail.insert(e.path().filename());
   // The tail: logged, never checkpointed; the process dies with the page cache intact.
   auto inner = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
   auto fb = std::make_shared<FaultInjectionBackend>(*inner, 1);
@@ -374,34 +374,50 @@ TEST_F(CorruptionSweepTest, DamagedPages) {
   for (bool closed : {false, true}) {
     const std::string suffix = closed ? " (closed)" : " (replay)";
     for (uint64_t n = 0; n < Injections(); ++n) {
-      Inject("bit_flip" + suffix, [&](const std::string& dir) {
-        const PageId id = pick(valid);
-        const uint64_t byte = rng_() % kPageSize;
-        std::string b(1, static_cast<char>(data[id * kPageSize + byte] ^ (1 << (rng_() % 8))));
-        WriteAt(dir + "/" + path, id * kPageSize + byte, b);
-      }, nullptr, closed);
-      Inject("zeroed_page" + suffix, [&](const std::string& dir) {
-        WriteAt(dir + "/" + path, pick(valid) * kPageSize, std::string(kPageSize, '\0'));
-      }, nullptr, closed);
-      Inject("torn_sector" + suffix, [&](const std::string& dir) {
-        // One 512-byte sector of a page replaced by zeros or garbage, as a torn write leaves it.
-        std::string s(512, '\0');
-        if (rng_() % 2) {
-          for (char& c : s) c = static_cast<char>(rng_());
-        }
-        WriteAt(dir + "/" + path, pick(valid) * kPageSize + (rng_() % 8) * 512, s);
-      }, nullptr, closed);
-      Inject("stale_page" + suffix, [&](const std::string& dir) {
-        const PageId id = pick(stale);
-        WriteAt(dir + "/" + path, id * kPageSize,
-                golden_->old_data.substr(id * kPageSize, kPageSize));
-      }, nullptr, closed);
-      Inject("misdirected_write" + suffix, [&](const std::string& dir) {
-        // The image of page a lands at page b (b's own content is lost).
-        PageId a = pick(valid), b = pick(valid);
-        while (b == a) b = pick(valid);
-        WriteAt(dir + "/" + path, b * kPageSize, data.substr(a * kPageSize, kPageSize));
-      }, nullptr, closed);
+      Inject(
+          "bit_flip" + suffix,
+          [&](const std::string& dir) {
+            const PageId id = pick(valid);
+            const uint64_t byte = rng_() % kPageSize;
+            std::string b(1, static_cast<char>(data[id * kPageSize + byte] ^ (1 << (rng_() % 8))));
+            WriteAt(dir + "/" + path, id * kPageSize + byte, b);
+          },
+          nullptr, closed);
+      Inject(
+          "zeroed_page" + suffix,
+          [&](const std::string& dir) {
+            WriteAt(dir + "/" + path, pick(valid) * kPageSize, std::string(kPageSize, '\0'));
+          },
+          nullptr, closed);
+      Inject(
+          "torn_sector" + suffix,
+          [&](const std::string& dir) {
+            // One 512-byte sector of a page replaced by zeros or garbage, as a torn write leaves
+            // it.
+            std::string s(512, '\0');
+            if (rng_() % 2) {
+              for (char& c : s) c = static_cast<char>(rng_());
+            }
+            WriteAt(dir + "/" + path, pick(valid) * kPageSize + (rng_() % 8) * 512, s);
+          },
+          nullptr, closed);
+      Inject(
+          "stale_page" + suffix,
+          [&](const std::string& dir) {
+            const PageId id = pick(stale);
+            WriteAt(dir + "/" + path, id * kPageSize,
+                    golden_->old_data.substr(id * kPageSize, kPageSize));
+          },
+          nullptr, closed);
+      Inject(
+          "misdirected_write" + suffix,
+          [&](const std::string& dir) {
+            // The image of page a lands at page b (b's own content is lost).
+            PageId a = pick(valid), b = pick(valid);
+            while (b == a) b = pick(valid);
+            WriteAt(dir + "/" + path, b * kPageSize, data.substr(a * kPageSize, kPageSize));
+          },
+          nullptr, closed);
     }
   }
   Report("corruption");

@@ -130,7 +130,7 @@ class CrashPointsTest : public ::testing::TestWithParam<std::string> {
         ++run.acked;
       }
       step = steps.size() + 1;  // labelled "close"
-      db->reset();  // a crashed backend makes close fail quietly
+      db->reset();              // a crashed backend makes close fail quietly
     }
     fb->SetObserver(nullptr);
     return run;
@@ -166,7 +166,8 @@ TEST_P(CrashPointsTest, PowerLossAtEveryBoundary) {
         << "the workload never reached " << needed;
   }
   if (HasFailure()) {
-    for (const auto& [cls, idx] : by_class) std::printf("class %s: %zu IOs\n", cls.c_str(), idx.size());
+    for (const auto& [cls, idx] : by_class)
+      std::printf("class %s: %zu IOs\n", cls.c_str(), idx.size());
   }
 
   const bool all = std::getenv("GROVE_CRASH_POINTS") != nullptr &&
@@ -296,8 +297,9 @@ TEST_P(CrashPointsTest, CrashDuringRecoveryAtEveryBoundary) {
   uint64_t recovery_ios = 0;
   {
     TempDir dir;
-    std::filesystem::copy(origin.path(), dir.path(), std::filesystem::copy_options::recursive |
-                                                          std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy(origin.path(), dir.path(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
     auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 3);
     auto db = Db::Open(CrashOptions(dir.path(), fb, GetParam(), SyncMode::kAlways));
     ASSERT_TRUE(db.ok()) << db.status().ToString();
@@ -374,7 +376,8 @@ TEST_P(CrashPointsTest, UnsyncedModesLoseOnlyASuffix) {
         if (HasFailure()) return;
         size_t p = r.acked + 1;
         while (p > 0 && !(p < prefix.size() && got == prefix[p])) --p;
-        ASSERT_TRUE(got == prefix[p]) << what << ": the recovered state is no prefix of the history";
+        ASSERT_TRUE(got == prefix[p])
+            << what << ": the recovered state is no prefix of the history";
         lost_steps[name] += r.acked - std::min(r.acked, p);
       }
     }

@@ -90,7 +90,8 @@ class DiskFullTest : public GrovedTest {
       }
       v1::BatchInsertResponse resp;
       const grpc::Status s = kv_->BatchInsert(Ctx(30s).get(), req, &resp);
-      ++codes[s.ok() ? "OK" : std::to_string(s.error_code()) + " " + s.error_message().substr(0, 60)];
+      ++codes[s.ok() ? "OK"
+                     : std::to_string(s.error_code()) + " " + s.error_message().substr(0, 60)];
       if (s.ok()) {
         for (uint64_t k = next_ - 30; k < next_; ++k) acked_.push_back(k);
         exhausted_in_a_row = 0;

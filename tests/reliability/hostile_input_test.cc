@@ -216,8 +216,8 @@ TEST_F(HostileInputTest, LimitsAtAndPastTheirEdges) {
 
 TEST_F(HostileInputTest, MalformedMessagesAreRefused) {
   std::mt19937_64 rng(ReliabilitySeed());
-  const std::vector<std::string> methods = {"/grove.v1.KV/Get", "/grove.v1.KV/Put",
-                                            "/grove.v1.KV/Delete", "/grove.v1.KV/BatchGet",
+  const std::vector<std::string> methods = {"/grove.v1.KV/Get",         "/grove.v1.KV/Put",
+                                            "/grove.v1.KV/Delete",      "/grove.v1.KV/BatchGet",
                                             "/grove.v1.KV/BatchInsert", "/grove.v1.KV/Stats"};
   v1::PutRequest valid;
   valid.set_key("a-valid-key");
@@ -430,8 +430,8 @@ TEST_F(HostileInputTest, ControlClientLatencyUnderHostileLoad) {
       v1::GetResponse resp;
       const auto t0 = std::chrono::steady_clock::now();
       const grpc::Status s = control->Get(Ctx().get(), req, &resp);
-      us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                       .count());
+      us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       EXPECT_TRUE(s.ok()) << "the control client was refused: " << s.error_message();
     }
     return us;
@@ -478,7 +478,7 @@ TEST_F(HostileInputTest, ControlClientLatencyUnderHostileLoad) {
             r->Finish().IgnoreError();
             break;
           }
-          default: {  // a full scan read to the end
+          default: {           // a full scan read to the end
             auto ctx = Ctx();  // outlives the reader
             auto r = stub->Scan(ctx.get(), v1::ScanRequest());
             v1::ScanResponse m;

@@ -75,7 +75,8 @@ TEST(IoErrorTest, EveryBoundaryFailsCleanly) {
     TempDir dir;
     auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 1);
     IoClassifier c;
-    fb->SetObserver([&](const FaultInjectionBackend::OpInfo& i) { classes.push_back(c.Classify(i)); });
+    fb->SetObserver(
+        [&](const FaultInjectionBackend::OpInfo& i) { classes.push_back(c.Classify(i)); });
     auto db = Db::Open(FaultOptions(dir.path(), fb));
     ASSERT_TRUE(db.ok());
     for (const CrashStep& s : steps) ASSERT_OK(RunStep(db->get(), s));

@@ -8,7 +8,7 @@ namespace grove::testing {
 namespace {
 
 std::string Describe(const KeyWrite& w) {
-  return w.seq == 0   ? std::string("absent (never written)")
+  return w.seq == 0  ? std::string("absent (never written)")
          : w.present ? "put #" + std::to_string(w.seq)
                      : "delete #" + std::to_string(w.seq);
 }
@@ -110,8 +110,8 @@ ResolveCounts Ledger::Resolve(const std::map<std::string, std::optional<std::str
     }
     if (!st.pending.empty()) {
       ++counts.keys_uncertain;
-      const bool same = now.present == st.baseline.present &&
-                        (!now.present || now.seq == st.baseline.seq);
+      const bool same =
+          now.present == st.baseline.present && (!now.present || now.seq == st.baseline.seq);
       ++(same ? counts.resolved_old : counts.resolved_new);
     }
     st.baseline = now;

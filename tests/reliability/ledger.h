@@ -40,13 +40,13 @@ enum class Verdict { kOk, kLostAck, kPhantom, kCorrupt };
 const char* VerdictName(Verdict v);
 
 struct ResolveCounts {
-  uint64_t keys_uncertain = 0;    // keys with pending writes at resolution
-  uint64_t resolved_new = 0;      // ... that showed a pending write (it had been applied)
-  uint64_t resolved_old = 0;      // ... that showed the baseline (no pending write applied)
-  uint64_t batches_uncertain = 0; // batches whose call failed
-  uint64_t batches_applied = 0;   // ... whose puts are all visible
-  uint64_t batches_dropped = 0;   // ... none of whose puts is visible
-  uint64_t batches_torn = 0;      // ... partly visible: atomicity broken (must stay 0)
+  uint64_t keys_uncertain = 0;     // keys with pending writes at resolution
+  uint64_t resolved_new = 0;       // ... that showed a pending write (it had been applied)
+  uint64_t resolved_old = 0;       // ... that showed the baseline (no pending write applied)
+  uint64_t batches_uncertain = 0;  // batches whose call failed
+  uint64_t batches_applied = 0;    // ... whose puts are all visible
+  uint64_t batches_dropped = 0;    // ... none of whose puts is visible
+  uint64_t batches_torn = 0;       // ... partly visible: atomicity broken (must stay 0)
 };
 
 class Ledger {

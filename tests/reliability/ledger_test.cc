@@ -1,9 +1,10 @@
 // The torture test's oracle must itself be right: tagged values detect damage and misplaced
 // values, and the ledger accepts exactly the states a crash may leave and names the others.
 
+#include "reliability/ledger.h"
+
 #include <gtest/gtest.h>
 
-#include "reliability/ledger.h"
 #include "reliability/tagged_value.h"
 
 namespace grove::testing {

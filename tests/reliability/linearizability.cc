@@ -54,9 +54,9 @@ void Unlift(Entry* call) {
 std::string Describe(const RegisterOp& op, int id, int value_id) {
   std::string s = "op " + std::to_string(id) + " (client " + std::to_string(op.client) + ", " +
                   (op.kind == RegisterOp::Kind::kWrite ? "write " : "read ");
-  s += !op.value                     ? std::string("absent")
-       : value_id == kNeverWritten   ? "a value never written"
-                                     : "value #" + std::to_string(value_id);
+  s += !op.value                   ? std::string("absent")
+       : value_id == kNeverWritten ? "a value never written"
+                                   : "value #" + std::to_string(value_id);
   s += ", [" + std::to_string(op.invoke) + ", " +
        (op.known ? std::to_string(op.complete) : std::string("?")) + "])";
   return s;
@@ -156,8 +156,8 @@ LinearizabilityResult CheckRegisterHistory(const std::vector<RegisterOp>& ops,
                              std::to_string(deepest) + " operations; overlapping it:";
         int shown = 0;
         for (int j = 0; j < n && shown < 8; ++j) {
-          const bool overlaps = ops[j].invoke <= op.complete &&
-                                (!ops[j].known || ops[j].complete >= op.invoke);
+          const bool overlaps =
+              ops[j].invoke <= op.complete && (!ops[j].known || ops[j].complete >= op.invoke);
           if (j != stuck_op && overlaps) {
             result.explanation += " " + Describe(ops[j], j, value[j]) + ";";
             ++shown;

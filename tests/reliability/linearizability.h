@@ -35,7 +35,7 @@ struct RegisterOp {
 struct LinearizabilityResult {
   bool ok = true;
   uint64_t states_explored = 0;
-  bool gave_up = false;  // the search hit its budget; no verdict (counts as not ok)
+  bool gave_up = false;     // the search hit its budget; no verdict (counts as not ok)
   std::string explanation;  // when !ok: the operation no order could place, and its neighbours
 };
 

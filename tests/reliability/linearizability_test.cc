@@ -7,19 +7,21 @@
 //
 // The checker itself is tested first, on histories with known answers.
 
+#include "reliability/linearizability.h"
+
 #include <atomic>
-#include <mutex>
 #include <chrono>
 #include <condition_variable>
+#include <mutex>
 #include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "engine/db_test_util.h"
 #include "grove/client/client.h"
-#include "reliability/linearizability.h"
+
+#include "engine/db_test_util.h"
 #include "reliability/report.h"
 #include "service/integration.h"
 
@@ -38,21 +40,20 @@ RegisterOp R(std::optional<std::string> v, int64_t a, int64_t b) {
 
 TEST(WglCheckerTest, AcceptsLinearizableHistories) {
   // Sequential.
-  EXPECT_TRUE(CheckRegisterHistory({W("a", 0, 1), R("a", 2, 3), W(std::nullopt, 4, 5),
-                                    R(std::nullopt, 6, 7)},
-                                   std::nullopt)
-                  .ok);
+  EXPECT_TRUE(
+      CheckRegisterHistory(
+          {W("a", 0, 1), R("a", 2, 3), W(std::nullopt, 4, 5), R(std::nullopt, 6, 7)}, std::nullopt)
+          .ok);
   // A read overlapping a write may see either value.
-  EXPECT_TRUE(CheckRegisterHistory({W("a", 0, 1), W("b", 2, 10), R("a", 3, 4), R("b", 5, 6)},
-                                   std::nullopt)
-                  .ok);
+  EXPECT_TRUE(
+      CheckRegisterHistory({W("a", 0, 1), W("b", 2, 10), R("a", 3, 4), R("b", 5, 6)}, std::nullopt)
+          .ok);
   // Concurrent writes, then reads agreeing on the last one.
   EXPECT_TRUE(CheckRegisterHistory({W("a", 0, 10), W("b", 1, 9), R("a", 11, 12), R("a", 13, 14)},
                                    std::nullopt)
                   .ok);
   // A write of unknown outcome may apply late, or never.
-  EXPECT_TRUE(CheckRegisterHistory({W("a", 0, 1), W("b", 2, 0, false), R("a", 5, 6),
-                                    R("b", 7, 8)},
+  EXPECT_TRUE(CheckRegisterHistory({W("a", 0, 1), W("b", 2, 0, false), R("a", 5, 6), R("b", 7, 8)},
                                    std::nullopt)
                   .ok);
   EXPECT_TRUE(
@@ -70,13 +71,12 @@ TEST(WglCheckerTest, RejectsViolations) {
   // A value nobody wrote.
   EXPECT_FALSE(CheckRegisterHistory({W("a", 0, 1), R("zzz", 2, 3)}, std::nullopt).ok);
   // Two reads see the writes in opposite orders.
-  EXPECT_FALSE(CheckRegisterHistory({W("a", 0, 10), W("b", 0, 10), R("a", 1, 2), R("b", 3, 4),
-                                     R("a", 5, 6)},
-                                    std::nullopt)
-                   .ok);
-  // An unknown write cannot apply before it was invoked.
   EXPECT_FALSE(
-      CheckRegisterHistory({R("b", 0, 1), W("b", 2, 0, false)}, std::nullopt).ok);
+      CheckRegisterHistory({W("a", 0, 10), W("b", 0, 10), R("a", 1, 2), R("b", 3, 4), R("a", 5, 6)},
+                           std::nullopt)
+          .ok);
+  // An unknown write cannot apply before it was invoked.
+  EXPECT_FALSE(CheckRegisterHistory({R("b", 0, 1), W("b", 2, 0, false)}, std::nullopt).ok);
   // A read returning a value before its write was invoked.
   EXPECT_FALSE(CheckRegisterHistory({R("a", 0, 1), W("a", 2, 3)}, std::nullopt).ok);
 }
@@ -182,8 +182,8 @@ void ClientLoop(Store* store, int client, const std::vector<std::string>& keys, 
 }
 
 // Checks every key's history; reports and returns the number of non-linearizable keys.
-int CheckAll(const char* target, const std::vector<std::vector<Recorded>>& per_client,
-             int clients, size_t keys) {
+int CheckAll(const char* target, const std::vector<std::vector<Recorded>>& per_client, int clients,
+             size_t keys) {
   std::map<std::string, std::vector<RegisterOp>> by_key;
   uint64_t unknown = 0, total = 0;
   for (const auto& list : per_client) {
@@ -202,8 +202,8 @@ int CheckAll(const char* target, const std::vector<std::vector<Recorded>>& per_c
     max_ops = std::max<uint64_t>(max_ops, ops.size());
     if (!r.ok) {
       ++bad;
-      ADD_FAILURE() << target << ": the history of a hot key is not linearizable: "
-                    << r.explanation;
+      ADD_FAILURE() << target
+                    << ": the history of a hot key is not linearizable: " << r.explanation;
     }
   }
   const double ms =
@@ -251,7 +251,8 @@ class EngineStore : public Store {
     o.has_upper = true;
     auto it = db_->NewIterator(o);
     if (!it.ok()) return false;
-    for (; (*it)->Valid(); (*it)->Next()) (*out)[std::string((*it)->key())] = std::string((*it)->value());
+    for (; (*it)->Valid(); (*it)->Next())
+      (*out)[std::string((*it)->key())] = std::string((*it)->value());
     return (*it)->status().ok();
   }
 
@@ -277,7 +278,8 @@ TEST(LinearizabilityTest, EngineHotKeys) {
   std::vector<std::thread> threads;
   const uint64_t seed = ReliabilitySeed();
   for (int c = 0; c < kClients; ++c) {
-    threads.emplace_back([&, c] { ClientLoop(&store, c, keys, ops, seed + c, &recorded[c], &progress); });
+    threads.emplace_back(
+        [&, c] { ClientLoop(&store, c, keys, ops, seed + c, &recorded[c], &progress); });
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(CheckAll("engine", recorded, kClients, keys.size()), 0) << "seed " << seed;
@@ -291,8 +293,8 @@ class GrpcStore : public Store {
   bool Batch(const std::vector<std::pair<std::string, std::optional<std::string>>>& m) override {
     std::vector<client::Mutation> muts;
     for (const auto& [k, v] : m) {
-      muts.push_back({v ? client::Mutation::Type::kPut : client::Mutation::Type::kDelete, k,
-                      v.value_or("")});
+      muts.push_back(
+          {v ? client::Mutation::Type::kPut : client::Mutation::Type::kDelete, k, v.value_or("")});
     }
     return c_->BatchInsert(muts).ok();
   }

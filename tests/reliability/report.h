@@ -35,7 +35,9 @@ inline uint64_t EnvU64(const char* name, uint64_t fallback) {
   return s != nullptr && *s ? std::strtoull(s, nullptr, 10) : fallback;
 }
 
-inline uint64_t ReliabilityScale() { return std::max<uint64_t>(1, EnvU64("GROVE_RELIABILITY_SCALE", 1)); }
+inline uint64_t ReliabilityScale() {
+  return std::max<uint64_t>(1, EnvU64("GROVE_RELIABILITY_SCALE", 1));
+}
 
 inline uint64_t ReliabilitySeed() {
   static const uint64_t seed = [] {

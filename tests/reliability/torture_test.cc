@@ -194,9 +194,8 @@ void VerifyKeyspace(client::Client* c, std::vector<std::unique_ptr<TortureWriter
     totals->resolved.batches_dropped += r.batches_dropped;
     totals->resolved.batches_torn += r.batches_torn;
     if (r.batches_torn > 0) {
-      violations->Add(Verdict::kCorrupt, std::to_string(r.batches_torn) +
-                                             " batch(es) of writer " + std::to_string(w->id()) +
-                                             " partly applied");
+      violations->Add(Verdict::kCorrupt, std::to_string(r.batches_torn) + " batch(es) of writer " +
+                                             std::to_string(w->id()) + " partly applied");
     }
     all.merge(observed);
   }

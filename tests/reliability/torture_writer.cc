@@ -235,7 +235,9 @@ void TortureWriter::Scan() {
     }
   }
   // The window the scan covered: [first, last seen] forward, [last seen, end) in reverse.
-  const auto index_of = [](const std::string& k) { return DecodeBigEndian64(k.data()) & 0xffffffffu; };
+  const auto index_of = [](const std::string& k) {
+    return DecodeBigEndian64(k.data()) & 0xffffffffu;
+  };
   uint64_t lo = first, hi = keys_ - 1;
   if (!range.reverse && got.size() == range.limit) hi = index_of(got.back().first);
   if (range.reverse && got.size() == range.limit) lo = index_of(got.back().first);

@@ -269,8 +269,7 @@ Status BTree::Put(Lsn, Slice key, Slice cell, std::optional<std::string>* old_ce
   return s;
 }
 
-Status BTree::PlanSplits(const std::vector<PageWriteGuard>& path, bool leaf_fits,
-                         SplitPlan* plan) {
+Status BTree::PlanSplits(const std::vector<PageWriteGuard>& path, bool leaf_fits, SplitPlan* plan) {
   Status s;
   // The same walk as InsertWithSplits: a node without room splits (one new node) and passes a
   // separator up; the root grows (one new node) and then splits (another).
@@ -320,8 +319,8 @@ StatusOr<PageWriteGuard> BTree::TakeSpare(SplitPlan* plan, uint16_t level) {
   return Status::Internal(fmt::format("btree: a split at level {} was not planned", level));
 }
 
-Status BTree::InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan,
-                               std::string key, std::string payload) {
+Status BTree::InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan, std::string key,
+                               std::string payload) {
   size_t i = path->size() - 1;
   for (;;) {
     Node n((*path)[i].mutable_data());
@@ -377,8 +376,8 @@ Status BTree::SplitInsert(PageWriteGuard& guard, SplitPlan* plan, Slice key, Sli
   Node n(guard.mutable_data());
   const uint16_t level = n.level();
   if (level == 0 && n.right() != plan->leaf_right.id()) {
-    return Status::Internal(fmt::format("btree: split of leaf {} without its right sibling {}",
-                                        guard.id(), n.right()));
+    return Status::Internal(
+        fmt::format("btree: split of leaf {} without its right sibling {}", guard.id(), n.right()));
   }
   // Gather every cell plus the new one in order. A page holds at most 4 KiB, so this is cheap
   // next to the IO a split implies, and it keeps variable-size splitting simple.
@@ -409,14 +408,16 @@ Status BTree::SplitInsert(PageWriteGuard& guard, SplitPlan* plan, Slice key, Sli
     const size_t left_bytes = prefix[j];
     const size_t right_bytes = prefix.back() - prefix[level == 0 ? j : j + 1];
     if (left_bytes > capacity || right_bytes > capacity) continue;
-    const size_t gap = left_bytes > right_bytes ? left_bytes - right_bytes : right_bytes - left_bytes;
+    const size_t gap =
+        left_bytes > right_bytes ? left_bytes - right_bytes : right_bytes - left_bytes;
     if (gap < best_gap) {
       best_gap = gap;
       m = j;
     }
   }
   if (m == 0) {
-    return Status::Internal(fmt::format("btree: page {} cannot be split into two pages", guard.id()));
+    return Status::Internal(
+        fmt::format("btree: page {} cannot be split into two pages", guard.id()));
   }
 
   GROVE_ASSIGN_OR_RETURN(PageWriteGuard right, TakeSpare(plan, level));

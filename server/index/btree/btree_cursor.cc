@@ -75,8 +75,8 @@ class BTreeCursor final : public IndexCursor {
     started_ = true;
     for (;;) {
       BTree::Fences fences;
-      auto leaf = tree_->DescendPredicted(bound, bounded ? BTree::Seek::kBefore : BTree::Seek::kLast,
-                                       IoCause::kScan, &fences);
+      auto leaf = tree_->DescendPredicted(
+          bound, bounded ? BTree::Seek::kBefore : BTree::Seek::kLast, IoCause::kScan, &fences);
       if (!leaf.ok()) return Fail(leaf.status());
       const NodeView n(leaf->data());
       int i = n.count() - 1;

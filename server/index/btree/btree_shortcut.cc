@@ -168,8 +168,8 @@ void BTree::AddShortcutStats(IndexStats* s) const {
     x[pre + "segments"] = static_cast<double>(ls.segments);
     x[pre + "segments_off"] = static_cast<double>(ls.segments_off);
     x[pre + "extents"] = static_cast<double>(ls.extents);
-    s->prefetch_levels.push_back({static_cast<uint32_t>(l), ls.predictions, ls.correct, ls.issued,
-                                  ls.used, ls.wasted});
+    s->prefetch_levels.push_back(
+        {static_cast<uint32_t>(l), ls.predictions, ls.correct, ls.issued, ls.used, ls.wasted});
     x[pre + "accuracy"] =
         ls.predictions == 0 ? 0
                             : static_cast<double>(ls.correct) / static_cast<double>(ls.predictions);

@@ -82,7 +82,8 @@ TEST(HlnLayout, KeyHashIsFnv1aOverTheReversedKey) {
   EXPECT_EQ(KeyHash("a"), 0xaf63dc4c8601ec8cull);
   EXPECT_EQ(KeyHash("raboof"), 0x85944171f73967e8ull);
   const KeySpace h(true, index_common::Fences());
-  EXPECT_DOUBLE_EQ(h.Position("a"), static_cast<double>(0xaf63dc4c8601ec8cull) / 18446744073709551616.0);
+  EXPECT_DOUBLE_EQ(h.Position("a"),
+                   static_cast<double>(0xaf63dc4c8601ec8cull) / 18446744073709551616.0);
   const LeafOrder order(true);
   EXPECT_TRUE(order.Less("a", "") == (KeyHash("a") < KeyHash("")));
   // Consecutive integer keys spread over the whole hash space (the top bits choose the subnode).

@@ -11,7 +11,10 @@
 namespace grove {
 namespace {
 
-constexpr char kHeaderMagic[8] = {'G', 'R', 'O', 'V', 'E', 'D', 'W', '1'};
+// Version 2 extends the trailer's crc over the images; version 1 (the crc skips them) is still
+// read.
+constexpr char kHeaderMagic[8] = {'G', 'R', 'O', 'V', 'E', 'D', 'W', '2'};
+constexpr char kHeaderMagicV1[8] = {'G', 'R', 'O', 'V', 'E', 'D', 'W', '1'};
 constexpr char kTrailerMagic[8] = {'G', 'R', 'O', 'V', 'E', 'D', 'W', 'T'};
 constexpr size_t kIdsPerDirPage = kPageSize / 8;
 constexpr size_t kMaxRunBytes = 1 << 20;
@@ -75,6 +78,7 @@ Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Sli
   std::memcpy(trailer, kTrailerMagic, 8);
   EncodeFixed64(trailer + 8, epoch);
   uint32_t crc = crc32c::Value(head.data(), head.size());
+  for (const auto& [id, image] : pages) crc = crc32c::Extend(crc, image, kPageSize);
   crc = crc32c::Extend(crc, manifest.data(), manifest.size());
   EncodeFixed32(trailer + 16, crc32c::Mask(crc));
   GROVE_RETURN_IF_ERROR(file->Write(off, Slice(tail.data(), tail.size())));
@@ -87,7 +91,9 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
   AlignedBuffer header(kPageSize);
   size_t got = 0;
   GROVE_RETURN_IF_ERROR(file->Read(0, kPageSize, header.data(), &got));
-  if (got != kPageSize || std::memcmp(header.data(), kHeaderMagic, 8) != 0 ||
+  const bool v2 = got == kPageSize && std::memcmp(header.data(), kHeaderMagic, 8) == 0;
+  const bool v1 = got == kPageSize && std::memcmp(header.data(), kHeaderMagicV1, 8) == 0;
+  if (!(v1 || v2) ||
       crc32c::Unmask(DecodeFixed32(header.data() + 32)) != crc32c::Value(header.data(), 32)) {
     return std::optional<DoubleWriteBatch>();
   }
@@ -107,7 +113,11 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
   const char* images = all.data() + (1 + dir_pages) * kPageSize;
   const char* manifest = images + n * kPageSize;
   const char* trailer = manifest + RoundUp(manifest_size);
+  // The crc covers the images (version 2): a retried checkpoint reuses its epoch, so an image
+  // slot still holding the failed attempt's image of the same page carries the right epoch and
+  // a valid page checksum; only the batch crc tells it apart.
   uint32_t crc = crc32c::Value(all.data(), (1 + dir_pages) * kPageSize);
+  if (v2) crc = crc32c::Extend(crc, images, n * kPageSize);
   crc = crc32c::Extend(crc, manifest, manifest_size);
   if (std::memcmp(trailer, kTrailerMagic, 8) != 0 || DecodeFixed64(trailer + 8) != b.epoch ||
       crc32c::Unmask(DecodeFixed32(trailer + 16)) != crc) {

@@ -9,12 +9,14 @@
 //   | header page | directory pages  | page images       | manifest bytes    | trailer page |
 //   |             | u64 id per image | (sealed, 4 KiB)   | (padded to 4 KiB) |              |
 //   +-------------+------------------+-------------------+-------------------+--------------+
-//   header:  magic "GROVEDW1" | epoch u64 | page count u64 | manifest bytes u64 | masked crc u32
-//   trailer: magic "GROVEDWT" | epoch u64 | masked crc u32 of header + directory + manifest
+//   header:  magic "GROVEDW2" | epoch u64 | page count u64 | manifest bytes u64 | masked crc u32
+//   trailer: magic "GROVEDWT" | epoch u64 | masked crc u32 of header + directory + images +
+//   manifest
 //
-// A batch is complete when header and trailer agree and every image verifies as the page the
-// directory names. Anything less (a crash while writing the batch) is ignored: in that case no
-// page was written in place yet.
+// A batch is complete when header and trailer agree (the trailer's crc covers the images, so a
+// slot left holding an earlier attempt's image of the same page fails it) and every image
+// verifies as the page the directory names. Anything less (a crash while writing the batch) is
+// ignored: in that case no page was written in place yet.
 
 #include <cstdint>
 #include <optional>

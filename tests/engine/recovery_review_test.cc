@@ -238,18 +238,14 @@ TEST(RecoveryReviewTest, CheckpointThatRanOutOfSpaceAtItsManifestDoesNotBlockReo
   EXPECT_TRUE(report.problems.empty()) << report.problems[0];
 }
 
-// BUG (not fixed; server/engine/checkpoint.cc CheckpointLocked, double_write.cc): the epoch check
-// above does not cover a retried checkpoint. A checkpoint that fails after its double-write batch
-// is complete (here: the manifest write fails) aborts cleanly, and the next attempt reuses the same
-// epoch (durable_epoch_ + 1). If that attempt's image write is lost in a power loss, the slots hold
-// the failed attempt's images: same pages, same epoch, valid checksums. Recovery accepts the batch
-// and puts those older images in place under the retry's manifest, whose redo point is past the
-// writes in between: they are lost silently (no check fails; reads return the older values).
-// Proposed fix: make the trailer's crc cover the image bytes too (or store each image's crc in the
-// directory), so that a batch is complete only with exactly the images it was written with; or
-// never reuse an epoch (a separate attempt counter, recovery accepting any complete batch newer
-// than the superblock).
-TEST(RecoveryReviewTest, DISABLED_RetriedCheckpointWithALostImageWriteIsNotReapplied) {
+// A checkpoint that fails after its double-write batch is complete (here: the manifest write
+// fails) aborts cleanly, and the next attempt reuses the same epoch (durable_epoch_ + 1). If that
+// attempt's image write is lost in a power loss, the slots hold the failed attempt's images: same
+// pages, same epoch, valid page checksums. The per-image epoch check cannot tell them apart;
+// recovery used to put those older images in place under the retry's manifest, whose redo point is
+// past the writes in between, losing them silently. The batch checksum now covers the images, so
+// such a batch is incomplete and recovery starts from the superblock's checkpoint and the WAL.
+TEST(RecoveryReviewTest, RetriedCheckpointWithALostImageWriteIsNotReapplied) {
   TempDir dir;
   auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 3);
   Options o = SmallOptions(dir.path());

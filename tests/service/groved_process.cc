@@ -1,5 +1,6 @@
 #include "service/groved_process.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -9,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,18 +93,30 @@ bool GrovedProcess::Launch(const std::string& dir, const GrovedConfig& config) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path_.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  const int rc = posix_spawn(&pid_, GROVED_PATH, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << GROVED_PATH << ": " << strerror(rc);
+  // fork + exec rather than posix_spawn, for PR_SET_PDEATHSIG: a test that aborts or is killed
+  // takes its groved with it instead of leaving it running. (The signal follows the thread that
+  // forked; every caller launches from the test's main thread.) Between fork and exec only
+  // async-signal-safe calls.
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "cannot start " << GROVED_PATH << ": fork: " << strerror(errno);
     return false;
   }
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(126);
+    const int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (log < 0 || null < 0 || dup2(log, STDOUT_FILENO) < 0 || dup2(log, STDERR_FILENO) < 0 ||
+        dup2(null, STDIN_FILENO) < 0) {
+      _exit(126);
+    }
+    execve(GROVED_PATH, argv.data(), environ);
+    constexpr char kMsg[] = "groved_process: execve of groved failed\n";
+    [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
+    _exit(127);
+  }
+  pid_ = pid;
   return true;
 }
 

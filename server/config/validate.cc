@@ -152,18 +152,19 @@ Status ValidateConfig(const Config& config) {
   return p.ToStatus();
 }
 
-std::string BatchFitWarning(const Options& o) {
+std::string BatchFitWarning(const Options& o, uint64_t pages_per_op) {
   if (o.max_batch_entries < 1 || o.cache_bytes < 1 * kMiB) return "";  // invalid on their own
   const bool blobs = o.max_value_bytes > o.inline_value_bytes;
   const uint64_t value_pages = blobs ? o.max_batch_bytes / 4032 + 1 : 0;
-  const uint64_t per_entry = blobs ? 3 : 2;  // with values out of line, a last partial page each
-  const uint64_t worst = WorstCaseWritePages(o.max_batch_entries, 0) +
+  // With values out of line, a last partial page each.
+  const uint64_t per_entry = pages_per_op + (blobs ? 1 : 0);
+  const uint64_t worst = WorstCaseWritePages(o.max_batch_entries, 0, pages_per_op) +
                          (blobs ? uint64_t{o.max_batch_entries} : 0) + value_pages;
   const uint64_t room = WriteRoomPages(o);
   if (worst <= room) return "";
-  const double share = std::min(2 * o.checkpoint.dirty_fraction, 0.75);
   const uint64_t min_cache_mib =
-      (static_cast<uint64_t>(static_cast<double>(worst) / share * 4096) + kMiB - 1) / kMiB;
+      (static_cast<uint64_t>(static_cast<double>(worst) / WriteRoomShare(o) * 4096) + kMiB - 1) /
+      kMiB;
   const uint64_t max_entries = room > 8 + value_pages ? (room - 8 - value_pages) / per_entry : 0;
   return "limits.max_batch_entries: a batch of " + std::to_string(o.max_batch_entries) +
          " entries may dirty up to " + std::to_string(worst) +

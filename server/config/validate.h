@@ -16,6 +16,7 @@ Status ValidateConfig(const Config& config);
 // Empty, or a warning that the largest batch the limits allow may dirty more pages than writes
 // may keep dirty with this cache (pages are no-steal; see WorstCaseWritePages in grove/options.h).
 // Such batches are refused at run time with RESOURCE_EXHAUSTED; groved logs this at start.
-std::string BatchFitWarning(const Options& options);
+// `pages_per_op` is the variant's (VariantSpec::pages_per_op).
+std::string BatchFitWarning(const Options& options, uint64_t pages_per_op = kDefaultPagesPerOp);
 
 }  // namespace grove::config

@@ -57,7 +57,7 @@ uint64_t DbImpl::PagesNeeded(const WriteBatch& batch) const {
         return Status::Ok();
       })
       .IgnoreError();
-  return WorstCaseWritePages(batch.Count(), value_pages);
+  return WorstCaseWritePages(batch.Count(), value_pages, index_->PagesDirtiedPerOp());
 }
 
 Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
@@ -66,8 +66,7 @@ Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
   // So a write first reserves room for every page it may dirty; when the reservation would push
   // such frames past three quarters of the cache, the writer runs a checkpoint first. A quarter of
   // the cache always stays evictable for reads.
-  const double cap = std::min(2 * options_.checkpoint.dirty_fraction, 0.75) *
-                     static_cast<double>(pool_->capacity_pages());  // WriteRoomPages()
+  const double cap = WriteRoomShare(options_) * static_cast<double>(pool_->capacity_pages());
   if (static_cast<double>(pages) > cap) {
     return Status::ResourceExhausted(fmt::format(
         "a batch of this size may change up to {} pages, more than the cache can hold between "

@@ -37,6 +37,9 @@ struct VariantSpec {
   std::vector<ParamSpec> params;
   std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&)> create;
   std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&, Slice)> open;
+  // Index::PagesDirtiedPerOp() for resolved parameters, known before the index is open (groved's
+  // startup check of its batch limits). Empty: kDefaultPagesPerOp.
+  std::function<uint64_t(const ParamMap&)> pages_per_op;
 };
 
 class IndexRegistry {

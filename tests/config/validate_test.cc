@@ -140,5 +140,20 @@ TEST(ValidateTest, OneLinePerProblem) {
   EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 1) << p;
 }
 
+TEST(ValidateTest, BatchFitWarningCountsTheVariantsPagesPerOperation) {
+  Options o;
+  o.cache_bytes = 64ull << 20;
+  o.max_batch_entries = 1000;
+  o.max_value_bytes = o.inline_value_bytes;  // no out-of-line values
+  EXPECT_EQ(BatchFitWarning(o), "") << "btree: 8 + 2 x 1000 pages fit in 64 MiB";
+  // hln at 1 MiB leaves: a split rewrites two leaves of 256 subnodes.
+  const std::string w = BatchFitWarning(o, 2 * 256 + 2);
+  EXPECT_NE(w.find("may dirty up to 514008 pages"), std::string::npos) << w;
+  const uint64_t max_entries = (WriteRoomPages(o) - 8) / 514;
+  EXPECT_NE(w.find("lower limits.max_batch_entries to at most " + std::to_string(max_entries)),
+            std::string::npos)
+      << w;
+}
+
 }  // namespace
 }  // namespace grove::config

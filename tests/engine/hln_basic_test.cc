@@ -3,7 +3,9 @@
 
 #include <random>
 
+#include "engine/db_impl.h"
 #include "engine/hln_test_util.h"
+#include "index/registry.h"
 
 namespace grove::testing {
 namespace {
@@ -198,6 +200,57 @@ TEST(HlnBasic, LongKeysGrowInnerLevels) {
   EXPECT_GT(Extra(db->get(), "merges_total"), 0);
   ExpectMatches(db->get(), model, "after deletes");
   ExpectVerifyClean(db->get(), model.size(), "after deletes");
+}
+
+// A write reserves cache room for every page it may dirty before it is logged (pages are
+// no-steal). With huge leaves that is the subnodes of two leaves per operation, not btree's two
+// pages: a batch whose worst case cannot fit is refused up front, before anything is logged,
+// instead of finding the cache full of dirty pages halfway through, and batches that fit keep
+// splitting leaves with every page accounted for.
+TEST(HlnBasic, WritesReserveRoomForWholeLeaves) {
+  TempDir dir;
+  Options o = HlnOptions(dir.path(), {{"leaf_pages", "64"}});
+  o.cache_bytes = 16 * 64 * 4096;  // the smallest cache hln allows at 256 KiB leaves
+  auto db = Db::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(static_cast<DbImpl*>(db->get())->index()->PagesDirtiedPerOp(), 2u * 64 + 2);
+  // groved's startup check asks the registry, before any index is open: the same figure.
+  const IndexRegistry registry = IndexRegistry::WithBuiltins();
+  auto params = registry.Resolve("hln", o.index.params);
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ(registry.Find("hln")->pages_per_op(*params), 2u * 64 + 2);
+  const uint64_t room = WriteRoomPages(o);
+  const uint64_t fits = (room - 8) / (2 * 64 + 2);
+  ASSERT_GE(fits, 2u);
+
+  std::map<std::string, std::string> model;
+  auto batch_of = [&](uint64_t n, uint64_t seed) {
+    WriteBatch b;
+    for (uint64_t i = 0; i < n; ++i) {
+      const std::string k = Key((seed * 7919 + i * 104729) % 1000003);
+      b.Put(k, std::string(200, 'v'));
+    }
+    return b;
+  };
+  const Status refused = (*db)->Write(batch_of(fits + 1, 1));
+  EXPECT_EQ(refused.code(), StatusCode::kResourceExhausted) << refused.ToString();
+  EXPECT_NE(refused.ToString().find("send smaller batches or raise cache_bytes"), std::string::npos)
+      << refused.ToString();
+  for (uint64_t round = 0; round < 2000; ++round) {
+    const WriteBatch b = batch_of(fits, round + 2);
+    ASSERT_OK((*db)->Write(b));
+    ASSERT_OK(b.ForEach([&](WriteBatch::OpType, Slice k, Slice v) {
+      model[std::string(k)] = std::string(v);
+      return Status::Ok();
+    }));
+  }
+  EXPECT_GT(Extra(db->get(), "splits_total"), 0) << "no leaf split: the test exercises nothing";
+  ExpectMatches(db->get(), model, "batches that fit");
+  ExpectVerifyClean(db->get(), model.size(), "batches that fit");
+  ASSERT_OK((*db)->Close());
+  db = Db::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  ExpectMatches(db->get(), model, "after reopening");
 }
 
 }  // namespace

@@ -90,7 +90,9 @@ class HlnCrashTest : public ::testing::TestWithParam<HlnParams> {
  protected:
   Options CrashOptions(const std::string& dir, std::shared_ptr<IoBackend> io) {
     Options o = HlnOptions(dir, GetParam());
-    o.cache_bytes = 1 << 20;  // 256 frames: 64 leaves of 4 pages; checkpoints happen often
+    // 1024 frames: 256 leaves of 4 pages. Writes may keep 40% dirty, room for a 38-entry batch at
+    // its worst case (two leaves per entry); checkpoints at 20% happen often.
+    o.cache_bytes = 4 << 20;
     o.checkpoint.dirty_fraction = 0.2;
     o.wal.sync = SyncMode::kAlways;
     o.direct_io = true;

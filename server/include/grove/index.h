@@ -116,6 +116,13 @@ class Index {
   // logged rather than after. The default is a Get.
   virtual Status Prepare(Slice key);
 
+  // The most pages one Put or Delete may dirty: the leaf it changes and whatever a split, merge
+  // or rebalance it triggers rewrites (inner levels are covered by a constant per batch). The
+  // engine reserves this much cache per operation before logging a write, because pages are
+  // no-steal and a logged write must never find the cache full of dirty pages
+  // (WorstCaseWritePages in options.h). Must equal VariantSpec::pages_per_op for its parameters.
+  virtual uint64_t PagesDirtiedPerOp() const { return kDefaultPagesPerOp; }
+
   // Inserts or replaces. *old_cell receives the replaced cell, if any (the engine frees what it
   // references).
   virtual Status Put(Lsn lsn, Slice key, Slice cell, std::optional<std::string>* old_cell) = 0;

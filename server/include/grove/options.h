@@ -100,16 +100,23 @@ struct ScanOptions {
 };
 
 // Write admission. Pages are no-steal (only a checkpoint writes them), so a Write() reserves room
-// for every page it may dirty before it is logged: 8 pages, plus per operation its leaf and a page
-// more where that leaf splits, plus the pages of its out-of-line values. Writes may keep at most
-// WriteRoomPages() dirty; a batch whose worst case exceeds that is refused (RESOURCE_EXHAUSTED),
-// and groved warns at start when the largest batch its limits allow could not fit.
-inline uint64_t WorstCaseWritePages(uint64_t entries, uint64_t out_of_line_pages) {
-  return 8 + 2 * entries + out_of_line_pages;
+// for every page it may dirty before it is logged: 8 pages, plus per operation the pages a change
+// of one leaf may dirty (`pages_per_op`, the variant's Index::PagesDirtiedPerOp(): 2 for btree,
+// its leaf and the new one where it splits; for hln the subnodes of two leaves), plus the pages
+// of its out-of-line values. Writes may keep at most WriteRoomPages() dirty; a batch whose worst
+// case exceeds that is refused (RESOURCE_EXHAUSTED), and groved warns at start when the largest
+// batch its limits allow could not fit.
+inline constexpr uint64_t kDefaultPagesPerOp = 2;
+inline uint64_t WorstCaseWritePages(uint64_t entries, uint64_t out_of_line_pages,
+                                    uint64_t pages_per_op = kDefaultPagesPerOp) {
+  return 8 + pages_per_op * entries + out_of_line_pages;
+}
+// The share of the cache writes may keep dirty; a quarter always stays evictable for reads.
+inline double WriteRoomShare(const Options& o) {
+  return std::min(2 * o.checkpoint.dirty_fraction, 0.75);
 }
 inline uint64_t WriteRoomPages(const Options& o) {
-  const double share = std::min(2 * o.checkpoint.dirty_fraction, 0.75);
-  return static_cast<uint64_t>(share * static_cast<double>(o.cache_bytes / 4096));
+  return static_cast<uint64_t>(WriteRoomShare(o) * static_cast<double>(o.cache_bytes / 4096));
 }
 
 }  // namespace grove

@@ -39,6 +39,10 @@ StatusOr<hln::Config> ParseConfig(const ParamMap& params) {
   return c;
 }
 
+// A split or merge rewrites every subnode of two leaves, each with a stash overflow subnode at
+// most; a rebalance or stash conversion rewrites fewer.
+uint64_t PagesPerOp(const hln::Config& c) { return 2 * static_cast<uint64_t>(c.leaf_pages) + 2; }
+
 Status CheckCache(const IndexContext& ctx, const hln::Config& c) {
   const uint64_t need = kMinCacheLeaves * c.leaf_pages;
   if (ctx.pool->capacity_pages() < need) {
@@ -72,8 +76,14 @@ VariantSpec HlnTree::Spec() {
   };
   spec.create = &HlnTree::Create;
   spec.open = &HlnTree::Open;
+  spec.pages_per_op = [](const ParamMap& params) -> uint64_t {
+    StatusOr<hln::Config> c = ParseConfig(params);
+    return c.ok() ? PagesPerOp(*c) : kDefaultPagesPerOp;
+  };
   return spec;
 }
+
+uint64_t HlnTree::PagesDirtiedPerOp() const { return PagesPerOp(cfg_); }
 
 HlnTree::HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root)
     : ctx_(ctx),

@@ -135,7 +135,9 @@ TEST_P(ConcurrencyTest, MixedOperationsMatchTheModel) {
         ASSERT_TRUE(found.ok());
         auto it = own[t].find(k);
         ASSERT_EQ(*found, it != own[t].end()) << k;
-        if (*found) ASSERT_EQ(v, it->second);
+        if (*found) {
+          ASSERT_EQ(v, it->second);
+        }
       }
     }
     for (uint64_t i = 0; i < kSharedKeys; ++i) {

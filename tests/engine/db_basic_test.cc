@@ -84,7 +84,9 @@ TEST_P(DbBasicTest, DataSurvivesReopen) {
     auto found = db->Get(Key(i * 3), &v);
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     ASSERT_EQ(*found, it != model.end()) << i;
-    if (*found) ASSERT_EQ(v, it->second);
+    if (*found) {
+      ASSERT_EQ(v, it->second);
+    }
   }
   VerifyReport report;
   ASSERT_OK(db->Verify(&report));

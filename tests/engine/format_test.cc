@@ -111,7 +111,9 @@ TEST_F(FormatTest, SuperblockSlotsAlternateAndTheNewestWins) {
     ASSERT_TRUE(sb.ok());
     ASSERT_TRUE(sb->has_value()) << problems;
     ExpectSame(**sb, MakeSuperblock(epoch));
-    if (epoch > 0) EXPECT_TRUE(problems.empty()) << problems;  // both slots written by now
+    if (epoch > 0) {
+      EXPECT_TRUE(problems.empty()) << problems;  // both slots written by now
+    }
   }
   // Epoch 5 lives in slot 1, epoch 4 in slot 0.
   const std::string slot1 = ReadBytes(dir_.Sub("grove.data"), kPageSize, kPageSize);

@@ -52,7 +52,9 @@ TEST_P(ModelTest, RandomOpsMatchStdMap) {
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     auto it = model.find(k);
     ASSERT_EQ(*found, it != model.end());
-    if (*found) ASSERT_EQ(v, it->second);
+    if (*found) {
+      ASSERT_EQ(v, it->second);
+    }
   };
   auto check_scan = [&](Db* db) {
     ScanOptions s;
@@ -138,7 +140,9 @@ TEST_P(ModelTest, RandomOpsMatchStdMap) {
         for (size_t j = 0; j < keys.size(); ++j) {
           auto it = model.find(keys[j]);
           ASSERT_EQ(values[j].has_value(), it != model.end());
-          if (values[j]) ASSERT_EQ(*values[j], it->second);
+          if (values[j]) {
+            ASSERT_EQ(*values[j], it->second);
+          }
         }
       } else {
         check_scan(db);

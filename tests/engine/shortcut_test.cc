@@ -103,7 +103,9 @@ TEST_P(ShortcutTest, StaleAndWrongPredictionsNeverChangeResults) {
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     auto it = model.find(k);
     ASSERT_EQ(*found, it != model.end()) << k;
-    if (*found) ASSERT_EQ(v, it->second);
+    if (*found) {
+      ASSERT_EQ(v, it->second);
+    }
   }
   std::vector<std::string> keys;
   for (int i = 0; i < 50; ++i) keys.push_back("z" + std::to_string(rng() % 50000));
@@ -113,7 +115,9 @@ TEST_P(ShortcutTest, StaleAndWrongPredictionsNeverChangeResults) {
   for (size_t i = 0; i < keys.size(); ++i) {
     auto it = model.find(keys[i]);
     ASSERT_EQ(values[i].has_value(), it != model.end());
-    if (values[i]) ASSERT_EQ(*values[i], it->second);
+    if (values[i]) {
+      ASSERT_EQ(*values[i], it->second);
+    }
   }
   EXPECT_GT((*db)->GetStats().cache.prefetch_wasted, 0u) << "the models should have been wrong";
   VerifyReport report;

@@ -64,7 +64,9 @@ TEST(BTreeTest, SplitsGrowTheTreeAndKeepItValid) {
   for (uint64_t k = 0; k < 90000; k += 7) {
     auto got = h.Get(K(k));
     ASSERT_EQ(got.has_value(), k % 3 == 0) << k;
-    if (got) EXPECT_EQ(*got, Cell(k));
+    if (got) {
+      EXPECT_EQ(*got, Cell(k));
+    }
   }
 
   // Replacing with larger cells splits too; the replaced cell comes back.

@@ -80,12 +80,21 @@ std::chrono::milliseconds Client::Backoff(int retry) {
   return std::chrono::milliseconds(d.count() / 2 + jitter(rng_));
 }
 
-grpc::Status Client::WithRetries(const std::function<grpc::Status()>& attempt) {
+grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& attempt,
+                                 bool write) {
   grpc::Status s;
   for (int i = 0; i < std::max(1, options_.max_attempts); ++i) {
     if (i > 0) std::this_thread::sleep_for(Backoff(i - 1));
-    s = attempt();
+    std::unique_ptr<grpc::ClientContext> ctx = NewContext();
+    // A write is sent only over a ready connection, so a later UNAVAILABLE means it was sent.
+    if (write) ctx->set_wait_for_ready(true);
+    s = attempt(ctx.get());
     if (!Retryable(s)) return s;
+    if (write && !ctx->GetServerTrailingMetadata().count("grove-not-applied")) {
+      return grpc::Status(s.error_code(), s.error_message() +
+                                              " (the write was sent; it may or may not have been "
+                                              "applied, so it is not retried)");
+    }
   }
   return s;
 }
@@ -94,7 +103,7 @@ grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) 
   v1::GetRequest req;
   req.set_key(key.data(), key.size());
   v1::GetResponse resp;
-  grpc::Status s = WithRetries([&] { return kv_->Get(NewContext().get(), req, &resp); });
+  grpc::Status s = WithRetries([&](grpc::ClientContext* ctx) { return kv_->Get(ctx, req, &resp); });
   if (!s.ok()) return s;
   *found = resp.found();
   *value = std::move(*resp.mutable_value());
@@ -106,7 +115,8 @@ grpc::Status Client::BatchGet(const std::vector<std::string>& keys,
   v1::BatchGetRequest req;
   for (const std::string& k : keys) req.add_keys(k);
   v1::BatchGetResponse resp;
-  grpc::Status s = WithRetries([&] { return kv_->BatchGet(NewContext().get(), req, &resp); });
+  grpc::Status s =
+      WithRetries([&](grpc::ClientContext* ctx) { return kv_->BatchGet(ctx, req, &resp); });
   if (!s.ok()) return s;
   values->clear();
   for (v1::GetResult& r : *resp.mutable_results()) {
@@ -124,14 +134,16 @@ grpc::Status Client::Put(std::string_view key, std::string_view value) {
   req.set_key(key.data(), key.size());
   req.set_value(value.data(), value.size());
   v1::PutResponse resp;
-  return WithRetries([&] { return kv_->Put(NewContext().get(), req, &resp); });
+  return WithRetries([&](grpc::ClientContext* ctx) { return kv_->Put(ctx, req, &resp); },
+                     /*write=*/true);
 }
 
 grpc::Status Client::Delete(std::string_view key) {
   v1::DeleteRequest req;
   req.set_key(key.data(), key.size());
   v1::DeleteResponse resp;
-  return WithRetries([&] { return kv_->Delete(NewContext().get(), req, &resp); });
+  return WithRetries([&](grpc::ClientContext* ctx) { return kv_->Delete(ctx, req, &resp); },
+                     /*write=*/true);
 }
 
 grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations) {
@@ -143,7 +155,8 @@ grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations) {
     if (m.type == Mutation::Type::kPut) pm->set_value(m.value);
   }
   v1::BatchInsertResponse resp;
-  return WithRetries([&] { return kv_->BatchInsert(NewContext().get(), req, &resp); });
+  return WithRetries([&](grpc::ClientContext* ctx) { return kv_->BatchInsert(ctx, req, &resp); },
+                     /*write=*/true);
 }
 
 grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
@@ -212,7 +225,7 @@ grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
 
 grpc::Status Client::Stats(v1::StatsResponse* stats) {
   v1::StatsRequest req;
-  return WithRetries([&] { return kv_->Stats(NewContext().get(), req, stats); });
+  return WithRetries([&](grpc::ClientContext* ctx) { return kv_->Stats(ctx, req, stats); });
 }
 
 grpc::Status Client::Health(const std::string& service,

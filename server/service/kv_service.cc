@@ -43,6 +43,9 @@ class KvService::Call {
     if (!status_.ok()) return;
     db_ = service_->engine_->db();
     if (db_ == nullptr) {
+      // Refused before anything was applied: clients may retry writes on this UNAVAILABLE, unlike
+      // one from a broken connection (docs/server.md, "Retrying writes").
+      context->AddTrailingMetadata("grove-not-applied", "1");
       status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                              "the engine is not open (starting, recovering or shutting down)");
       return;

@@ -3,9 +3,15 @@
 // grove::client::Client: one small class over the grove.v1.KV stub.
 //
 //   * Every call gets a deadline (ClientOptions::timeout per attempt).
-//   * UNAVAILABLE (server starting, draining, restarting, or the connection broke) is retried
-//     with exponential backoff and jitter, up to max_attempts. Writes are idempotent, so retrying
-//     them is safe.
+//   * Reads (Get, BatchGet, Scan, Stats) are retried on UNAVAILABLE (server starting, draining,
+//     restarting, or the connection broke) with exponential backoff and jitter, up to
+//     max_attempts.
+//   * Writes (Put, Delete, BatchInsert) wait for a connection instead of failing fast
+//     (wait_for_ready), and are retried on UNAVAILABLE only when the server says it refused them
+//     before applying anything (trailing metadata "grove-not-applied"). A write whose connection
+//     broke after it was sent may have been applied: retrying it blindly could apply it a second
+//     time after another client's later write to the same key (the linearizability test caught
+//     exactly that), so it fails with UNAVAILABLE and a message saying its outcome is unknown.
 //   * TLS and mutual TLS from PEM files; a bearer token is sent with every KV call.
 //   * Scan pages and resumes: it asks for page_size entries at a time, continues while the server
 //     says more, and after a broken stream restarts right after the last key it delivered, so the
@@ -100,7 +106,9 @@ class Client {
   // A context with this attempt's deadline and the token.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
   // Runs `attempt` until it returns something other than UNAVAILABLE or attempts run out.
-  grpc::Status WithRetries(const std::function<grpc::Status()>& attempt);
+  // Runs attempt(context) with a fresh context per attempt; `write` selects the write rules above.
+  grpc::Status WithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& attempt,
+                           bool write = false);
   std::chrono::milliseconds Backoff(int retry);
 
   const ClientOptions options_;

@@ -1,0 +1,101 @@
+// Retry rules of grove::client::Client against an in-process fake server: reads are retried on
+// any UNAVAILABLE; writes only when the server marked the refusal "grove-not-applied", because a
+// write whose connection broke may have been applied and must not be applied twice.
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "grove/client/client.h"
+
+namespace grove::client {
+namespace {
+
+// Every call answers UNAVAILABLE, marked as not applied when `mark` is set, and counts itself.
+class RefusingKv final : public v1::KV::Service {
+ public:
+  std::atomic<int> puts{0}, deletes{0}, batches{0}, gets{0};
+  std::atomic<bool> mark{false};
+
+  grpc::Status Put(grpc::ServerContext* ctx, const v1::PutRequest*, v1::PutResponse*) override {
+    return Refuse(ctx, &puts);
+  }
+  grpc::Status Delete(grpc::ServerContext* ctx, const v1::DeleteRequest*,
+                      v1::DeleteResponse*) override {
+    return Refuse(ctx, &deletes);
+  }
+  grpc::Status BatchInsert(grpc::ServerContext* ctx, const v1::BatchInsertRequest*,
+                           v1::BatchInsertResponse*) override {
+    return Refuse(ctx, &batches);
+  }
+  grpc::Status Get(grpc::ServerContext* ctx, const v1::GetRequest*, v1::GetResponse*) override {
+    return Refuse(ctx, &gets);
+  }
+
+ private:
+  grpc::Status Refuse(grpc::ServerContext* ctx, std::atomic<int>* counter) {
+    counter->fetch_add(1);
+    if (mark.load()) ctx->AddTrailingMetadata("grove-not-applied", "1");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "refused");
+  }
+};
+
+class ClientRetryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(&kv_);
+    server_ = b.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ClientOptions o;
+    o.address = "127.0.0.1:" + std::to_string(port_);
+    o.max_attempts = 4;
+    o.initial_backoff = std::chrono::milliseconds(1);
+    o.max_backoff = std::chrono::milliseconds(2);
+    ASSERT_TRUE(Client::Create(o, &client_).ok());
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
+  RefusingKv kv_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(ClientRetryTest, AWriteThatMayHaveBeenAppliedIsNotRetried) {
+  const grpc::Status put = client_->Put("k", "v");
+  EXPECT_EQ(put.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(put.error_message().find("may or may not have been applied"), std::string::npos)
+      << put.error_message();
+  EXPECT_EQ(client_->Delete("k").error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(client_->BatchInsert({{Mutation::Type::kPut, "k", "v"}}).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(kv_.puts.load(), 1);
+  EXPECT_EQ(kv_.deletes.load(), 1);
+  EXPECT_EQ(kv_.batches.load(), 1);
+}
+
+TEST_F(ClientRetryTest, AWriteTheServerRefusedBeforeApplyingIsRetried) {
+  kv_.mark = true;
+  EXPECT_EQ(client_->Put("k", "v").error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(client_->BatchInsert({{Mutation::Type::kDelete, "k", ""}}).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(kv_.puts.load(), 4);
+  EXPECT_EQ(kv_.batches.load(), 4);
+}
+
+TEST_F(ClientRetryTest, ReadsAreRetriedOnAnyUnavailable) {
+  std::string v;
+  bool found = false;
+  EXPECT_EQ(client_->Get("k", &v, &found).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(kv_.gets.load(), 4);
+}
+
+}  // namespace
+}  // namespace grove::client

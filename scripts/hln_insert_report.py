@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The insert-built HLN section of docs/benchmarks.md from scripts/bench-hln-insert.sh's JSON lines.
 
-    scripts/hln_insert_report.py docs/bench-data/hln-insert.jsonl docs/bench-data/hln-insert-commands.txt
+    scripts/hln_insert_report.py docs/bench-data/hln-insert.jsonl docs/bench-data/hln-insert-commands.txt [IMG_DIR]
+
+Prints Markdown to stdout and writes IMG_DIR/hln-insert.png (default docs/img; Debian's
+python3-matplotlib).
 """
 import json
+import os
 import sys
 
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -61,6 +65,17 @@ for ks in key_sets:
         per_page = g.get("index_entries", 0) / max(1, g.get("index_leaf_pages", 0))
         print(f"| {label} | {r['throughput']:,.0f} | {per_page:.0f} | {fill_s} | {inner / 1024:,.0f} KiB | {ratio} | "
               f"{leaves:,.0f} | {count(splits)} | {count(rebal)} | {wa:.1f} |")
+    hln_load = next((r for l, r in loads.items()
+                     if r["config"]["key_set"] == ks and "hln" in l and "fnv" not in l), None)
+    if base and hln_load:
+        bg, hg = base["gauges"], hln_load["gauges"]
+        params = dict(kv.split("=") for kv in hln_load["target"].split("?", 1)[1].split("&"))
+        n, bits = int(params.get("leaf_pages", 16)), int(params.get("hint_bits", 4))
+        print()
+        print(f"hln has {bg.get('index.leaves', bg['index_leaf_pages']) / hg['index.leaves']:.1f}× fewer leaves than btree and "
+              f"{bg['index_inner_bytes'] / hg['index_inner_bytes']:.1f}× less inner-node memory: "
+              f"besides its separator and page id, each of its last-level entries carries "
+              f"{n} × {bits} hint bits ({n * bits // 8} bytes) and a stash flag.")
     print()
     print("| tree | " + " | ".join(f"{col} ops/s (÷ btree)" for col in columns) + " | C uniform p50 µs |"
           " C uniform page reads / op |")
@@ -79,6 +94,52 @@ for ks in key_sets:
         p50 = f"{cu['latency_us']['p50_us']:.0f}" if cu else "–"
         reads = f"{cu['io']['page_reads_per_op']:.3f}" if cu else "–"
         print(f"| {label} | " + " | ".join(cells) + f" | {p50} | {reads} |")
+
+
+def plot(img_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(key_sets), 2, figsize=(11, 3.6 * len(key_sets)), squeeze=False,
+                             gridspec_kw={"width_ratios": [1, 3]})
+    for row, ks in enumerate(key_sets):
+        trees = [l for l, r in loads.items() if r["config"]["key_set"] == ks]
+        short = [t[len(ks) + 1:] for t in trees]
+        ax = axes[row][0]
+        ax.bar(range(len(trees)), [loads[t]["gauges"].get("index_inner_bytes", 0) / 1024 for t in trees],
+               color=[f"C{i}" for i in range(len(trees))])
+        ax.set_yscale("log")
+        ax.set_ylabel("inner nodes (KiB, log)")
+        ax.set_xticks(range(len(trees)), short, rotation=20, ha="right", fontsize=7)
+        ax.set_title(f"{ks}: inner-node memory", fontsize=9)
+        ax = axes[row][1]
+        labels = [l for l in dict.fromkeys(r["label"] for r in work if r["config"]["key_set"] == ks)]
+        width = 0.8 / max(1, len(labels))
+        for i, label in enumerate(labels):
+            ys = []
+            for col in columns:
+                r, b = results.get((label, col)), results.get((f"{ks} btree", col))
+                ys.append(r["throughput"] / b["throughput"] if r and b else float("nan"))
+            ax.bar([x + i * width for x in range(len(columns))], ys, width,
+                   label=label[len(ks) + 1:], color=f"C{i}")
+        ax.axhline(1.0, color="gray", lw=0.8)
+        ax.set_xticks([x + width * (len(labels) - 1) / 2 for x in range(len(columns))], columns,
+                      fontsize=8)
+        ax.set_ylabel("ops/s ÷ btree")
+        ax.set_title(f"{ks}: throughput relative to btree", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    os.makedirs(img_dir, exist_ok=True)
+    fig.savefig(os.path.join(img_dir, "hln-insert.png"), dpi=110)
+
+
+try:
+    plot(sys.argv[3] if len(sys.argv) > 3 else "docs/img")
+    print()
+    print("![HLN insert-built trees: inner-node memory and throughput relative to btree]"
+          "(img/hln-insert.png)")
+except ImportError as e:
+    print(f"no plot: {e}", file=sys.stderr)
 print()
 print("Commands (from the repository root, after `make bench-build`):")
 print()

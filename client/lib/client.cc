@@ -1,5 +1,6 @@
 #include "grove/client/client.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -85,9 +86,17 @@ grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientCo
   grpc::Status s;
   for (int i = 0; i < std::max(1, options_.max_attempts); ++i) {
     if (i > 0) std::this_thread::sleep_for(Backoff(i - 1));
+    // A write is sent only over a connection that is ready when the attempt starts; without one
+    // it is not sent at all, which is always safe to retry. (A connection that breaks between
+    // this check and the send makes a write look sent: the safe direction.)
+    if (write && !WaitForConnection()) {
+      s = grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                       "no connection to " + options_.address +
+                           " (server down or unreachable, or the TLS handshake failed); the write "
+                           "was not sent");
+      continue;
+    }
     std::unique_ptr<grpc::ClientContext> ctx = NewContext();
-    // A write is sent only over a ready connection, so a later UNAVAILABLE means it was sent.
-    if (write) ctx->set_wait_for_ready(true);
     s = attempt(ctx.get());
     if (!Retryable(s)) return s;
     if (write && !ctx->GetServerTrailingMetadata().count("grove-not-applied")) {
@@ -97,6 +106,15 @@ grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientCo
     }
   }
   return s;
+}
+
+bool Client::WaitForConnection() {
+  if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return true;
+  // Long enough for a restarting server's listener, short enough that a broken TLS setup fails
+  // within max_attempts seconds.
+  const auto wait = std::min<std::chrono::milliseconds>(options_.timeout, std::chrono::seconds(1));
+  return channel_->WaitForConnected(std::chrono::system_clock::now() + wait) &&
+         channel_->GetState(false) == GRPC_CHANNEL_READY;
 }
 
 grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) {

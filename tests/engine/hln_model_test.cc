@@ -23,6 +23,8 @@ class HlnModelTest : public ::testing::TestWithParam<HlnParams> {};
 TEST_P(HlnModelTest, RandomOpsMatchStdMap) {
   TempDir dir;
   const Options o = HlnOptions(dir.path(), GetParam());
+  // Batches stay within what the engine admits for this leaf size and cache.
+  const size_t max_batch = static_cast<size_t>(MaxBatchEntries(o));
   std::map<std::string, std::string> model;
   std::mt19937_64 rng(std::hash<std::string>()(ParamsName(GetParam())));
   const uint64_t total = OpsFromEnv(24000);
@@ -105,7 +107,8 @@ TEST_P(HlnModelTest, RandomOpsMatchStdMap) {
         // Deletes a run of consecutive keys: leaves empty out and merge.
         WriteBatch b;
         std::vector<std::string> gone;
-        for (auto m = model.lower_bound(random_key()); m != model.end() && gone.size() < 150; ++m) {
+        for (auto m = model.lower_bound(random_key());
+             m != model.end() && gone.size() < std::min<size_t>(150, max_batch); ++m) {
           gone.push_back(m->first);
           b.Delete(m->first);
         }
@@ -114,7 +117,7 @@ TEST_P(HlnModelTest, RandomOpsMatchStdMap) {
       } else if (r < 650) {
         WriteBatch b;
         std::vector<std::pair<std::string, std::optional<std::string>>> ops;
-        const int n = 1 + static_cast<int>(rng() % 30);
+        const int n = 1 + static_cast<int>(rng() % std::min<size_t>(30, max_batch));
         for (int j = 0; j < n; ++j) {
           const std::string k = random_key();
           if (rng() % 3 == 0) {

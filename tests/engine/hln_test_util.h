@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/db_test_util.h"
+#include "index/registry.h"
 
 namespace grove::testing {
 
@@ -22,6 +23,16 @@ inline Options HlnOptions(const std::string& dir, const HlnParams& params) {
   o.cache_bytes = std::max<uint64_t>(o.cache_bytes, 32 * leaf_pages * 4096);
   o.direct_io = false;  // the page cache keeps the many rereads of these tests cheap
   return o;
+}
+
+// The most operations a batch may have with these options: the engine refuses batches whose worst
+// case (two whole leaves per operation) cannot fit the cache's write room (WorstCaseWritePages).
+inline uint64_t MaxBatchEntries(const Options& o) {
+  const IndexRegistry registry = IndexRegistry::WithBuiltins();
+  const auto params = registry.Resolve(o.index.variant, o.index.params);
+  const uint64_t per_op = params.ok() ? registry.Find(o.index.variant)->pages_per_op(*params) : 2;
+  const uint64_t room = WriteRoomPages(o);
+  return room > 8 + per_op ? (room - 8) / per_op : 1;
 }
 
 inline std::string ParamsName(const HlnParams& p) {

@@ -28,7 +28,7 @@ struct ModelState {
 
 PathPredictor::PathPredictor(const ShortcutOptions& options, SnapshotFn snapshot, Logger* logger)
     : options_(options), snapshot_(std::move(snapshot)), logger_(logger) {
-  state_.store(std::make_shared<const ModelState>());
+  Publish(std::make_shared<const ModelState>());
   if (options_.update == UpdateMode::kBatch) {
     background_ = std::thread([this] { BackgroundLoop(); });
   }
@@ -44,7 +44,7 @@ PathPredictor::~PathPredictor() {
 }
 
 void PathPredictor::Predict(uint64_t key, Prediction* out) const {
-  out->state = state_.load(std::memory_order_acquire);
+  out->state = LoadState();
   const ModelState& st = *out->state;
   out->levels = static_cast<int>(std::min<size_t>(st.levels.size(), kMaxLevels));
   for (int l = 0; l < out->levels; ++l) {
@@ -126,7 +126,17 @@ std::shared_ptr<const ModelState> PathPredictor::Train(const TreeSnapshot& snap,
 }
 
 void PathPredictor::Publish(std::shared_ptr<const ModelState> state) {
-  state_.store(std::move(state), std::memory_order_release);
+  state_mu_.Lock();
+  state_.swap(state);
+  state_mu_.Unlock();
+  // The old state (now in `state`) is released here, outside the lock.
+}
+
+std::shared_ptr<const ModelState> PathPredictor::LoadState() const {
+  state_mu_.LockShared();
+  std::shared_ptr<const ModelState> s = state_;
+  state_mu_.UnlockShared();
+  return s;
 }
 
 Status PathPredictor::Rebuild() {
@@ -172,7 +182,7 @@ Status PathPredictor::RunBatch() {
   // Insert-range / collapse-range on the affected maps, then retrain from a fresh collection of
   // boundary keys. The collection is the ground truth: where it disagrees with the updated map
   // (changes that raced the collection), the map is repaired from it.
-  std::shared_ptr<const ModelState> cur = state_.load();
+  std::shared_ptr<const ModelState> cur = LoadState();
   std::vector<PhantomMap> maps;
   if (options_.mode == PrefetchMode::kShortcut && !full) {
     for (const LevelModel& m : cur->levels) maps.push_back(m.map);
@@ -221,7 +231,7 @@ void PathPredictor::OnSplit(int level, PageId original, PageId created) {
   if (options_.update == UpdateMode::kNever || level >= kMaxLevels) return;
   MutexLock lock(&stash_mu_);
   stash_.push_back({level, original, created, true});
-  const auto st = state_.load(std::memory_order_relaxed);
+  const auto st = LoadState();
   const uint64_t nodes =
       static_cast<size_t>(level) < st->levels.size() ? st->levels[level].nodes : 0;
   if (++pending_[level] >= std::max<double>(1, options_.retrain_fraction * nodes)) {
@@ -234,7 +244,7 @@ void PathPredictor::OnMerge(int level, PageId removed) {
   if (options_.update == UpdateMode::kNever || level >= kMaxLevels) return;
   MutexLock lock(&stash_mu_);
   stash_.push_back({level, 0, removed, false});
-  const auto st = state_.load(std::memory_order_relaxed);
+  const auto st = LoadState();
   const uint64_t nodes =
       static_cast<size_t>(level) < st->levels.size() ? st->levels[level].nodes : 0;
   if (++pending_[level] >= std::max<double>(1, options_.retrain_fraction * nodes)) {
@@ -269,7 +279,7 @@ void PathPredictor::BackgroundLoop() {
 
 PredictorStats PathPredictor::GetStats() const {
   PredictorStats s;
-  const auto st = state_.load();
+  const auto st = LoadState();
   s.levels.resize(st->levels.size());
   for (size_t l = 0; l < st->levels.size() && l < kMaxLevels; ++l) {
     const LevelModel& m = st->levels[l];

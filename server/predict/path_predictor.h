@@ -17,8 +17,9 @@
 // Updates: splits and merges are logged to a stash queue. When the pending changes of a level reach
 // retrain_fraction of its nodes, a background batch switches prediction off for that level only,
 // applies the changes to the level's map with insert-range / collapse-range semantics, collects
-// boundary keys again, retrains, and publishes the new models (an atomic shared_ptr swap: lookups
-// keep running on the old state meanwhile). With update = never the models are left as trained.
+// boundary keys again, retrains, and publishes the new models (a shared_ptr swap under a
+// reader-writer lock held only for the pointer copy: lookups keep running on the old state
+// meanwhile). With update = never the models are left as trained.
 //
 // Selective prefetching: every segment keeps a rolling hit rate over accuracy_window predictions;
 // one that falls below min_accuracy is switched off until the next retrain.
@@ -151,7 +152,12 @@ class PathPredictor {
   const SnapshotFn snapshot_;
   Logger* const logger_;
 
-  std::atomic<std::shared_ptr<const ModelState>> state_;
+  // The published models. Readers copy the pointer under state_mu_ (shared) and use the state
+  // without it. Not std::atomic<std::shared_ptr>: libstdc++ 12's lock-bit implementation of it is
+  // reported as a data race by ThreadSanitizer, which would hide real ones.
+  std::shared_ptr<const ModelState> LoadState() const;
+  mutable SharedMutex state_mu_;
+  std::shared_ptr<const ModelState> state_ GUARDED_BY(state_mu_);
   std::array<std::atomic<bool>, kMaxLevels> rebuilding_{};
 
   Mutex rebuild_mu_;

@@ -8,7 +8,9 @@
 #   make test-asan   the test suite under AddressSanitizer + UBSan (build-asan/)
 #   make test-tsan   the test suite under ThreadSanitizer (build-tsan/); data races only: its
 #                    lock-order detector is off (page latches are ordered by tree position, not
-#                    by frame, so every latch-coupled descent looks like an inversion to it)
+#                    by frame, so every latch-coupled descent looks like an inversion to it),
+#                    and races inside the uninstrumented gRPC libraries are suppressed
+#                    (tests/tsan.supp)
 #   make test-deploy the deployment tests only (ctest -L deploy): image, monitoring stack, manifests
 #   make torture     the kill -9 torture test (docs/reliability.md); CYCLES=N kills per wal.sync
 #                    mode (default: the test's own, 20 for always, 8 for batch and none)
@@ -59,7 +61,8 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B build-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && TSAN_OPTIONS="detect_deadlocks=0 $(TSAN_OPTIONS)" \
+	cd build-tsan && \
+	  TSAN_OPTIONS="detect_deadlocks=0 suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_OPTIONS)" \
 	  ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 .PHONY: test-deploy

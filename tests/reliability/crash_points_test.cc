@@ -11,8 +11,10 @@
 // wal.sync = batch and none, where a suffix of acknowledged writes may be lost but never a write
 // in the middle. Each test prints one JSON line with its hits per crash point class.
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 
 #include <gtest/gtest.h>
 
@@ -116,17 +118,26 @@ class CrashPointsTest : public ::testing::TestWithParam<std::string> {
   Run Execute(const std::string& dir, const std::shared_ptr<FaultInjectionBackend>& fb,
               const std::vector<CrashStep>& steps, SyncMode sync) {
     Run run;
-    size_t step = steps.size();  // while opening: labelled "open"
+    // The engine's background threads (WAL syncer, checkpoints) issue IOs too: the observer runs
+    // on them, so the step label is atomic and the IO list has its own lock.
+    std::atomic<size_t> step{steps.size()};  // while opening: labelled "open"
+    std::mutex ios_mu;
     IoClassifier classifier;
     fb->SetObserver([&](const FaultInjectionBackend::OpInfo& info) {
-      run.ios.push_back({step, classifier.Classify(info)});
+      std::lock_guard<std::mutex> lock(ios_mu);
+      run.ios.push_back({step.load(), classifier.Classify(info)});
     });
+    auto ios_so_far = [&] {
+      std::lock_guard<std::mutex> lock(ios_mu);
+      return run.ios.size();
+    };
     auto db = Db::Open(CrashOptions(dir, fb, GetParam(), sync));
     if (db.ok()) {
       run.initial = (*db)->GetStats().index;
-      run.open_ios = run.ios.size();
-      for (step = 0; step < steps.size(); ++step) {
-        if (!RunStep(db->get(), steps[step]).ok()) break;
+      run.open_ios = ios_so_far();
+      for (size_t i = 0; i < steps.size(); ++i) {
+        step = i;
+        if (!RunStep(db->get(), steps[i]).ok()) break;
         run.shapes.push_back((*db)->GetStats().index);
         ++run.acked;
       }

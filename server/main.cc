@@ -22,21 +22,6 @@
 #include "service/version.h"
 #include <CLI/CLI.hpp>
 
-namespace {
-
-// The configured variant's pages dirtied per write operation (VariantSpec::pages_per_op), for the
-// startup check of the batch limits. Invalid variants or parameters fail later, when the engine
-// opens, with their own message.
-uint64_t PagesPerOp(const grove::Options& o) {
-  const grove::IndexRegistry registry = grove::IndexRegistry::WithBuiltins();
-  const grove::VariantSpec* spec = registry.Find(o.index.variant);
-  grove::StatusOr<grove::ParamMap> params = registry.Resolve(o.index.variant, o.index.params);
-  if (spec == nullptr || !spec->pages_per_op || !params.ok()) return grove::kDefaultPagesPerOp;
-  return spec->pages_per_op(*params);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"groved: the Grove key-value server (gRPC API grove.v1.KV)", "groved"};
   std::string config_path;
@@ -67,8 +52,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<spdlog::logger> log = grove::service::MakeLogger(config->server.logging);
-  if (std::string w = grove::config::BatchFitWarning(config->engine, PagesPerOp(config->engine));
-      !w.empty()) {
+  const grove::IndexOptions& index = config->engine.index;
+  const uint64_t pages_per_op =
+      grove::IndexRegistry::WithBuiltins().PagesPerOp(index.variant, index.params);
+  if (std::string w = grove::config::BatchFitWarning(config->engine, pages_per_op); !w.empty()) {
     log->warn(w);
   }
 

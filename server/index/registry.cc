@@ -54,6 +54,13 @@ std::vector<std::string> IndexRegistry::Names() const {
   return names;
 }
 
+uint64_t IndexRegistry::PagesPerOp(const std::string& variant, const ParamMap& given) const {
+  const VariantSpec* spec = Find(variant);
+  StatusOr<ParamMap> params = Resolve(variant, given);
+  if (spec == nullptr || !spec->pages_per_op || !params.ok()) return kDefaultPagesPerOp;
+  return spec->pages_per_op(*params);
+}
+
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {
   const VariantSpec* spec = Find(variant);
   if (spec == nullptr) {

@@ -55,6 +55,10 @@ class IndexRegistry {
   // the parameter and listing the variant's parameters). Unknown variants are kInvalidArgument too,
   // listing the registered names.
   StatusOr<ParamMap> Resolve(const std::string& variant, const ParamMap& given) const;
+  // VariantSpec::pages_per_op for `variant` with `given` parameters resolved, before any index is
+  // open; kDefaultPagesPerOp for variants without one, unknown variants or invalid parameters
+  // (those fail with their own message when the engine opens).
+  uint64_t PagesPerOp(const std::string& variant, const ParamMap& given) const;
   // The layout parameters of `resolved`, canonical "k=v;k=v" (persisted in the superblock).
   std::string LayoutString(const std::string& variant, const ParamMap& resolved) const;
 

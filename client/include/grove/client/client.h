@@ -9,10 +9,10 @@
 //   * Writes (Put, Delete, BatchInsert) are sent only over a ready connection (each attempt waits
 //     up to a second for one; an attempt without one is not sent and is retried), and are
 //     retried on UNAVAILABLE only when the server says it refused them before applying anything
-//     (trailing metadata "grove-not-applied"). A write whose connection
-//     broke after it was sent may have been applied: retrying it blindly could apply it a second
-//     time after another client's later write to the same key (the linearizability test caught
-//     exactly that), so it fails with UNAVAILABLE and a message saying its outcome is unknown.
+//     (trailing metadata "grove-not-applied"). A write whose connection broke after it was sent
+//     may have been applied: retrying it blindly could apply it a second time after another
+//     client's later write to the same key (the linearizability test caught exactly that), so it
+//     fails with UNAVAILABLE and a message saying its outcome is unknown.
 //   * TLS and mutual TLS from PEM files; a bearer token is sent with every KV call.
 //   * Scan pages and resumes: it asks for page_size entries at a time, continues while the server
 //     says more, and after a broken stream restarts right after the last key it delivered, so the
@@ -106,10 +106,10 @@ class Client {
 
   // A context with this attempt's deadline and the token.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
-  // Runs `attempt` until it returns something other than UNAVAILABLE or attempts run out.
   // True when the channel is connected, after waiting up to a second (at most the timeout).
   bool WaitForConnection();
-  // Runs attempt(context) with a fresh context per attempt; `write` selects the write rules above.
+  // Runs attempt(context) with a fresh context per attempt until it returns something other than
+  // UNAVAILABLE or attempts run out; `write` selects the write rules above.
   grpc::Status WithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& attempt,
                            bool write = false);
   std::chrono::milliseconds Backoff(int retry);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "index/shortcut.h"
 #include "page/extent_allocator.h"
 #include "util/coding.h"
 
@@ -19,47 +20,35 @@ VariantSpec BTree::Spec() {
   spec.summary = "B+-tree of 4 KiB slotted pages, update in place (the baseline)";
   spec.params = {
       {"fill_factor", "0.9", false, "bulk load packs nodes to this fraction of a page (0.5..1.0)"},
-      {"prefetch", "none", false,
-       "path prefetch: none | shortcut (learned one-shot traversal) | shortcut_base (exact "
-       "key and mapping arrays)"},
-      {"shortcut_epsilon", "1", false, "error bound of the phase-1 PLA, in nodes (1..64)"},
-      {"shortcut_retrain_fraction", "0.05", false,
-       "retrain a level when pending splits/merges reach this share of its nodes (0.001..1)"},
-      {"shortcut_update", "batch", false,
-       "batch (apply splits in background batches, then retrain) | never (keep the first models)"},
-      {"shortcut_min_accuracy", "0.2", false,
-       "a model segment whose rolling hit rate falls below this stops predicting (0..1)"},
-      {"shortcut_accuracy_window", "1000", false, "predictions per rolling window (10..10000000)"},
-      {"shortcut_min_uncached", "2", false,
-       "prefetch only when at least this many predicted pages are not cached (1..16)"},
   };
+  for (ParamSpec& p : shortcut::ParamSpecs()) spec.params.push_back(std::move(p));
   spec.create = &BTree::Create;
   spec.open = &BTree::Open;
   return spec;
 }
 
 BTree::BTree(const IndexContext& ctx, double fill_factor, PageId root,
-             const predict::ShortcutOptions& shortcut)
+             const predict::ShortcutOptions& prefetch)
     : ctx_(ctx),
       pool_(ctx.pool),
       fill_factor_(fill_factor),
       root_(root),
       max_key_(ctx.options->max_key_bytes),
       max_cell_(std::max<size_t>(ctx.options->inline_value_bytes + 1, 32)) {
-  if (shortcut.mode != predict::PrefetchMode::kNone) {
+  if (prefetch.mode != predict::PrefetchMode::kNone) {
     predictor_ = std::make_unique<predict::PathPredictor>(
-        shortcut, [this](predict::TreeSnapshot* snap) { return CollectShape(snap); }, ctx.logger);
+        prefetch, [this](predict::TreeSnapshot* snap) { return CollectShape(snap); }, ctx.logger);
   }
 }
 
 StatusOr<std::unique_ptr<Index>> BTree::Create(const IndexContext& ctx, const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const double fill, ParseDoubleParam(params, "fill_factor", 0.5, 1.0));
   GROVE_ASSIGN_OR_RETURN(const PageId root, ctx.allocator->Allocate(1));
-  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions shortcut, ParseShortcut(params));
+  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions prefetch, shortcut::ParseOptions(params));
   GROVE_ASSIGN_OR_RETURN(PageWriteGuard g, ctx.pool->NewPage(root, PageType::kBTreeLeaf));
   Node::Format(g.mutable_data(), 0);
   g.Release();
-  auto tree = std::unique_ptr<BTree>(new BTree(ctx, fill, root, shortcut));
+  auto tree = std::unique_ptr<BTree>(new BTree(ctx, fill, root, prefetch));
   if (tree->predictor_) GROVE_RETURN_IF_ERROR(tree->predictor_->Rebuild());
   return std::unique_ptr<Index>(std::move(tree));
 }
@@ -74,8 +63,8 @@ StatusOr<std::unique_ptr<Index>> BTree::Open(const IndexContext& ctx, const Para
       height > 64 || root == kInvalidPageId) {
     return Status::DataLoss("btree metadata in the manifest is malformed");
   }
-  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions shortcut, ParseShortcut(params));
-  auto tree = std::unique_ptr<BTree>(new BTree(ctx, fill, root, shortcut));
+  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions prefetch, shortcut::ParseOptions(params));
+  auto tree = std::unique_ptr<BTree>(new BTree(ctx, fill, root, prefetch));
   tree->height_ = static_cast<uint32_t>(height);
   tree->entries_ = entries;
   tree->leaf_pages_ = leaves;
@@ -105,7 +94,7 @@ IndexStats BTree::GetStats() {
   s.entries = entries_.load();
   s.extra["splits_total"] = static_cast<double>(splits_.load());
   s.extra["merges_total"] = static_cast<double>(merges_.load());
-  AddShortcutStats(&s);
+  if (predictor_) shortcut::AddStats(*predictor_, &s);
   return s;
 }
 

@@ -81,19 +81,12 @@ class BTree final : public Index {
 
  private:
   BTree(const IndexContext& ctx, double fill_factor, PageId root,
-        const predict::ShortcutOptions& shortcut);
-  static StatusOr<predict::ShortcutOptions> ParseShortcut(const ParamMap& params);
+        const predict::ShortcutOptions& prefetch);
 
   // --- SHORTCUT (btree_shortcut.cc) ---
   // The shape the path models are trained on: every level below the root, nodes in key order
   // with their lower fences, collected from inner nodes only.
   Status CollectShape(predict::TreeSnapshot* snap);
-  // Issues the predicted pages that are not cached, in one submission, when at least
-  // min_uncached of them miss. Marks the levels issued.
-  void IssuePredicted(const std::vector<const predict::Prediction*>& predictions,
-                      PrefetchBatch* batch,
-                      std::vector<std::array<bool, predict::kMaxLevels>>* issued);
-  void AddShortcutStats(IndexStats* s) const;
 
   Retention RetentionFor(uint16_t level) const {
     return level > 0 ? Retention::kHigh : Retention::kNormal;

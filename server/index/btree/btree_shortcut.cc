@@ -7,37 +7,13 @@
 // read and nothing else. Splits, merges and height changes are reported to the predictor from the
 // structure-changing code in btree.cc.
 
-#include <fmt/format.h>
-
 #include "index/btree/btree.h"
+#include "index/shortcut.h"
 #include "util/coding.h"
 
 namespace grove {
 
 using btree::NodeView;
-
-StatusOr<predict::ShortcutOptions> BTree::ParseShortcut(const ParamMap& params) {
-  predict::ShortcutOptions o;
-  GROVE_ASSIGN_OR_RETURN(const std::string mode,
-                         ParseEnumParam(params, "prefetch", {"none", "shortcut", "shortcut_base"}));
-  o.mode = mode == "none"       ? predict::PrefetchMode::kNone
-           : mode == "shortcut" ? predict::PrefetchMode::kShortcut
-                                : predict::PrefetchMode::kBase;
-  GROVE_ASSIGN_OR_RETURN(o.epsilon, ParseUintParam(params, "shortcut_epsilon", 1, 64));
-  GROVE_ASSIGN_OR_RETURN(o.retrain_fraction,
-                         ParseDoubleParam(params, "shortcut_retrain_fraction", 0.001, 1.0));
-  GROVE_ASSIGN_OR_RETURN(const std::string update,
-                         ParseEnumParam(params, "shortcut_update", {"batch", "never"}));
-  o.update = update == "batch" ? predict::UpdateMode::kBatch : predict::UpdateMode::kNever;
-  GROVE_ASSIGN_OR_RETURN(o.min_accuracy, ParseDoubleParam(params, "shortcut_min_accuracy", 0, 1));
-  GROVE_ASSIGN_OR_RETURN(const uint64_t window,
-                         ParseUintParam(params, "shortcut_accuracy_window", 10, 10000000));
-  o.accuracy_window = static_cast<uint32_t>(window);
-  GROVE_ASSIGN_OR_RETURN(const uint64_t min_uncached,
-                         ParseUintParam(params, "shortcut_min_uncached", 1, 16));
-  o.min_uncached = static_cast<uint32_t>(min_uncached);
-  return o;
-}
 
 Status BTree::CollectShape(predict::TreeSnapshot* snap) {
   snap->levels.clear();
@@ -83,37 +59,14 @@ Status BTree::CollectShape(predict::TreeSnapshot* snap) {
   return Status::Ok();
 }
 
-void BTree::IssuePredicted(const std::vector<const predict::Prediction*>& predictions,
-                           PrefetchBatch* batch,
-                           std::vector<std::array<bool, predict::kMaxLevels>>* issued) {
-  std::vector<PageId> pages;
-  std::vector<std::pair<size_t, int>> owners;  // (prediction, level) of each page
-  for (size_t p = 0; p < predictions.size(); ++p) {
-    const predict::Prediction& pr = *predictions[p];
-    for (int l = 0; l < pr.levels; ++l) {
-      if (pr.pages[l] == kInvalidPageId || pool_->IsResident(pr.pages[l])) continue;
-      pages.push_back(pr.pages[l]);
-      owners.push_back({p, l});
-    }
-  }
-  // A lookup with a single uncached level gains nothing from reading it early (the traversal
-  // reaches it a microsecond later), and a wrong guess would only waste bandwidth. A BatchGet's
-  // leaves, on the other hand, overlap with each other.
-  if (pages.size() < predictor_->options().min_uncached) return;
-  batch->Issue(pages);
-  for (const auto& [p, l] : owners) {
-    (*issued)[p][l] = batch->Has(predictions[p]->pages[l]);
-  }
-}
-
 StatusOr<PageReadGuard> BTree::DescendPredicted(Slice key, Seek mode, IoCause cause,
                                                 Fences* fences) {
   if (!predictor_ || mode == Seek::kLast) return DescendToLeaf(key, mode, cause, fences);
   predict::Prediction p;
   predictor_->Predict(Project(key), &p);
   PrefetchBatch batch(pool_);
-  std::vector<std::array<bool, predict::kMaxLevels>> issued(1);
-  IssuePredicted({&p}, &batch, &issued);
+  std::vector<shortcut::IssuedLevels> issued(1);
+  shortcut::IssuePredicted(pool_, *predictor_, {&p}, &batch, &issued);
   Path path;
   auto leaf = DescendToLeaf(key, mode, cause, fences, &batch, &path);
   if (leaf.ok()) predictor_->Feedback(p, path, issued[0]);
@@ -132,8 +85,8 @@ Status BTree::BatchGet(const std::vector<Slice>& keys,
     refs.push_back(&predictions[i]);
   }
   PrefetchBatch batch(pool_);
-  std::vector<std::array<bool, predict::kMaxLevels>> issued(keys.size());
-  IssuePredicted(refs, &batch, &issued);
+  std::vector<shortcut::IssuedLevels> issued(keys.size());
+  shortcut::IssuePredicted(pool_, *predictor_, refs, &batch, &issued);
   cells->assign(keys.size(), std::nullopt);
   for (size_t i = 0; i < keys.size(); ++i) {
     Path path;
@@ -147,33 +100,6 @@ Status BTree::BatchGet(const std::vector<Slice>& keys,
     if (found) (*cells)[i] = std::string(n.payload(pos));
   }
   return Status::Ok();
-}
-
-void BTree::AddShortcutStats(IndexStats* s) const {
-  if (!predictor_) return;
-  const predict::PredictorStats p = predictor_->GetStats();
-  s->model_bytes = p.model_bytes + p.map_bytes;
-  auto& x = s->extra;
-  x["shortcut_model_bytes"] = static_cast<double>(p.model_bytes);
-  x["shortcut_map_bytes"] = static_cast<double>(p.map_bytes);
-  x["shortcut_retrains_total"] = static_cast<double>(p.retrains);
-  x["shortcut_retrain_seconds_total"] = p.retrain_seconds_total;
-  x["shortcut_last_retrain_seconds"] = p.last_retrain_seconds;
-  x["shortcut_pending_changes"] = static_cast<double>(p.pending_changes);
-  x["shortcut_map_repairs_total"] = static_cast<double>(p.map_repairs);
-  for (size_t l = 0; l < p.levels.size(); ++l) {
-    const predict::LevelStats& ls = p.levels[l];
-    const std::string pre = fmt::format("shortcut_level{}_", l);
-    x[pre + "nodes"] = static_cast<double>(ls.nodes);
-    x[pre + "segments"] = static_cast<double>(ls.segments);
-    x[pre + "segments_off"] = static_cast<double>(ls.segments_off);
-    x[pre + "extents"] = static_cast<double>(ls.extents);
-    s->prefetch_levels.push_back(
-        {static_cast<uint32_t>(l), ls.predictions, ls.correct, ls.issued, ls.used, ls.wasted});
-    x[pre + "accuracy"] =
-        ls.predictions == 0 ? 0
-                            : static_cast<double>(ls.correct) / static_cast<double>(ls.predictions);
-  }
 }
 
 }  // namespace grove

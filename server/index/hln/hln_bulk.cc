@@ -165,7 +165,7 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
   inner_pages_ = inners;
   entries_ = count;
   used_bytes_ = used;
-  return Status::Ok();
+  return predictor_ ? predictor_->Rebuild() : Status::Ok();
 }
 
 }  // namespace grove

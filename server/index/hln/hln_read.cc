@@ -1,4 +1,4 @@
-// HlnTree reads: the subnode walk (checkSubNode), Get, BatchGet, Prepare, whole-leaf reads.
+// HlnTree reads: the subnode walk (checkSubNode), point lookups, Prepare, whole-leaf reads.
 
 #include <algorithm>
 
@@ -17,12 +17,13 @@ namespace {
 // Reads subnode pages for the walk and checks that each is what the leaf entry says it is.
 class SubnodeReader {
  public:
-  SubnodeReader(BufferPool* pool, IoCause cause, int leaf_pages)
-      : pool_(pool), cause_(cause), leaf_pages_(leaf_pages) {}
+  SubnodeReader(BufferPool* pool, IoCause cause, int leaf_pages, PrefetchBatch* batch = nullptr)
+      : pool_(pool), cause_(cause), leaf_pages_(leaf_pages), batch_(batch) {}
 
   StatusOr<PageReadGuard> Read(PageId id, int* reads) {
     ++*reads;
-    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(id, cause_, Retention::kNormal));
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard g,
+                           pool_->FetchRead(id, cause_, Retention::kNormal, batch_));
     if (page::Type(g.data()) != static_cast<uint16_t>(hln::kSubnodePage) ||
         SubnodeView(g.data()).leaf_pages() != leaf_pages_) {
       return Status::DataLoss(
@@ -35,14 +36,15 @@ class SubnodeReader {
   BufferPool* const pool_;
   const IoCause cause_;
   const int leaf_pages_;
+  PrefetchBatch* const batch_;
 };
 
 }  // namespace
 
 StatusOr<HlnTree::Located> HlnTree::Locate(const hln::LeafRef& ref, int guess, Slice key,
-                                           IoCause cause) {
+                                           IoCause cause, PrefetchBatch* batch) {
   const int k = PackedCount(ref);
-  SubnodeReader reader(pool_, cause, cfg_.leaf_pages);
+  SubnodeReader reader(pool_, cause, cfg_.leaf_pages, batch);
   Located out;
   out.guess = guess;
   auto read = [&](int p) { return reader.Read(PackedPage(ref, p), &out.reads); };
@@ -120,12 +122,13 @@ StatusOr<HlnTree::Located> HlnTree::Locate(const hln::LeafRef& ref, int guess, S
   return left_phase(guess - 1, r);
 }
 
-StatusOr<bool> HlnTree::Get(Slice key, std::string* cell) {
-  GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
-                         DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+StatusOr<bool> HlnTree::Lookup(Slice key, std::string* cell, PrefetchBatch* batch, Path* path) {
+  GROVE_ASSIGN_OR_RETURN(ParentLatch parent, DescendToParent(key, Seek::kAtOrAfter,
+                                                             IoCause::kDemand, false, batch, path));
   const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
   const int guess = Guess(ref, parent.leaf_fences(), key);
-  GROVE_ASSIGN_OR_RETURN(Located loc, Locate(ref, guess, key, IoCause::kDemand));
+  if (path != nullptr) (*path)[0] = PackedPage(ref, guess);
+  GROVE_ASSIGN_OR_RETURN(Located loc, Locate(ref, guess, key, IoCause::kDemand, batch));
   lookups_.fetch_add(1, std::memory_order_relaxed);
   extra_reads_.fetch_add(loc.reads - 1, std::memory_order_relaxed);
   if (loc.in_range) {
@@ -161,30 +164,6 @@ Status HlnTree::Prepare(Slice key) {
   if (ref.stash) {
     GROVE_RETURN_IF_ERROR(
         pool_->FetchRead(ref.leaf, IoCause::kDemand, Retention::kNormal).status());
-  }
-  return Status::Ok();
-}
-
-Status HlnTree::BatchGet(const std::vector<Slice>& keys,
-                         std::vector<std::optional<std::string>>* cells) {
-  // Guess every key's subnode first (inner nodes only, no leaf IO), read all guessed subnodes in
-  // one submission, then look the keys up one by one (mostly cache hits now).
-  std::vector<PageId> guessed;
-  guessed.reserve(keys.size());
-  for (Slice key : keys) {
-    GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
-                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
-    const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
-    guessed.push_back(PackedPage(ref, Guess(ref, parent.leaf_fences(), key)));
-  }
-  std::sort(guessed.begin(), guessed.end());
-  guessed.erase(std::unique(guessed.begin(), guessed.end()), guessed.end());
-  GROVE_RETURN_IF_ERROR(pool_->LoadMany(guessed, IoCause::kDemand));
-  cells->assign(keys.size(), std::nullopt);
-  std::string cell;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    GROVE_ASSIGN_OR_RETURN(const bool found, Get(keys[i], &cell));
-    if (found) (*cells)[i] = cell;
   }
   return Status::Ok();
 }

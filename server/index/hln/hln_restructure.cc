@@ -231,6 +231,7 @@ Status HlnTree::SplitInner(PageWriteGuard& node, SplitPlan* plan, Slice key, Sli
   *sep = cells[m].first;
   *right_id = right->id();
   right->Release();
+  if (predictor_) predictor_->OnSplit(level, node.id(), *right_id);
   return Status::Ok();
 }
 
@@ -253,6 +254,7 @@ Status HlnTree::GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan) {
   InnerNode::Format(r, level + 1);
   InnerNode(r).InsertChild("", index_common::EncodeChild(child.id()));
   height_.fetch_add(1, std::memory_order_relaxed);
+  if (predictor_) predictor_->OnShapeChange();
   path->insert(path->begin() + 1, std::move(child));
   return Status::Ok();
 }
@@ -312,7 +314,10 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
     const std::vector<int> hints = hln::HintsFor(*image, Space(lf), HintParamsFor(image->stash));
     WriteLeaf(&subs, *image);
     InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, image->stash, hints));
-    if (image->stash && !ref.stash) stash_conversions_.fetch_add(1, std::memory_order_relaxed);
+    if (image->stash && !ref.stash) {
+      stash_conversions_.fetch_add(1, std::memory_order_relaxed);
+      NoteStashConversion(ref.leaf);
+    }
     if (image->stash && ref.stash) stash_rebuilds_.fetch_add(1, std::memory_order_relaxed);
     if (!image->stash) rebalances_.fetch_add(1, std::memory_order_relaxed);
     if (image->stash != ref.stash) {
@@ -372,8 +377,10 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
   WriteLeaf(&subs, *li);
   WriteLeaf(&fresh, *ri);
   InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, false, lh));
+  const PageId created = fresh[0].id();
   Status s = InsertWithSplits(&path, &plan, sep, right_payload);
   ReleasePlan(&plan);
+  NoteLeafSplit(ref, created);
   splits_.fetch_add(1, std::memory_order_relaxed);
   split_fill_ppm_.fetch_add(static_cast<uint64_t>(1e6 * static_cast<double>(before) / capacity),
                             std::memory_order_relaxed);
@@ -429,12 +436,14 @@ Status HlnTree::Tidy(Slice key) {
       std::vector<PageWriteGuard>& keep = li == ci ? subs : osubs;
       std::vector<PageWriteGuard>& gone = li == ci ? osubs : subs;
       const PageId kept = li == ci ? ref.leaf : oref.leaf;
+      const hln::LeafRef& removed = li == ci ? oref : ref;
       const int stash_gone = (ref.stash ? 1 : 0) + (oref.stash ? 1 : 0);
       WriteLeaf(&keep, *image);
       InnerNode pn(parent.mutable_data());
       pn.SetPayload(li, EncodeLeafRef(kept, false, hints));
       pn.RemoveChild(ri);
       FreeLeaf(&gone);
+      NoteLeafRemoved(removed);
       merges_.fetch_add(1, std::memory_order_relaxed);
       leaves_.fetch_sub(1, std::memory_order_relaxed);
       stash_leaves_.fetch_sub(stash_gone, std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "index/shortcut.h"
 #include "page/extent_allocator.h"
 #include "util/coding.h"
 
@@ -74,6 +75,7 @@ VariantSpec HlnTree::Spec() {
        "a full subnode rebalances its leaf while the leaf is at most this full (0.5..1)"},
       {"fill_factor", "0.9", false, "bulk load fills leaves to this fraction (0.5..1)"},
   };
+  for (ParamSpec& p : shortcut::ParamSpecs()) spec.params.push_back(std::move(p));
   spec.create = &HlnTree::Create;
   spec.open = &HlnTree::Open;
   spec.pages_per_op = [](const ParamMap& params) -> uint64_t {
@@ -85,19 +87,26 @@ VariantSpec HlnTree::Spec() {
 
 uint64_t HlnTree::PagesDirtiedPerOp() const { return PagesPerOp(cfg_); }
 
-HlnTree::HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root)
+HlnTree::HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root,
+                 const predict::ShortcutOptions& prefetch)
     : ctx_(ctx),
       pool_(ctx.pool),
       cfg_(cfg),
       order_(cfg.fnv),
       root_(root),
-      max_key_(ctx.options->max_key_bytes) {}
+      max_key_(ctx.options->max_key_bytes) {
+  if (prefetch.mode != predict::PrefetchMode::kNone) {
+    predictor_ = std::make_unique<predict::PathPredictor>(
+        prefetch, [this](predict::TreeSnapshot* snap) { return CollectShape(snap); }, ctx.logger);
+  }
+}
 
 StatusOr<std::unique_ptr<Index>> HlnTree::Create(const IndexContext& ctx, const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const hln::Config cfg, ParseConfig(params));
   GROVE_RETURN_IF_ERROR(CheckCache(ctx, cfg));
+  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions prefetch, shortcut::ParseOptions(params));
   GROVE_ASSIGN_OR_RETURN(const PageId root, ctx.allocator->Allocate(1));
-  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, root));
+  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, root, prefetch));
   std::vector<PageWriteGuard> leaf;
   GROVE_RETURN_IF_ERROR(tree->NewLeaf(&leaf));
   GROVE_ASSIGN_OR_RETURN(PageWriteGuard g,
@@ -105,6 +114,9 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Create(const IndexContext& ctx, const 
   InnerNode::Format(g.mutable_data(), 1);
   const std::vector<int> hints(cfg.leaf_pages, 0);
   InnerNode(g.mutable_data()).InsertChild("", tree->EncodeLeafRef(leaf[0].id(), false, hints));
+  g.Release();
+  leaf.clear();
+  if (tree->predictor_) GROVE_RETURN_IF_ERROR(tree->predictor_->Rebuild());
   return std::unique_ptr<Index>(std::move(tree));
 }
 
@@ -129,7 +141,8 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Open(const IndexContext& ctx, const Pa
     return Status::DataLoss(
         "hln metadata describes another layout than the superblock's layout parameters");
   }
-  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, root));
+  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions prefetch, shortcut::ParseOptions(params));
+  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, root, prefetch));
   tree->height_ = static_cast<uint32_t>(height);
   tree->entries_ = entries;
   tree->leaves_ = leaves;
@@ -138,6 +151,8 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Open(const IndexContext& ctx, const Pa
   tree->used_bytes_ = used;
   tree->key_floor_ = floor;
   tree->key_ceiling_ = ceiling;
+  // Models are not persisted: training reads only the inner nodes, so rebuild them now.
+  if (tree->predictor_) GROVE_RETURN_IF_ERROR(tree->predictor_->Rebuild());
   return std::unique_ptr<Index>(std::move(tree));
 }
 
@@ -194,6 +209,7 @@ IndexStats HlnTree::GetStats() {
   const uint64_t guessed = verify_keys_guessed_.load();
   x["verify_misguessed_fraction"] =
       guessed == 0 ? 0.0 : static_cast<double>(verify_keys_misguessed_.load()) / guessed;
+  if (predictor_) shortcut::AddStats(*predictor_, &s);
   return s;
 }
 
@@ -236,8 +252,10 @@ int HlnTree::Guess(const hln::LeafRef& ref, const Fences& leaf_fences, Slice key
 }
 
 StatusOr<HlnTree::ParentLatch> HlnTree::DescendToParent(Slice key, Seek mode, IoCause cause,
-                                                        bool exclusive) {
+                                                        bool exclusive, PrefetchBatch* batch,
+                                                        Path* path) {
   for (;;) {
+    if (path != nullptr) path->fill(kInvalidPageId);
     ParentLatch out;
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(root_, cause, Retention::kHigh));
     if (InnerNodeView(g.data()).level() == 1 && exclusive) {
@@ -277,7 +295,10 @@ StatusOr<HlnTree::ParentLatch> HlnTree::DescendToParent(Slice key, Seek mode, Io
         out.shared.Release();
         out.excl = std::move(c);
       } else {
-        GROVE_ASSIGN_OR_RETURN(PageReadGuard c, pool_->FetchRead(child, cause, Retention::kHigh));
+        // A prefetched image is admitted only here, where the child pointer names exactly its page.
+        GROVE_ASSIGN_OR_RETURN(PageReadGuard c,
+                               pool_->FetchRead(child, cause, Retention::kHigh, batch));
+        if (path != nullptr && level - 1 < predict::kMaxLevels) (*path)[level - 1] = child;
         if (InnerNodeView(c.data()).level() + 1 != level) {
           return Status::DataLoss(fmt::format("hln: page {} at level {} has child {} at level {}",
                                               out.id(), level, child,

@@ -46,6 +46,14 @@
 // pages are no-steal and checkpoints run with writers paused, so a structure change is either
 // wholly in a checkpoint or wholly redone by WAL replay. Put is an upsert and Delete removes, so
 // replaying onto a state that already holds a write changes nothing.
+//
+// SHORTCUT (prefetch: shortcut | shortcut_base, hln_shortcut.cc): the inner levels below the root
+// are modelled like the btree's, and the leaf level is modelled per subnode: a subnode's boundary
+// key is where the hints in its level-1 entry say it starts (PredictedBoundaries mapped back into
+// the leaf's key range), so training still reads inner nodes only. A Get predicts every inner
+// page and the subnode the hint walk will read first, reads the uncached ones in one submission,
+// and descends as usual. With hash: fnv the leaf level is not modelled (hint positions are hash
+// positions).
 
 #include <array>
 #include <atomic>
@@ -61,6 +69,7 @@
 #include "index/hln/leaf_layout.h"
 #include "index/hln/subnode.h"
 #include "index/registry.h"
+#include "predict/path_predictor.h"
 #include "util/mutex.h"
 
 namespace grove {
@@ -108,8 +117,11 @@ class HlnTree final : public Index {
 
   // --- Used by the cursor (hln_cursor.cc) ---
   enum class Seek { kAtOrAfter, kBefore, kLast };
+  // The page visited at each level (index = node level; 0 = the first subnode the walk reads).
+  using Path = std::array<PageId, predict::kMaxLevels>;
   // The level-1 node above the leaf a descent reached, latched shared or exclusively, with the
-  // leaf's position and fences.
+  // leaf's position and fences. With `batch` (shared descents), a prefetched page is used where
+  // the traversal asks for exactly that page; `path` receives the inner pages visited.
   struct ParentLatch {
     PageReadGuard shared;
     PageWriteGuard excl;
@@ -121,7 +133,8 @@ class HlnTree final : public Index {
       return index_common::InnerNodeView(data()).ChildFences(child, fences);
     }
   };
-  StatusOr<ParentLatch> DescendToParent(Slice key, Seek mode, IoCause cause, bool exclusive);
+  StatusOr<ParentLatch> DescendToParent(Slice key, Seek mode, IoCause cause, bool exclusive,
+                                        PrefetchBatch* batch = nullptr, Path* path = nullptr);
   hln::LeafRef DecodeLeafRef(Slice payload) const;
   const hln::Config& config() const { return cfg_; }
   const hln::LeafOrder& order() const { return order_; }
@@ -150,12 +163,29 @@ class HlnTree final : public Index {
   }
   int Guess(const hln::LeafRef& ref, const index_common::Fences& leaf_fences, Slice key) const;
   // The walk (checkSubNode). REQUIRES: the leaf's parent is latched.
-  StatusOr<Located> Locate(const hln::LeafRef& ref, int guess, Slice key, IoCause cause);
+  StatusOr<Located> Locate(const hln::LeafRef& ref, int guess, Slice key, IoCause cause,
+                           PrefetchBatch* batch = nullptr);
   // All entries of a leaf in leaf order (packed merged with overflow). REQUIRES: parent latched.
   StatusOr<std::vector<hln::Entry>> ReadLeaf(const hln::LeafRef& ref, IoCause cause);
 
  private:
-  HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root);
+  HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root,
+          const predict::ShortcutOptions& prefetch);
+
+  // --- Reads (hln_read.cc) ---
+  // Get, using prefetched pages from `batch` and recording the path when given.
+  StatusOr<bool> Lookup(Slice key, std::string* cell, PrefetchBatch* batch, Path* path);
+
+  // --- SHORTCUT (hln_shortcut.cc) ---
+  // The shape the path models are trained on: the inner nodes of every level below the root with
+  // their lower fences, and every leaf's packed subnodes with the boundaries its hints predict.
+  Status CollectShape(predict::TreeSnapshot* snap);
+  // Reports a structure change of the leaf level to the predictor (a leaf's subnodes are its
+  // nodes): `created`'s packed subnodes inserted after those of `original` / `removed`'s taken
+  // out / a leaf's subnode 0 leaving the packed ones (stash conversion).
+  void NoteLeafSplit(const hln::LeafRef& original, PageId created);
+  void NoteLeafRemoved(const hln::LeafRef& removed);
+  void NoteStashConversion(PageId leaf);
 
   size_t LeafPayloadBytes() const { return 9 + hln::HintBytes(cfg_.leaf_pages, cfg_.hint_bits); }
   std::string EncodeLeafRef(PageId leaf, bool stash, const std::vector<int>& hints) const;
@@ -239,6 +269,10 @@ class HlnTree final : public Index {
   std::atomic<uint64_t> tidies_{0}, tidy_failures_{0};
   // From the last Verify(): packed keys, and those whose hint-guessed subnode is not their own.
   std::atomic<uint64_t> verify_keys_guessed_{0}, verify_keys_misguessed_{0};
+
+  // Path prediction (prefetch: shortcut | shortcut_base); null when off. Declared last so that its
+  // background thread stops before the rest of the tree goes away.
+  std::unique_ptr<predict::PathPredictor> predictor_;
 };
 
 }  // namespace grove

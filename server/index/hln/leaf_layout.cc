@@ -175,6 +175,13 @@ double KeySpace::Position(Slice key) const {
   return std::min(t, std::nextafter(1.0, 0.0));
 }
 
+uint64_t KeySpace::ProjectedAt(double position) const {
+  if (range_ <= 0 || position <= 0) return low_;
+  const double offset = std::min(position, 1.0) * range_;
+  const double room = static_cast<double>(UINT64_MAX - low_);
+  return offset >= room ? UINT64_MAX : low_ + static_cast<uint64_t>(offset);
+}
+
 std::vector<int> HintsFor(const LeafImage& image, const KeySpace& space, const HintParams& params) {
   std::vector<double> rb(image.packed.size(), 0.0);
   double last = 0.0;

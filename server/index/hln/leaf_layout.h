@@ -59,6 +59,9 @@ class KeySpace {
   KeySpace(bool fnv, const index_common::Fences& fences, uint64_t floor = 0,
            uint64_t ceiling = UINT64_MAX);
   double Position(Slice key) const;
+  // The projected key (Project(), the first 8 bytes) at `position` in [0, 1]: the inverse of
+  // Position for key order. Meaningless for fnv, where positions are hash positions.
+  uint64_t ProjectedAt(double position) const;
 
  private:
   bool fnv_;

@@ -1,0 +1,143 @@
+// HlnTree + SHORTCUT: one-shot path prefetch driven by predict::PathPredictor, and the point
+// lookups that use it (Get, BatchGet).
+//
+// The predictor's nodes are the inner nodes of every level below the root and, at level 0, the
+// packed subnodes of every leaf. A subnode's boundary key is the start of its range as the hints
+// predict it, so the level-0 model learns where Algorithm 3 will send a key, from inner nodes
+// only. The prediction for level 0 is therefore judged against the first subnode the walk reads
+// (the hint guess), which is the page a prefetch can save a round trip on.
+
+#include <algorithm>
+
+#include "index/hln/hln_tree.h"
+#include "index/shortcut.h"
+#include "util/coding.h"
+
+namespace grove {
+
+using index_common::Fences;
+using index_common::InnerNodeView;
+
+Status HlnTree::CollectShape(predict::TreeSnapshot* snap) {
+  snap->levels.clear();
+  const uint32_t height = height_.load();
+  snap->levels.resize(height - 1);
+  // Breadth first over the inner nodes, each child inheriting its fences from its parent. Copies
+  // bypass the cache so that training does not change what is cached.
+  struct Node {
+    PageId id;
+    Fences fences;
+  };
+  std::vector<Node> current = {{root_, Fences()}};
+  AlignedBuffer buf(kPageSize);
+  for (int level = static_cast<int>(height) - 1; level >= 1; --level) {
+    std::vector<Node> next;
+    predict::LevelSnapshot& ls = snap->levels[level - 1];
+    for (const Node& it : current) {
+      GROVE_RETURN_IF_ERROR(pool_->ReadCopy(it.id, buf.data(), IoCause::kScan));
+      const InnerNodeView n(buf.data());
+      if (n.level() != level) {
+        return Status::Aborted("hln: the tree changed shape while its models were collected");
+      }
+      for (int i = 0; i < n.count(); ++i) {
+        const Fences cf = n.ChildFences(i, it.fences);
+        if (level > 1) {
+          next.push_back({n.child(i), cf});
+          ls.low_keys.push_back(cf.has_low ? Project(cf.low) : 0);
+          ls.pages.push_back(n.child(i));
+          continue;
+        }
+        if (cfg_.fnv) continue;  // hint positions are hash positions: nothing to learn
+        const hln::LeafRef ref = DecodeLeafRef(n.payload(i));
+        const hln::KeySpace space = Space(cf);
+        const std::vector<double> ends =
+            hln::PredictedBoundaries(ref.hints, HintParamsFor(ref.stash));
+        for (int p = 0; p < PackedCount(ref); ++p) {
+          ls.low_keys.push_back(space.ProjectedAt(p == 0 ? 0.0 : std::max(0.0, ends[p - 1])));
+          ls.pages.push_back(PackedPage(ref, p));
+        }
+      }
+    }
+    current = std::move(next);
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> HlnTree::Get(Slice key, std::string* cell) {
+  if (!predictor_) return Lookup(key, cell, nullptr, nullptr);
+  predict::Prediction p;
+  predictor_->Predict(Project(key), &p);
+  PrefetchBatch batch(pool_);
+  std::vector<shortcut::IssuedLevels> issued(1);
+  shortcut::IssuePredicted(pool_, *predictor_, {&p}, &batch, &issued);
+  Path path;
+  StatusOr<bool> found = Lookup(key, cell, &batch, &path);
+  if (found.ok()) predictor_->Feedback(p, path, issued[0]);
+  return found;
+}
+
+Status HlnTree::BatchGet(const std::vector<Slice>& keys,
+                         std::vector<std::optional<std::string>>* cells) {
+  cells->assign(keys.size(), std::nullopt);
+  std::string cell;
+  if (predictor_) {
+    // Every key's path is predicted first and every uncached predicted page read in one
+    // submission; the lookups then run one after the other over the same batch.
+    std::vector<predict::Prediction> predictions(keys.size());
+    std::vector<const predict::Prediction*> refs;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      predictor_->Predict(Project(keys[i]), &predictions[i]);
+      refs.push_back(&predictions[i]);
+    }
+    PrefetchBatch batch(pool_);
+    std::vector<shortcut::IssuedLevels> issued(keys.size());
+    shortcut::IssuePredicted(pool_, *predictor_, refs, &batch, &issued);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      Path path;
+      GROVE_ASSIGN_OR_RETURN(const bool found, Lookup(keys[i], &cell, &batch, &path));
+      predictor_->Feedback(predictions[i], path, issued[i]);
+      if (found) (*cells)[i] = cell;
+    }
+    return Status::Ok();
+  }
+  // Without models: guess every key's subnode first (inner nodes only, no leaf IO), read all
+  // guessed subnodes in one submission, then look the keys up one by one (mostly cache hits now).
+  std::vector<PageId> guessed;
+  guessed.reserve(keys.size());
+  for (Slice key : keys) {
+    GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
+                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+    const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
+    guessed.push_back(PackedPage(ref, Guess(ref, parent.leaf_fences(), key)));
+  }
+  std::sort(guessed.begin(), guessed.end());
+  guessed.erase(std::unique(guessed.begin(), guessed.end()), guessed.end());
+  GROVE_RETURN_IF_ERROR(pool_->LoadMany(guessed, IoCause::kDemand));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    GROVE_ASSIGN_OR_RETURN(const bool found, Lookup(keys[i], &cell, nullptr, nullptr));
+    if (found) (*cells)[i] = cell;
+  }
+  return Status::Ok();
+}
+
+void HlnTree::NoteLeafSplit(const hln::LeafRef& original, PageId created) {
+  if (!predictor_ || cfg_.fnv) return;
+  // The new leaf's subnodes follow the original's last packed subnode in key order, in page order.
+  PageId after = PackedPage(original, PackedCount(original) - 1);
+  for (int p = 0; p < cfg_.leaf_pages; ++p) {
+    predictor_->OnSplit(0, after, created + p);
+    after = created + p;
+  }
+}
+
+void HlnTree::NoteLeafRemoved(const hln::LeafRef& removed) {
+  if (!predictor_ || cfg_.fnv) return;
+  for (int p = 0; p < PackedCount(removed); ++p) predictor_->OnMerge(0, PackedPage(removed, p));
+}
+
+void HlnTree::NoteStashConversion(PageId leaf) {
+  // Subnode 0 becomes the overflow subnode; the packed ones keep their pages.
+  if (predictor_ && !cfg_.fnv) predictor_->OnMerge(0, leaf);
+}
+
+}  // namespace grove

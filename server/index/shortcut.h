@@ -1,0 +1,35 @@
+#pragma once
+
+// SHORTCUT glue shared by the variants whose inner levels are B+-tree levels (btree, hln): the
+// `prefetch` parameters, issuing a lookup's predicted pages in one submission, and the predictor's
+// statistics. The models themselves live in predict/path_predictor.h; what a "node" of each level
+// is (a btree node, an hln subnode) is the variant's business, through its TreeSnapshot.
+
+#include <array>
+#include <vector>
+
+#include "grove/index.h"
+
+#include "buffer/buffer_pool.h"
+#include "index/registry.h"
+#include "predict/path_predictor.h"
+
+namespace grove::shortcut {
+
+// The prefetch and shortcut_* parameters, with defaults and help text.
+std::vector<ParamSpec> ParamSpecs();
+StatusOr<predict::ShortcutOptions> ParseOptions(const ParamMap& params);
+
+// Which predicted levels of each prediction were read by the batch.
+using IssuedLevels = std::array<bool, predict::kMaxLevels>;
+
+// Issues the predicted pages that are not cached, in one submission, when at least
+// options().min_uncached of them miss; marks the levels issued in (*issued)[i] for predictions[i].
+void IssuePredicted(BufferPool* pool, const predict::PathPredictor& predictor,
+                    const std::vector<const predict::Prediction*>& predictions,
+                    PrefetchBatch* batch, std::vector<IssuedLevels>* issued);
+
+// model_bytes, prefetch_levels and the shortcut_* extras of IndexStats.
+void AddStats(const predict::PathPredictor& predictor, IndexStats* s);
+
+}  // namespace grove::shortcut

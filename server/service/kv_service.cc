@@ -28,7 +28,7 @@ grpc::Status DeadlineExceeded(std::string_view when) {
 class KvService::Call {
  public:
   Call(KvService* service, grpc::ServerContext* context, Role role, std::string_view method)
-      : service_(service), context_(context) {
+      : service_(service), context_(context), lease_(service->engine_) {
     const uint32_t now_inflight = service_->inflight_.fetch_add(1, std::memory_order_relaxed) + 1;
     service_->metrics_->RequestStarted();
     if (now_inflight > service_->options_.max_inflight_requests) {
@@ -41,7 +41,7 @@ class KvService::Call {
     }
     status_ = service_->auth_->Check(*context, role, method);
     if (!status_.ok()) return;
-    db_ = service_->engine_->db();
+    db_ = lease_.db();
     if (db_ == nullptr) {
       // Refused before anything was applied: clients may retry writes on this UNAVAILABLE, unlike
       // one from a broken connection (docs/server.md, "Retrying writes").
@@ -78,6 +78,7 @@ class KvService::Call {
   KvService* const service_;
   grpc::ServerContext* const context_;
   grpc::Status status_;
+  EngineHandle::Lease lease_;  // held for the whole call
   Db* db_ = nullptr;
   Clock::time_point deadline_ = Clock::time_point::max();
 };

@@ -100,7 +100,7 @@ TEST_F(GrovedLifecycleTest, GracefulShutdownDrainsCallsInFlight) {
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(entries, 4000) << "the call in flight finished completely";
 
-  ASSERT_EQ(groved_->Wait(std::chrono::seconds(60)), 0);
+  ASSERT_EQ(groved_->Wait(std::chrono::seconds(60)), 0) << groved_->Log();
   const std::string log = groved_->Log();
   EXPECT_NE(log.find("received SIGTERM, draining"), std::string::npos) << log;
   EXPECT_NE(log.find("engine closed (final checkpoint written)"), std::string::npos) << log;

@@ -184,8 +184,9 @@ TEST_P(ShortcutTest, BatchesRunWhileWritersSplitNodes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShortcutTest,
-                         ::testing::Values(Mode{"btree", "shortcut"}, Mode{"btree", "shortcut_base"},
-                                           Mode{"hln", "shortcut"}, Mode{"hln", "shortcut_base"}),
+                         ::testing::Values(Mode{"btree", "shortcut"},
+                                           Mode{"btree", "shortcut_base"}, Mode{"hln", "shortcut"},
+                                           Mode{"hln", "shortcut_base"}),
                          [](const ::testing::TestParamInfo<Mode>& info) {
                            return info.param.variant + "_" + info.param.prefetch;
                          });

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Tables and plots of the SHORTCUT runs (scripts/bench-shortcut.sh) for docs/benchmarks.md.
 
-    scripts/shortcut_report.py docs/bench-data/shortcut.jsonl [--img docs/img]
+    scripts/shortcut_report.py docs/bench-data/shortcut.jsonl [--img docs/img] [--variant hln]
 
 Prints Markdown to stdout and writes docs/img/shortcut-*.png (Debian's python3-matplotlib).
+With --variant hln it reads the runs labelled "shortcut-hln ..." and names its plot
+shortcut-hln-p50-ratio.png.
 """
 import argparse
 import json
@@ -44,22 +46,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("jsonl", nargs="+")
     ap.add_argument("--img", default="docs/img")
+    ap.add_argument("--variant", default="btree")
     a = ap.parse_args()
+    tag = "shortcut" if a.variant == "btree" else f"shortcut-{a.variant}"
     runs = [r for path in a.jsonl if os.path.exists(path) for r in load(path)]
     cache = None
     matrix = defaultdict(dict)  # (share, workload, dist, threads) -> prefetch -> run
     for r in runs:
         lab = label_of(r)
-        if lab.startswith("shortcut share="):
+        if lab.startswith(f"{tag} share="):
             s = int(lab.split("=")[1])
             key = (s, r["workload"], r["distribution"].split("(")[0], r["config"]["threads"])
             matrix[key][param(r, "prefetch", "none")] = r
             cache = r["config"]["cache_bytes"]
-    load_run = next((r for r in runs if label_of(r) == "shortcut load"), None)
+    load_run = next((r for r in runs if label_of(r) == f"{tag} load"), None)
 
-    print("| inner nodes cached | workload | thr | btree p50 / p95 / p99 µs | ops/s | "
+    print(f"| inner nodes cached | workload | thr | {a.variant} p50 / p95 / p99 µs | ops/s | "
           "shortcut p50 / p95 / p99 µs | ops/s | BASE p50 / p95 / p99 µs | ops/s | "
-          "shortcut p50 ÷ btree |")
+          f"shortcut p50 ÷ {a.variant} |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     ratios = defaultdict(dict)
     for key in sorted(matrix):
@@ -123,10 +127,10 @@ def main():
             ax.plot(xs, [by_share[x] for x in xs], marker="o", label=f"{w.upper()} {d}, {t} thr")
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_xlabel("inner nodes the cache may hold (%)")
-        ax.set_ylabel("p50 latency, shortcut ÷ plain btree")
+        ax.set_ylabel(f"p50 latency, shortcut ÷ plain {a.variant}")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(os.path.join(a.img, "shortcut-p50-ratio.png"), dpi=110)
+        fig.savefig(os.path.join(a.img, f"{tag}-p50-ratio.png"), dpi=110)
 
     ins = [r for r in runs if label_of(r).startswith("shortcut insert-heavy")
            and r["workload"] != "load" and r.get("timeline_detail")]

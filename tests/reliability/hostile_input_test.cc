@@ -606,9 +606,7 @@ TEST_F(HostileInputTest, ControlClientLatencyUnderHostileLoad) {
               {"baseline_p99_us", p99_base},
               {"loaded_p50_us", Percentile(loaded, 50)},
               {"loaded_p90_us", Percentile(loaded, 90)},
-              {"loaded_p90_us", Percentile(loaded, 90)},
               {"loaded_p99_us", p99_loaded},
-              {"loaded_max_us", Percentile(loaded, 100)},
               {"loaded_max_us", Percentile(loaded, 100)},
               {"p99_ratio", p99_loaded / p99_base},
               {"vm_hwm_kib", ProcStatusKiB(groved_->pid(), "VmHWM")}});

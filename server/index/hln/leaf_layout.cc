@@ -177,7 +177,7 @@ double KeySpace::Position(Slice key) const {
 
 uint64_t KeySpace::ProjectedAt(double position) const {
   if (range_ <= 0 || position <= 0) return low_;
-  const double offset = std::min(position, 1.0) * range_;
+  const double offset = std::round(std::min(position, 1.0) * range_);
   const double room = static_cast<double>(UINT64_MAX - low_);
   return offset >= room ? UINT64_MAX : low_ + static_cast<uint64_t>(offset);
 }

@@ -76,6 +76,26 @@ TEST(HlnLayout, KeySpacePositions) {
   EXPECT_DOUBLE_EQ(KeySpace(false, same).Position("prefix__aa"), 0.0);
 }
 
+// ProjectedAt inverts Position (SHORTCUT's subnode boundaries for hln are built with it).
+TEST(HlnLayout, ProjectedAtInvertsPosition) {
+  index_common::Fences f;
+  f.low = EncodeU64Key(1000);
+  f.high = EncodeU64Key(2000);
+  f.has_low = f.has_high = true;
+  const KeySpace s(false, f);
+  EXPECT_EQ(s.ProjectedAt(0.0), Project(EncodeU64Key(1000)));
+  EXPECT_EQ(s.ProjectedAt(0.5), Project(EncodeU64Key(1500)));
+  EXPECT_EQ(s.ProjectedAt(-0.1), Project(EncodeU64Key(1000))) << "clamped to the low fence";
+  EXPECT_EQ(s.ProjectedAt(1.5), Project(EncodeU64Key(2000))) << "clamped to the high fence";
+  for (uint64_t k = 1000; k < 2000; k += 37) {
+    EXPECT_EQ(s.ProjectedAt(s.Position(EncodeU64Key(k))), Project(EncodeU64Key(k))) << k;
+  }
+  // The open top of the key space saturates instead of wrapping around.
+  const KeySpace open(false, index_common::Fences());
+  EXPECT_EQ(open.ProjectedAt(1.0), UINT64_MAX);
+  EXPECT_EQ(open.ProjectedAt(0.25), 1ull << 62);
+}
+
 TEST(HlnLayout, KeyHashIsFnv1aOverTheReversedKey) {
   // Reference values of 64-bit FNV-1a (draft-eastlake-fnv), over "", "a" and "foobar" reversed.
   EXPECT_EQ(KeyHash(""), 0xcbf29ce484222325ull);

@@ -89,7 +89,7 @@ TEST_P(ShortcutTest, BulkLoadedLevelsAreOneExtentAndPredictionsAreUsed) {
 
 // The models are trained on one key set, then the data is replaced by a different one and the
 // models are never updated: every prediction points at a wrong (possibly freed or reused) page.
-// Results must not change.
+// Results of Get, BatchGet and Scan must not change.
 TEST_P(ShortcutTest, StaleAndWrongPredictionsNeverChangeResults) {
   TempDir dir;
   Options o = ShortcutOptions(dir.path(), GetParam());
@@ -133,6 +133,20 @@ TEST_P(ShortcutTest, StaleAndWrongPredictionsNeverChangeResults) {
     if (values[i]) {
       ASSERT_EQ(*values[i], it->second);
     }
+  }
+  // Scans start with a predicted descent too.
+  for (int i = 0; i < 200; ++i) {
+    ScanOptions scan;
+    scan.lower = rng() % 2 ? Key(rng() % 50000) : "z" + std::to_string(rng() % 50000);
+    auto it = (*db)->NewIterator(scan);
+    ASSERT_TRUE(it.ok()) << it.status().ToString();
+    auto expect = model.lower_bound(scan.lower);
+    for (int n = 0; n < 20 && expect != model.end(); ++n, ++expect, (*it)->Next()) {
+      ASSERT_TRUE((*it)->Valid()) << scan.lower;
+      ASSERT_EQ((*it)->key(), expect->first) << scan.lower;
+      ASSERT_EQ((*it)->value(), expect->second);
+    }
+    ASSERT_OK((*it)->status());
   }
   EXPECT_GT((*db)->GetStats().cache.prefetch_wasted, 0u) << "the models should have been wrong";
   VerifyReport report;

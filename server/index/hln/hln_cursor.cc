@@ -48,14 +48,26 @@ class HlnCursor final : public IndexCursor {
   Status FillForward() {
     // Resume strictly after the last key returned: last + "\0" is the smallest larger key.
     std::string target = started_ ? last_ + std::string(1, '\0') : opts_.lower;
+    // The first descent of a scan is a lookup like any other: with prefetch on, its predicted
+    // pages are read in one submission. Later ones follow the leaf just read and are not.
+    PrefetchBatch prefetch(tree_->pool());
+    HlnTree::PathGuess guess;
+    HlnTree::Path path;
+    if (!started_) tree_->PredictPath(target, &prefetch, &guess);
     started_ = true;
     for (;;) {
       GROVE_ASSIGN_OR_RETURN(
           HlnTree::ParentLatch p,
-          tree_->DescendToParent(target, HlnTree::Seek::kAtOrAfter, IoCause::kScan, false));
+          tree_->DescendToParent(target, HlnTree::Seek::kAtOrAfter, IoCause::kScan, false,
+                                 guess.active ? &prefetch : nullptr, &path));
       const hln::LeafRef ref = tree_->DecodeLeafRef(InnerNodeView(p.data()).payload(p.child));
       const Fences lf = p.leaf_fences();
-      GROVE_RETURN_IF_ERROR(CollectForward(ref, lf, target));
+      GROVE_RETURN_IF_ERROR(CollectForward(ref, lf, target, guess.active ? &prefetch : nullptr));
+      if (guess.active) {
+        if (!tree_->config().fnv) path[0] = tree_->PackedPage(ref, tree_->Guess(ref, lf, target));
+        tree_->Feedback(guess, path);
+        guess.active = false;  // the next leaf's descent is not predicted
+      }
       for (size_t i = 0; i < batch_.size(); ++i) {
         if (opts_.has_upper && batch_[i].key >= opts_.upper) {
           batch_.resize(i);
@@ -146,7 +158,8 @@ class HlnCursor final : public IndexCursor {
     batch_ = std::move(all);
   }
 
-  Status CollectForward(const hln::LeafRef& ref, const Fences& lf, const std::string& target) {
+  Status CollectForward(const hln::LeafRef& ref, const Fences& lf, const std::string& target,
+                        PrefetchBatch* prefetch) {
     if (tree_->config().fnv) {
       std::vector<Entry> all;
       GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
@@ -157,7 +170,7 @@ class HlnCursor final : public IndexCursor {
     }
     const int k = tree_->PackedCount(ref);
     GROVE_ASSIGN_OR_RETURN(HlnTree::Located loc, tree_->Locate(ref, tree_->Guess(ref, lf, target),
-                                                               target, IoCause::kScan));
+                                                               target, IoCause::kScan, prefetch));
     // The first packed entry at or after target: inside the located subnode, or at the start of
     // the nonempty subnode after the gap.
     std::vector<Entry> packed;

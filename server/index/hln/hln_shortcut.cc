@@ -1,5 +1,5 @@
 // HlnTree + SHORTCUT: one-shot path prefetch driven by predict::PathPredictor, and the point
-// lookups that use it (Get, BatchGet).
+// lookups that use it (Get, BatchGet); cursors use PredictPath for their first descent.
 //
 // The predictor's nodes are the inner nodes of every level below the root and, at level 0, the
 // packed subnodes of every leaf. A subnode's boundary key is the start of its range as the hints
@@ -63,16 +63,27 @@ Status HlnTree::CollectShape(predict::TreeSnapshot* snap) {
   return Status::Ok();
 }
 
+void HlnTree::PredictPath(Slice key, PrefetchBatch* batch, PathGuess* guess) {
+  if (!predictor_) return;
+  predictor_->Predict(Project(key), &guess->prediction);
+  std::vector<shortcut::IssuedLevels> issued(1);
+  shortcut::IssuePredicted(pool_, *predictor_, {&guess->prediction}, batch, &issued);
+  guess->issued = issued[0];
+  guess->active = true;
+}
+
+void HlnTree::Feedback(const PathGuess& guess, const Path& path) {
+  if (guess.active) predictor_->Feedback(guess.prediction, path, guess.issued);
+}
+
 StatusOr<bool> HlnTree::Get(Slice key, std::string* cell) {
   if (!predictor_) return Lookup(key, cell, nullptr, nullptr);
-  predict::Prediction p;
-  predictor_->Predict(Project(key), &p);
   PrefetchBatch batch(pool_);
-  std::vector<shortcut::IssuedLevels> issued(1);
-  shortcut::IssuePredicted(pool_, *predictor_, {&p}, &batch, &issued);
+  PathGuess guess;
+  PredictPath(key, &batch, &guess);
   Path path;
   StatusOr<bool> found = Lookup(key, cell, &batch, &path);
-  if (found.ok()) predictor_->Feedback(p, path, issued[0]);
+  if (found.ok()) Feedback(guess, path);
   return found;
 }
 

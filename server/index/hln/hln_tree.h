@@ -52,8 +52,8 @@
 // key is where the hints in its level-1 entry say it starts (PredictedBoundaries mapped back into
 // the leaf's key range), so training still reads inner nodes only. A Get predicts every inner
 // page and the subnode the hint walk will read first, reads the uncached ones in one submission,
-// and descends as usual. With hash: fnv the leaf level is not modelled (hint positions are hash
-// positions).
+// and descends as usual; BatchGet and a cursor's first descent do the same. With hash: fnv the
+// leaf level is not modelled (hint positions are hash positions).
 
 #include <array>
 #include <atomic>
@@ -136,6 +136,16 @@ class HlnTree final : public Index {
   StatusOr<ParentLatch> DescendToParent(Slice key, Seek mode, IoCause cause, bool exclusive,
                                         PrefetchBatch* batch = nullptr, Path* path = nullptr);
   hln::LeafRef DecodeLeafRef(Slice payload) const;
+  // SHORTCUT (hln_shortcut.cc). PredictPath predicts the path to `key` and issues the uncached
+  // predicted pages into `batch`; Feedback reports what the descent visited (path[0]: the first
+  // subnode the walk read). Both do nothing while prefetch is off.
+  struct PathGuess {
+    predict::Prediction prediction;
+    std::array<bool, predict::kMaxLevels> issued{};
+    bool active = false;
+  };
+  void PredictPath(Slice key, PrefetchBatch* batch, PathGuess* guess);
+  void Feedback(const PathGuess& guess, const Path& path);
   const hln::Config& config() const { return cfg_; }
   const hln::LeafOrder& order() const { return order_; }
   BufferPool* pool() const { return pool_; }

@@ -463,16 +463,15 @@ TEST_F(CorruptionSweepTest, DamagedLog) {
   while (end > 0 && bytes[end - 1] == '\0') --end;  // the end of the written data
   ASSERT_GT(end, 2 * kMaxUnsynced) << "the last segment should hold more than two unsynced windows";
 
-  // States after k tail batches, indexed by how many fresh keys they hold.
-  std::vector<Model> after(1, golden_->checkpointed);
-  for (const WriteBatch& b : golden_->tail) {
-    after.push_back(after.back());
-    Apply(b, &after.back());
-  }
+  // The state after the first k tail batches, k being how many fresh keys the scanned state
+  // holds. Rebuilt for each check: keeping all 4,000 states took 7.8 GB (and 24 GB under TSan).
+  Model expected;
   auto prefix_state = [&](const Model& scanned) -> const Model* {
     uint64_t k = 0;
     while (k < kTailBatches && scanned.count(FreshKey(k))) ++k;
-    return &after[k];
+    expected = golden_->checkpointed;
+    for (uint64_t i = 0; i < k; ++i) Apply(golden_->tail[i], &expected);
+    return &expected;
   };
 
   for (uint64_t n = 0; n < Injections(); ++n) {

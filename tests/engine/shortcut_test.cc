@@ -17,6 +17,7 @@ struct Mode {
   std::string variant;
   std::string prefetch;
 };
+void PrintTo(const Mode& m, std::ostream* os) { *os << m.variant << " prefetch=" << m.prefetch; }
 
 Options ShortcutOptions(const std::string& dir, const Mode& mode) {
   Options o = SmallOptions(dir);

@@ -228,26 +228,20 @@ Status PathPredictor::RunBatch() {
 }
 
 void PathPredictor::OnSplit(int level, PageId original, PageId created) {
-  if (options_.update == UpdateMode::kNever || level >= kMaxLevels) return;
-  MutexLock lock(&stash_mu_);
-  stash_.push_back({level, original, created, true});
-  const auto st = LoadState();
-  const uint64_t nodes =
-      static_cast<size_t>(level) < st->levels.size() ? st->levels[level].nodes : 0;
-  if (++pending_[level] >= std::max<double>(1, options_.retrain_fraction * nodes)) {
-    batch_wanted_ = true;
-    stash_cv_.Signal();
-  }
+  Enqueue({level, original, created, true});
 }
 
-void PathPredictor::OnMerge(int level, PageId removed) {
-  if (options_.update == UpdateMode::kNever || level >= kMaxLevels) return;
+void PathPredictor::OnMerge(int level, PageId removed) { Enqueue({level, 0, removed, false}); }
+
+void PathPredictor::Enqueue(const Change& change) {
+  if (options_.update == UpdateMode::kNever || change.level >= kMaxLevels) return;
   MutexLock lock(&stash_mu_);
-  stash_.push_back({level, 0, removed, false});
+  stash_.push_back(change);
   const auto st = LoadState();
-  const uint64_t nodes =
-      static_cast<size_t>(level) < st->levels.size() ? st->levels[level].nodes : 0;
-  if (++pending_[level] >= std::max<double>(1, options_.retrain_fraction * nodes)) {
+  const uint64_t nodes = static_cast<size_t>(change.level) < st->levels.size()
+                             ? st->levels[change.level].nodes
+                             : 0;
+  if (++pending_[change.level] >= std::max<double>(1, options_.retrain_fraction * nodes)) {
     batch_wanted_ = true;
     stash_cv_.Signal();
   }

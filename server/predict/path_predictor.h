@@ -142,6 +142,8 @@ class PathPredictor {
     bool split;
   };
 
+  // Queues a split or merge for the next batch; asks for one when the level's share is reached.
+  void Enqueue(const Change& change) EXCLUDES(stash_mu_);
   Status RunBatch() EXCLUDES(rebuild_mu_);
   std::shared_ptr<const ModelState> Train(const TreeSnapshot& snap,
                                           const std::vector<PhantomMap>* maps) const;

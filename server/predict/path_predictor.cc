@@ -238,9 +238,8 @@ void PathPredictor::Enqueue(const Change& change) {
   MutexLock lock(&stash_mu_);
   stash_.push_back(change);
   const auto st = LoadState();
-  const uint64_t nodes = static_cast<size_t>(change.level) < st->levels.size()
-                             ? st->levels[change.level].nodes
-                             : 0;
+  const uint64_t nodes =
+      static_cast<size_t>(change.level) < st->levels.size() ? st->levels[change.level].nodes : 0;
   if (++pending_[change.level] >= std::max<double>(1, options_.retrain_fraction * nodes)) {
     batch_wanted_ = true;
     stash_cv_.Signal();

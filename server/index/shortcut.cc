@@ -45,13 +45,16 @@ StatusOr<predict::ShortcutOptions> ParseOptions(const ParamMap& params) {
   return o;
 }
 
-void IssuePredicted(BufferPool* pool, const predict::PathPredictor& predictor,
-                    const std::vector<const predict::Prediction*>& predictions,
-                    PrefetchBatch* batch, std::vector<IssuedLevels>* issued) {
+PredictedPaths PredictAndIssue(BufferPool* pool, const predict::PathPredictor& predictor,
+                               const std::vector<Slice>& keys, PrefetchBatch* batch) {
+  PredictedPaths out;
+  out.predictions.resize(keys.size());
+  out.issued.resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) predictor.Predict(Project(keys[i]), &out.predictions[i]);
   std::vector<PageId> pages;
   std::vector<std::pair<size_t, int>> owners;  // (prediction, level) of each page
-  for (size_t p = 0; p < predictions.size(); ++p) {
-    const predict::Prediction& pr = *predictions[p];
+  for (size_t p = 0; p < out.predictions.size(); ++p) {
+    const predict::Prediction& pr = out.predictions[p];
     for (int l = 0; l < pr.levels; ++l) {
       if (pr.pages[l] == kInvalidPageId || pool->IsResident(pr.pages[l])) continue;
       pages.push_back(pr.pages[l]);
@@ -61,11 +64,12 @@ void IssuePredicted(BufferPool* pool, const predict::PathPredictor& predictor,
   // A lookup with a single uncached level gains nothing from reading it early (the traversal
   // reaches it a microsecond later), and a wrong guess would only waste bandwidth. A BatchGet's
   // leaves, on the other hand, overlap with each other.
-  if (pages.size() < predictor.options().min_uncached) return;
+  if (pages.size() < predictor.options().min_uncached) return out;
   batch->Issue(pages);
   for (const auto& [p, l] : owners) {
-    (*issued)[p][l] = batch->Has(predictions[p]->pages[l]);
+    out.issued[p][l] = batch->Has(out.predictions[p].pages[l]);
   }
+  return out;
 }
 
 void AddStats(const predict::PathPredictor& predictor, IndexStats* s) {

@@ -20,14 +20,21 @@ namespace grove::shortcut {
 std::vector<ParamSpec> ParamSpecs();
 StatusOr<predict::ShortcutOptions> ParseOptions(const ParamMap& params);
 
-// Which predicted levels of each prediction were read by the batch.
+// Which predicted levels of a prediction were read by the batch.
 using IssuedLevels = std::array<bool, predict::kMaxLevels>;
 
-// Issues the predicted pages that are not cached, in one submission, when at least
-// options().min_uncached of them miss; marks the levels issued in (*issued)[i] for predictions[i].
-void IssuePredicted(BufferPool* pool, const predict::PathPredictor& predictor,
-                    const std::vector<const predict::Prediction*>& predictions,
-                    PrefetchBatch* batch, std::vector<IssuedLevels>* issued);
+// The predicted paths of some lookups (Get: one, BatchGet: all its keys), in key order, and which
+// of their pages the batch read. Hand predictions[i] and issued[i] back through
+// PathPredictor::Feedback once lookup i has descended.
+struct PredictedPaths {
+  std::vector<predict::Prediction> predictions;
+  std::vector<IssuedLevels> issued;
+};
+
+// Predicts the path of every key and reads the predicted pages that are not cached in one
+// submission into `batch`, when at least options().min_uncached of them miss.
+PredictedPaths PredictAndIssue(BufferPool* pool, const predict::PathPredictor& predictor,
+                               const std::vector<Slice>& keys, PrefetchBatch* batch);
 
 // model_bytes, prefetch_levels and the shortcut_* extras of IndexStats.
 void AddStats(const predict::PathPredictor& predictor, IndexStats* s);

@@ -62,14 +62,11 @@ Status BTree::CollectShape(predict::TreeSnapshot* snap) {
 StatusOr<PageReadGuard> BTree::DescendPredicted(Slice key, Seek mode, IoCause cause,
                                                 Fences* fences) {
   if (!predictor_ || mode == Seek::kLast) return DescendToLeaf(key, mode, cause, fences);
-  predict::Prediction p;
-  predictor_->Predict(Project(key), &p);
   PrefetchBatch batch(pool_);
-  std::vector<shortcut::IssuedLevels> issued(1);
-  shortcut::IssuePredicted(pool_, *predictor_, {&p}, &batch, &issued);
+  const shortcut::PredictedPaths p = shortcut::PredictAndIssue(pool_, *predictor_, {key}, &batch);
   Path path;
   auto leaf = DescendToLeaf(key, mode, cause, fences, &batch, &path);
-  if (leaf.ok()) predictor_->Feedback(p, path, issued[0]);
+  if (leaf.ok()) predictor_->Feedback(p.predictions[0], path, p.issued[0]);
   return leaf;
 }
 
@@ -78,22 +75,15 @@ Status BTree::BatchGet(const std::vector<Slice>& keys,
   if (!predictor_) return Index::BatchGet(keys, cells);
   // All keys' paths are predicted first and every uncached predicted page is read in one
   // submission; the traversals then run one after the other over the same batch.
-  std::vector<predict::Prediction> predictions(keys.size());
-  std::vector<const predict::Prediction*> refs;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    predictor_->Predict(Project(keys[i]), &predictions[i]);
-    refs.push_back(&predictions[i]);
-  }
   PrefetchBatch batch(pool_);
-  std::vector<shortcut::IssuedLevels> issued(keys.size());
-  shortcut::IssuePredicted(pool_, *predictor_, refs, &batch, &issued);
+  const shortcut::PredictedPaths p = shortcut::PredictAndIssue(pool_, *predictor_, keys, &batch);
   cells->assign(keys.size(), std::nullopt);
   for (size_t i = 0; i < keys.size(); ++i) {
     Path path;
     GROVE_ASSIGN_OR_RETURN(
         PageReadGuard leaf,
         DescendToLeaf(keys[i], Seek::kAtOrAfter, IoCause::kDemand, nullptr, &batch, &path));
-    predictor_->Feedback(predictions[i], path, issued[i]);
+    predictor_->Feedback(p.predictions[i], path, p.issued[i]);
     const NodeView n(leaf.data());
     bool found;
     const int pos = n.slots().LowerBound(keys[i], &found);

@@ -65,10 +65,9 @@ Status HlnTree::CollectShape(predict::TreeSnapshot* snap) {
 
 void HlnTree::PredictPath(Slice key, PrefetchBatch* batch, PathGuess* guess) {
   if (!predictor_) return;
-  predictor_->Predict(Project(key), &guess->prediction);
-  std::vector<shortcut::IssuedLevels> issued(1);
-  shortcut::IssuePredicted(pool_, *predictor_, {&guess->prediction}, batch, &issued);
-  guess->issued = issued[0];
+  shortcut::PredictedPaths p = shortcut::PredictAndIssue(pool_, *predictor_, {key}, batch);
+  guess->prediction = std::move(p.predictions[0]);
+  guess->issued = p.issued[0];
   guess->active = true;
 }
 
@@ -94,19 +93,12 @@ Status HlnTree::BatchGet(const std::vector<Slice>& keys,
   if (predictor_) {
     // Every key's path is predicted first and every uncached predicted page read in one
     // submission; the lookups then run one after the other over the same batch.
-    std::vector<predict::Prediction> predictions(keys.size());
-    std::vector<const predict::Prediction*> refs;
-    for (size_t i = 0; i < keys.size(); ++i) {
-      predictor_->Predict(Project(keys[i]), &predictions[i]);
-      refs.push_back(&predictions[i]);
-    }
     PrefetchBatch batch(pool_);
-    std::vector<shortcut::IssuedLevels> issued(keys.size());
-    shortcut::IssuePredicted(pool_, *predictor_, refs, &batch, &issued);
+    const shortcut::PredictedPaths p = shortcut::PredictAndIssue(pool_, *predictor_, keys, &batch);
     for (size_t i = 0; i < keys.size(); ++i) {
       Path path;
       GROVE_ASSIGN_OR_RETURN(const bool found, Lookup(keys[i], &cell, &batch, &path));
-      predictor_->Feedback(predictions[i], path, issued[i]);
+      predictor_->Feedback(p.predictions[i], path, p.issued[i]);
       if (found) (*cells)[i] = cell;
     }
     return Status::Ok();

@@ -57,12 +57,17 @@ TEST(HlnLayout, StashFillsPackedSubnodesThenOverflow) {
   EXPECT_FALSE(PlanStash(Entries(static_cast<int>(per * 4 + 1), 9), 4).has_value());
 }
 
-TEST(HlnLayout, KeySpacePositions) {
+// Fences of a leaf holding the integer keys [low, high).
+index_common::Fences Between(uint64_t low, uint64_t high) {
   index_common::Fences f;
-  f.low = EncodeU64Key(1000);
-  f.high = EncodeU64Key(2000);
+  f.low = EncodeU64Key(low);
+  f.high = EncodeU64Key(high);
   f.has_low = f.has_high = true;
-  const KeySpace s(false, f);
+  return f;
+}
+
+TEST(HlnLayout, KeySpacePositions) {
+  const KeySpace s(false, Between(1000, 2000));
   EXPECT_DOUBLE_EQ(s.Position(EncodeU64Key(1000)), 0.0);
   EXPECT_DOUBLE_EQ(s.Position(EncodeU64Key(1500)), 0.5);
   EXPECT_LT(s.Position(EncodeU64Key(1999)), 1.0);
@@ -78,11 +83,7 @@ TEST(HlnLayout, KeySpacePositions) {
 
 // ProjectedAt inverts Position (SHORTCUT's subnode boundaries for hln are built with it).
 TEST(HlnLayout, ProjectedAtInvertsPosition) {
-  index_common::Fences f;
-  f.low = EncodeU64Key(1000);
-  f.high = EncodeU64Key(2000);
-  f.has_low = f.has_high = true;
-  const KeySpace s(false, f);
+  const KeySpace s(false, Between(1000, 2000));
   EXPECT_EQ(s.ProjectedAt(0.0), Project(EncodeU64Key(1000)));
   EXPECT_EQ(s.ProjectedAt(0.5), Project(EncodeU64Key(1500)));
   EXPECT_EQ(s.ProjectedAt(-0.1), Project(EncodeU64Key(1000))) << "clamped to the low fence";

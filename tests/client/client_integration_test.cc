@@ -69,14 +69,6 @@ TEST_F(ClientIntegrationTest, EveryCall) {
   EXPECT_EQ(s.error_message(), "key: must not be empty");
 }
 
-TEST_F(ClientIntegrationTest, EveryCallHasADeadline) {
-  StartGroved();
-  ClientOptions o;
-  o.timeout = std::chrono::milliseconds(0);
-  auto c = Connect(o);
-  EXPECT_EQ(c->Put("k", "v").error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-}
-
 TEST_F(ClientIntegrationTest, ScanPagesThroughEverythingInBothDirections) {
   StartGroved("limits:\n  max_scan_limit: 10\n");
   auto c = Connect();

@@ -110,9 +110,7 @@ grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientCo
 
 bool Client::WaitForConnection() {
   if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return true;
-  // Long enough for a restarting server's listener, short enough that a broken TLS setup fails
-  // within max_attempts seconds.
-  const auto wait = std::min<std::chrono::milliseconds>(options_.timeout, std::chrono::seconds(1));
+  const auto wait = std::min(options_.timeout, options_.connect_timeout);
   return channel_->WaitForConnected(std::chrono::system_clock::now() + wait) &&
          channel_->GetState(false) == GRPC_CHANNEL_READY;
 }

@@ -132,8 +132,15 @@ Status GroveServer::BuildGrpcServer() {
 }
 
 void GroveServer::SetReady(bool ready) {
-  health_.SetServing(ready);
-  server_metrics_->SetReady(ready);
+  // Health (and so /readyz) changes last when going ready and first when going not ready, so
+  // whoever sees /readyz 200 also sees grove_ready 1 and the "serving" log line.
+  if (ready) {
+    server_metrics_->SetReady(true);
+    health_.SetServing(true);
+  } else {
+    health_.SetServing(false);
+    server_metrics_->SetReady(false);
+  }
 }
 
 void GroveServer::RequestStop() {
@@ -163,8 +170,8 @@ Status GroveServer::Run() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (!stop_requested_) {
-      SetReady(true);
       log_->info("serving");
+      SetReady(true);
     }
     stop_requested_cv_.wait(lock, [this] { return stop_requested_; });
   }

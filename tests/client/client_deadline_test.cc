@@ -2,6 +2,7 @@
 // handlers never answer, each call ends with DEADLINE_EXCEEDED once ClientOptions::timeout has
 // passed, instead of waiting forever.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -50,17 +51,21 @@ class StallingKv final : public v1::KV::Service {
                     grpc::ServerWriter<v1::ScanResponse>*) override {
     return Stall(c);
   }
-  grpc::Status Stats(grpc::ServerContext* c, const v1::StatsRequest*,
-                     v1::StatsResponse*) override {
+  grpc::Status Stats(grpc::ServerContext* c, const v1::StatsRequest*, v1::StatsResponse*) override {
     return Stall(c);
   }
 };
 
+// Answers SERVING until `stall` is set.
 class StallingHealth final : public grpc::health::v1::Health::Service {
  public:
+  std::atomic<bool> stall{false};
+
   grpc::Status Check(grpc::ServerContext* c, const grpc::health::v1::HealthCheckRequest*,
-                     grpc::health::v1::HealthCheckResponse*) override {
-    return Stall(c);
+                     grpc::health::v1::HealthCheckResponse* resp) override {
+    if (stall.load()) return Stall(c);
+    resp->set_status(grpc::health::v1::HealthCheckResponse::SERVING);
+    return grpc::Status::OK;
   }
 };
 
@@ -78,6 +83,14 @@ class ClientDeadlineTest : public ::testing::Test {
     o.timeout = milliseconds(200);
     o.max_attempts = 1;  // DEADLINE_EXCEEDED is not retried anyway; keep the test short
     ASSERT_TRUE(Client::Create(o, &client_).ok());
+    // Connect while Health still answers, so that no write is refused unsent (UNAVAILABLE)
+    // because a slow machine took longer than the timeout to connect.
+    grpc::health::v1::HealthCheckResponse::ServingStatus h{};
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!client_->Health("", &h).ok() && std::chrono::steady_clock::now() < give_up) {
+    }
+    ASSERT_EQ(h, grpc::health::v1::HealthCheckResponse::SERVING);
+    health_.stall = true;
   }
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
@@ -108,8 +121,9 @@ TEST_F(ClientDeadlineTest, EveryCallHasADeadline) {
   ExpectDeadline("BatchGet", [&] { return client_->BatchGet({"k"}, &values); });
   ExpectDeadline("Put", [&] { return client_->Put("k", "v"); });
   ExpectDeadline("Delete", [&] { return client_->Delete("k"); });
-  ExpectDeadline("BatchInsert",
-                 [&] { return client_->BatchInsert({{Mutation::Type::kPut, "k", "v"}}); });
+  ExpectDeadline("BatchInsert", [&] {
+    return client_->BatchInsert({{Mutation::Type::kPut, "k", "v"}});
+  });
   ExpectDeadline("Scan", [&] {
     return client_->Scan(ScanRange{}, [](std::string_view, std::string_view) { return true; });
   });

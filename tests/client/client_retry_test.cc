@@ -56,6 +56,8 @@ class ClientRetryTest : public ::testing::Test {
     o.max_attempts = 4;
     o.initial_backoff = std::chrono::milliseconds(1);
     o.max_backoff = std::chrono::milliseconds(2);
+    // A cold connection slower than the default second would leave the first write unsent.
+    o.connect_timeout = std::chrono::seconds(10);
     ASSERT_TRUE(Client::Create(o, &client_).ok());
   }
   void TearDown() override {

@@ -123,7 +123,8 @@ TEST_P(HlnConcurrencyTest, MixedOperationsMatchTheModel) {
     });
   }
   threads.emplace_back([&] {
-    while (!writers_done.load() && failures.load() == 0) {
+    // At least one Verify even if the writers finish before this thread first runs.
+    do {
       VerifyReport report;
       if (Status s = db->Verify(&report); !s.ok()) return fail(s.ToString());
       // Only the index's own findings count here: DbImpl::Verify compares the claimed pages with
@@ -134,7 +135,7 @@ TEST_P(HlnConcurrencyTest, MixedOperationsMatchTheModel) {
       }
       verifies.fetch_add(1);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    } while (!writers_done.load() && failures.load() == 0);
   });
   for (int t = 0; t < kWriters; ++t) threads[t].join();
   writers_done = true;

@@ -125,7 +125,8 @@ TEST_F(GrovedLifecycleTest, DrainDeadlineCancelsStuckCalls) {
 }
 
 TEST_F(GrovedLifecycleTest, ShutdownDelayKeepsServingWhileNotReady) {
-  StartGroved("server:\n  shutdown_delay_seconds: 3\n");
+  StartGroved("server:\n  shutdown_delay_seconds: 6\n");
+  ASSERT_TRUE(Put("early", "ok").ok());  // the connection is up before the delay starts
   groved_->Signal(SIGTERM);
   ASSERT_TRUE(groved_->WaitReadyz(503, std::chrono::seconds(10)));
   // Load balancers see 503 now, but calls already on their way are still served.

@@ -57,6 +57,9 @@ struct ClientOptions {
   int max_attempts = 5;                      // attempts on UNAVAILABLE, the first included
   std::chrono::milliseconds initial_backoff{50};
   std::chrono::milliseconds max_backoff{2000};
+  // How long a write waits for a ready connection (at most `timeout`) before that attempt is
+  // refused unsent, which is safe to retry. Short, so that a broken TLS setup fails fast.
+  std::chrono::milliseconds connect_timeout{1000};
 };
 
 struct Mutation {
@@ -106,7 +109,7 @@ class Client {
 
   // A context with this attempt's deadline and the token.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
-  // True when the channel is connected, after waiting up to a second (at most the timeout).
+  // True when the channel is connected, after waiting up to connect_timeout (at most timeout).
   bool WaitForConnection();
   // Runs attempt(context) with a fresh context per attempt until it returns something other than
   // UNAVAILABLE or attempts run out; `write` selects the write rules above.

@@ -8,6 +8,8 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include "grove/v1/metadata.h"
+
 namespace grove::client {
 namespace {
 
@@ -99,7 +101,7 @@ grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientCo
     std::unique_ptr<grpc::ClientContext> ctx = NewContext();
     s = attempt(ctx.get());
     if (!Retryable(s)) return s;
-    if (write && !ctx->GetServerTrailingMetadata().count("grove-not-applied")) {
+    if (write && !ctx->GetServerTrailingMetadata().count(v1::kNotAppliedMetadata)) {
       return grpc::Status(s.error_code(), s.error_message() +
                                               " (the write was sent; it may or may not have been "
                                               "applied, so it is not retried)");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "config/address.h"
+#include "engine/value_cell.h"
 
 namespace grove::config {
 namespace {
@@ -155,7 +156,7 @@ Status ValidateConfig(const Config& config) {
 std::string BatchFitWarning(const Options& o, uint64_t pages_per_op) {
   if (o.max_batch_entries < 1 || o.cache_bytes < 1 * kMiB) return "";  // invalid on their own
   const bool blobs = o.max_value_bytes > o.inline_value_bytes;
-  const uint64_t value_pages = blobs ? o.max_batch_bytes / 4032 + 1 : 0;
+  const uint64_t value_pages = blobs ? o.max_batch_bytes / kBlobChunk + 1 : 0;
   // With values out of line, a last partial page each.
   const uint64_t per_entry = pages_per_op + (blobs ? 1 : 0);
   const uint64_t worst = WorstCaseWritePages(o.max_batch_entries, 0, pages_per_op) +

@@ -210,11 +210,11 @@ Status PathPredictor::RunBatch() {
   if (s.ok()) {
     for (size_t l = 0; l < maps.size() && l < snap.levels.size(); ++l) {
       const auto& pages = snap.levels[l].pages;
-      uint64_t bad = maps[l].size() == pages.size() ? 0 : pages.size();
-      for (uint64_t r = 0; bad == 0 && r < pages.size(); ++r) bad += maps[l].PageAt(r) != pages[r];
-      if (bad > 0) {
+      bool same = maps[l].size() == pages.size();
+      for (uint64_t r = 0; same && r < pages.size(); ++r) same = maps[l].PageAt(r) == pages[r];
+      if (!same) {
         maps[l] = PhantomMap::FromPages(pages);
-        map_repairs_.fetch_add(bad);
+        map_repairs_.fetch_add(1);
       }
     }
     Publish(Train(snap, maps.empty() ? nullptr : &maps));

@@ -105,7 +105,7 @@ struct PredictorStats {
   double retrain_seconds_total = 0;
   double last_retrain_seconds = 0;
   uint64_t pending_changes = 0;
-  uint64_t map_repairs = 0;  // map entries the retrain's collection found different from the map
+  uint64_t map_repairs = 0;  // level maps a batch rebuilt because changes raced its collection
 };
 
 class PathPredictor {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "grove/v1/metadata.h"
 #include "grove/write_batch.h"
 
 #include "metrics/engine_metrics.h"
@@ -45,7 +46,7 @@ class KvService::Call {
     if (db_ == nullptr) {
       // Refused before anything was applied: clients may retry writes on this UNAVAILABLE, unlike
       // one from a broken connection (docs/server.md, "Retrying writes").
-      context->AddTrailingMetadata("grove-not-applied", "1");
+      context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
       status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                              "the engine is not open (starting, recovering or shutting down)");
       return;

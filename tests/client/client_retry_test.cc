@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "grove/client/client.h"
+#include "grove/v1/metadata.h"
 
 namespace grove::client {
 namespace {
@@ -38,7 +39,7 @@ class RefusingKv final : public v1::KV::Service {
  private:
   grpc::Status Refuse(grpc::ServerContext* ctx, std::atomic<int>* counter) {
     counter->fetch_add(1);
-    if (mark.load()) ctx->AddTrailingMetadata("grove-not-applied", "1");
+    if (mark.load()) ctx->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "refused");
   }
 };

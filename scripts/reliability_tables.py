@@ -69,7 +69,20 @@ def main(path):
         print("### Corruption\n")
         table(by_test["corruption"], ["class", "injected", "refused_open", "detected_on_read",
                                       "no_effect", "wrong_data", "wrong_status"])
-    for name in ("io_faults", "disk_full", "disk_full_injected", "hostile_input",
+    for r in by_test["io_faults"]:
+        print("### IO faults\n")
+        table([r], ["mode", "runs", "acked_lost", "failed_step_visible_after_recovery"])
+        print("Outcomes per boundary (runs), by fault:\n")
+        faults = ["EIO once", "EIO forever", "ENOSPC once", "ENOSPC forever"]
+        rows = []
+        for boundary, by_fault in sorted(r["outcomes"].items()):
+            row = {"boundary": boundary}
+            for fault in faults:
+                outcomes = by_fault.get(fault, {})
+                row[fault] = "; ".join(f"{o} {n}" for o, n in sorted(outcomes.items()))
+            rows.append(row)
+        table(rows, ["boundary"] + faults)
+    for name in ("disk_full", "disk_full_injected", "hostile_input",
                  "linearizability", "fuzz"):
         if by_test[name]:
             print(f"### {name}\n")

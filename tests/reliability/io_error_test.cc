@@ -171,7 +171,11 @@ TEST(IoErrorTest, EveryBoundaryFailsCleanly) {
           outcome = "tolerated";
         }
         const bool fail_stop = first_failed >= 0 && later_write_failed && !later_write_ok;
-        if (first_failed >= 0) outcome += fail_stop ? ", fail-stop" : ", writable after";
+        if (first_failed >= 0) {
+          outcome += fail_stop        ? ", fail-stop"
+                     : later_write_ok ? ", writable after"
+                                      : ", no write after";  // the failed step was the last write
+        }
         if (IsDurabilitySync(boundary) && first_failed >= 0) {
           EXPECT_FALSE(later_write_ok) << what << ": a write was acknowledged after a failed fsync";
         }

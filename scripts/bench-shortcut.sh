@@ -45,6 +45,30 @@ run() {
   "$@"
 }
 
+# Inner pages of the tree the load in results file $1 built.
+load_inner_pages() {
+  "$PYTHON" - "$1" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(int(next(r for r in runs if r["workload"] == "load")["gauges"]["index_inner_pages"]))
+PY
+}
+
+# inner_cache_fraction holding $1 percent of $2 inner pages; 100% gets 2% slack so that every
+# inner node fits.
+inner_fraction() {
+  "$PYTHON" -c "s=$1/100*$2*(1.02 if $1==100 else 1); print(min(1.0, s/$CACHE_PAGES))"
+}
+
+# The commands section that ends a generated Markdown file: the commands logged to $log.
+commands_section() {
+  echo "Commands:"
+  echo
+  echo '```'
+  cat "$log"
+  echo '```'
+}
+
 cache=$((CACHE_PAGES * 4096))
 common=(--records "$RECORDS" --keys "$KEYS" --value-size 8 --cache-bytes "$cache" --direct-io true
   --wal-sync always --json "$RESULTS" --progress off)
@@ -57,17 +81,11 @@ rm -f "$RESULTS"
 run "$BENCH" --target embedded:btree --dir "$DATA/main" "${common[@]}" -w load \
   --load-method bulk --insert-budget 1M --label "shortcut load"
 
-inner_pages=$("$PYTHON" - "$RESULTS" <<'PY'
-import json, sys
-runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(int(runs[-1]["gauges"]["index_inner_pages"]))
-PY
-)
+inner_pages=$(load_inner_pages "$RESULTS")
 echo "inner pages after load: $inner_pages of a $CACHE_PAGES-page cache" >&2
 
 for share in 0 25 50 100; do
-  # The inner-node budget in pages; 100% gets 2% slack so that every inner node fits.
-  fraction=$("$PYTHON" -c "s=$share/100*$inner_pages*(1.02 if $share==100 else 1); print(min(1.0, s/$CACHE_PAGES))")
+  fraction=$(inner_fraction "$share" "$inner_pages")
   for prefetch in none shortcut shortcut_base; do
     target="embedded:btree?inner_cache_fraction=$fraction&prefetch=$prefetch"
     for threads in 1 2; do
@@ -90,14 +108,9 @@ rm -f "$HLN_RESULTS"
 hcommon=("${common[@]/$RESULTS/$HLN_RESULTS}")
 run "$BENCH" --target embedded:hln --dir "$DATA/hln" "${hcommon[@]}" -w load \
   --load-method bulk --insert-budget 1M --label "shortcut-hln load"
-inner_pages=$("$PYTHON" - "$HLN_RESULTS" <<'PY'
-import json, sys
-runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(int(runs[-1]["gauges"]["index_inner_pages"]))
-PY
-)
+inner_pages=$(load_inner_pages "$HLN_RESULTS")
 for share in 0 100; do
-  fraction=$("$PYTHON" -c "s=$share/100*$inner_pages*(1.02 if $share==100 else 1); print(min(1.0, s/$CACHE_PAGES))")
+  fraction=$(inner_fraction "$share" "$inner_pages")
   for prefetch in none shortcut shortcut_base; do
     run "$BENCH" --target "embedded:hln?inner_cache_fraction=$fraction&prefetch=$prefetch" \
       --dir "$DATA/hln" "${hcommon[@]}" -w c --distribution uniform,zipfian --threads 1 \
@@ -125,11 +138,7 @@ done
   echo
   echo "![p50 ratio, hln](img/shortcut-hln-p50-ratio.png)"
   echo
-  echo "Commands:"
-  echo
-  echo '```'
-  cat "$log"
-  echo '```'
+  commands_section
 } >"$OUT/shortcut_hln.md"
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md
 echo "hln section: $OUT/shortcut_hln.md" >&2
@@ -142,22 +151,18 @@ log=$OUT/shortcut-hln-cached-commands.txt
 rm -f "$CACHED_RESULTS"
 : >"$log"
 ccommon=("${common[@]/$RESULTS/$CACHED_RESULTS}")
-inner_pages=$("$PYTHON" - "$HLN_RESULTS" <<'PY'
-import json, sys
-runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(int(next(r for r in runs if r["workload"] == "load")["gauges"]["index_inner_pages"]))
-PY
-)
-fraction=$("$PYTHON" -c "print(min(1.0, $inner_pages*1.02/$CACHE_PAGES))")
+inner_pages=$(load_inner_pages "$HLN_RESULTS")
+fraction=$(inner_fraction 100 "$inner_pages")
 # A first run after a pause reads slower (the device warms up); it is not counted.
 warmup_json=$(mktemp)
 run "$BENCH" --target "embedded:hln?inner_cache_fraction=$fraction&prefetch=none" \
   --dir "$DATA/hln" "${ccommon[@]/$CACHED_RESULTS/$warmup_json}" -w c --distribution uniform \
   --threads 1 --duration "$DURATION" --warmup "$WARMUP" --label "shortcut-hln cached warm-up"
 rm -f "$warmup_json"
+# Round r runs the three configurations starting with the r-th, so that drift does not favour
+# one of them.
 order=(none shortcut shortcut_base)
 for round in $(seq "$REPEATS"); do
-  # Each round starts with the next configuration, so that drift does not favour one of them.
   for i in 0 1 2; do
     prefetch=${order[$(((i + round - 1) % 3))]}
     run "$BENCH" --target "embedded:hln?inner_cache_fraction=$fraction&prefetch=$prefetch" \
@@ -218,11 +223,7 @@ for dist in sets:
         print("| " + " | ".join(row) + " |")
 PY
   echo
-  echo "Commands:"
-  echo
-  echo '```'
-  cat "$log"
-  echo '```'
+  commands_section
 } >"$OUT/shortcut_hln_cached.md"
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md
 echo "section: $OUT/shortcut_hln_cached.md" >&2

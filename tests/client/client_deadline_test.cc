@@ -88,6 +88,7 @@ class ClientDeadlineTest : public ::testing::Test {
     grpc::health::v1::HealthCheckResponse::ServingStatus h{};
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!client_->Health("", &h).ok() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(milliseconds(10));
     }
     ASSERT_EQ(h, grpc::health::v1::HealthCheckResponse::SERVING);
     health_.stall = true;

@@ -7,7 +7,7 @@
 //     restarting, or the connection broke) with exponential backoff and jitter, up to
 //     max_attempts.
 //   * Writes (Put, Delete, BatchInsert) are sent only over a ready connection (each attempt waits
-//     up to a second for one; an attempt without one is not sent and is retried), and are
+//     up to connect_timeout for one; an attempt without one is not sent and is retried), and are
 //     retried on UNAVAILABLE only when the server says it refused them before applying anything
 //     (trailing metadata "grove-not-applied"). A write whose connection broke after it was sent
 //     may have been applied: retrying it blindly could apply it a second time after another

@@ -53,9 +53,13 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<spdlog::logger> log = grove::service::MakeLogger(config->server.logging);
   const grove::IndexOptions& index = config->engine.index;
-  const uint64_t pages_per_op =
-      grove::IndexRegistry::WithBuiltins().PagesPerOp(index.variant, index.params);
-  if (std::string w = grove::config::BatchFitWarning(config->engine, pages_per_op); !w.empty()) {
+  grove::StatusOr<grove::IndexRegistry> registry = grove::IndexRegistry::Builtins();
+  if (!registry.ok()) {
+    log->error("cannot start: {}", registry.status().ToString());
+    return 1;
+  }
+  const uint64_t pages_per_op = registry->PagesPerOp(index.variant, index.params);
+  if (std::string w = grove::config::WriteRoomWarning(config->engine, pages_per_op); !w.empty()) {
     log->warn(w);
   }
 

@@ -322,10 +322,15 @@ void BufferPool::InvalidateAndUnpin(Frame* frame, PageId id) {
 }
 
 Status BufferPool::FinishLoad(Frame* frame, PageId id, const IoOp& op, IoCause cause) {
-  Status s = op.status;
-  if (s.ok() && op.bytes != kPageSize) {
-    s = Status::DataLoss(fmt::format(
-        "page {}: short read ({} bytes): beyond the end of the data file", id, op.bytes));
+  return FinishLoad(frame, id, op.status, op.bytes, cause);
+}
+
+Status BufferPool::FinishLoad(Frame* frame, PageId id, Status io_status, uint32_t bytes,
+                              IoCause cause) {
+  Status s = std::move(io_status);
+  if (s.ok() && bytes != kPageSize) {
+    s = Status::DataLoss(
+        fmt::format("page {}: short read ({} bytes): beyond the end of the data file", id, bytes));
   }
   if (s.ok()) s = VerifyImage(frame->data, id);
   if (s.ok()) {
@@ -479,7 +484,6 @@ Status BufferPool::LoadMany(const std::vector<PageId>& ids, IoCause cause) {
   struct Load {
     Frame* frame;
     PageId id;
-    IoOp op;
   };
   std::vector<Load> loads;
   loads.reserve(ids.size());
@@ -509,21 +513,51 @@ Status BufferPool::LoadMany(const std::vector<PageId>& ids, IoCause cause) {
       continue;
     }
     misses_.fetch_add(1, std::memory_order_relaxed);
-    loads.push_back({f, id, IoOp::Read(file_, id * kPageSize, f->data, kPageSize)});
+    loads.push_back({f, id});
   }
-  if (!loads.empty()) {
+  // Pages that follow each other in `ids` and on disk are read with one IO into a staging buffer
+  // (a segment of a page group, a huge leaf); a lone page goes straight into its frame.
+  struct Run {
+    size_t first, count;  // loads[first, first + count)
+    AlignedBuffer staging;
+    IoOp op;
+  };
+  std::vector<Run> runs;
+  for (size_t i = 0; i < loads.size();) {
+    size_t n = 1;
+    while (i + n < loads.size() && loads[i + n].id == loads[i].id + n && n < kMaxRunPages) {
+      ++n;
+    }
+    runs.push_back({i, n, AlignedBuffer(n > 1 ? n * kPageSize : 0), IoOp()});
+    i += n;
+  }
+  if (!runs.empty()) {
     auto queue = io_->AcquireQueue();
-    for (Load& l : loads) queue->Push(&l.op);
+    for (Run& r : runs) {
+      char* dst = r.count > 1 ? r.staging.data() : loads[r.first].frame->data;
+      r.op = IoOp::Read(file_, loads[r.first].id * kPageSize, dst,
+                        static_cast<uint32_t>(r.count * kPageSize));
+      queue->Push(&r.op);
+    }
     queue->Submit();
     queue->WaitAll();
   }
-  for (Load& l : loads) {
-    Status s = FinishLoad(l.frame, l.id, l.op, cause);
-    if (s.ok()) {
-      l.frame->latch.Unlock();
-      Unpin(l.frame);
-    } else if (first_error.ok()) {
-      first_error = s;
+  for (const Run& r : runs) {
+    for (size_t j = 0; j < r.count; ++j) {
+      const Load& l = loads[r.first + j];
+      const uint64_t offset = j * kPageSize;
+      const uint32_t bytes =
+          r.op.bytes > offset
+              ? static_cast<uint32_t>(std::min<uint64_t>(kPageSize, r.op.bytes - offset))
+              : 0;
+      if (r.count > 1 && bytes > 0) std::memcpy(l.frame->data, r.staging.data() + offset, bytes);
+      Status s = FinishLoad(l.frame, l.id, r.op.status, bytes, cause);
+      if (s.ok()) {
+        l.frame->latch.Unlock();
+        Unpin(l.frame);
+      } else if (first_error.ok()) {
+        first_error = s;
+      }
     }
   }
   return first_error;

@@ -162,8 +162,12 @@ class BufferPool {
   // Drops page `id` if it is resident (it was freed). REQUIRES: the caller holds no guard on it.
   void Discard(PageId id);
 
-  // Makes every page of `ids` resident, reading the missing ones in one IO submission.
+  // Makes every page of `ids` resident, reading the missing ones in one IO submission. Missing
+  // pages that follow each other in `ids` and on disk (an extent: a huge leaf, a page group's
+  // segment) are read with one IO each run of up to kMaxRunPages; every page is still checked on
+  // its own (checksum, own id, epoch) and a bad one does not keep its neighbours out.
   Status LoadMany(const std::vector<PageId>& ids, IoCause cause);
+  static constexpr size_t kMaxRunPages = 256;
 
   bool IsResident(PageId id);
 
@@ -214,6 +218,7 @@ class BufferPool {
   bool InstallLocked(Shard& shard, PageId id, uint32_t index, FrameState state) REQUIRES(shard.mu);
   // After a read: verify, then publish or invalidate. Returns the page's status.
   Status FinishLoad(Frame* frame, PageId id, const IoOp& op, IoCause cause);
+  Status FinishLoad(Frame* frame, PageId id, Status io_status, uint32_t bytes, IoCause cause);
   void InvalidateAndUnpin(Frame* frame, PageId id);
   void Unpin(Frame* frame);
   Status VerifyImage(const char* image, PageId id);

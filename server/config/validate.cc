@@ -153,28 +153,26 @@ Status ValidateConfig(const Config& config) {
   return p.ToStatus();
 }
 
-std::string BatchFitWarning(const Options& o, uint64_t pages_per_op) {
-  if (o.max_batch_entries < 1 || o.cache_bytes < 1 * kMiB) return "";  // invalid on their own
+std::string WriteRoomWarning(const Options& o, uint64_t pages_per_op) {
+  if (o.cache_bytes < 1 * kMiB) return "";  // invalid on its own
   const bool blobs = o.max_value_bytes > o.inline_value_bytes;
-  const uint64_t value_pages = blobs ? o.max_batch_bytes / kBlobChunk + 1 : 0;
-  // With values out of line, a last partial page each.
-  const uint64_t per_entry = pages_per_op + (blobs ? 1 : 0);
-  const uint64_t worst = WorstCaseWritePages(o.max_batch_entries, 0, pages_per_op) +
-                         (blobs ? uint64_t{o.max_batch_entries} : 0) + value_pages;
+  const uint64_t value_pages = blobs ? (o.max_value_bytes + kBlobChunk - 1) / kBlobChunk : 0;
+  const uint64_t worst = WorstCaseWritePages(1, value_pages, pages_per_op);
   const uint64_t room = WriteRoomPages(o);
   if (worst <= room) return "";
   const uint64_t min_cache_mib =
       (static_cast<uint64_t>(static_cast<double>(worst) / WriteRoomShare(o) * 4096) + kMiB - 1) /
       kMiB;
-  const uint64_t max_entries = room > 8 + value_pages ? (room - 8 - value_pages) / per_entry : 0;
-  return "limits.max_batch_entries: a batch of " + std::to_string(o.max_batch_entries) +
-         " entries may dirty up to " + std::to_string(worst) +
+  const uint64_t fit = WorstCaseWritePages(1, 0, pages_per_op);
+  const uint64_t max_value = room > fit ? (room - fit) * kBlobChunk : 0;
+  return "limits.max_value_bytes: one write of a " + std::to_string(o.max_value_bytes) +
+         "-byte value may dirty up to " + std::to_string(worst) +
          " pages, more than writes may keep dirty with cache_bytes " +
          std::to_string(o.cache_bytes / kMiB) + "MiB (" + std::to_string(room) +
-         " pages), so batches that large will be refused with RESOURCE_EXHAUSTED; raise "
+         " pages), so values that large will be refused with RESOURCE_EXHAUSTED; raise "
          "cache_bytes to at least " +
-         std::to_string(min_cache_mib) + "MiB or lower limits.max_batch_entries to at most " +
-         std::to_string(max_entries);
+         std::to_string(min_cache_mib) + "MiB or lower limits.max_value_bytes to at most " +
+         std::to_string(max_value);
 }
 
 }  // namespace grove::config

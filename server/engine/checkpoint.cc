@@ -35,15 +35,19 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   AlignedBuffer arena;
   std::vector<PageId> ids;
   std::vector<EpochTable::MapPageImage> maps;
-  std::string manifest;
+  std::string manifest, metadata;
+  std::vector<std::string> memory_cells;
   uint64_t high_water = 0, wal_bytes = 0;
-  Lsn redo = 0;
-  bool snapshotted = false;
+  Lsn redo = 0, partial = kMaxLsn;
+  bool snapshotted = false, prepared = false;
   if (!gate_paused) gate_.Pause();
   Status s = [&]() -> Status {
-    GROVE_RETURN_IF_ERROR(index_->PrepareCheckpoint());
+    prepared = true;
+    GROVE_RETURN_IF_ERROR(index_->PrepareCheckpoint(epoch));
     redo = wal_ ? wal_->next_lsn() : replay_next_lsn_.load();
-    redo = std::min(redo, index_->OldestUnpersistedLsn());
+    // Batches half applied while their writers wait for room are replayed whole.
+    partial = OldestPartialLsn();
+    redo = std::min({redo, index_->OldestUnpersistedLsn(), partial});
     wal_bytes = wal_ ? wal_->appended_bytes() : 0;
     GROVE_ASSIGN_OR_RETURN(ids, pool_->SnapshotDirty(epoch32, &arena));
     snapshotted = true;
@@ -55,7 +59,10 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     epochs_.Serialize(&m.epoch_map);
     m.variant = variant_;
     m.params = params_string_;
-    m.index_metadata = index_->SerializeMetadata();
+    index_->ListMemoryOnlyCells(&memory_cells);
+    metadata = index_->SerializeMetadata();
+    m.index_metadata = metadata;
+    m.memory_only_cells = memory_cells;
     m.blob_values = values_->blob_values();
     m.blob_pages = values_->blob_pages();
     manifest = m.Encode();
@@ -66,6 +73,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
 
   auto abort = [&](const Status& cause) {
     if (snapshotted) pool_->EndCheckpoint(false);
+    if (prepared) index_->OnCheckpointAbandoned(epoch);
     epochs_.Abort(&allocator_);
     checkpoint_failures_.fetch_add(1);
     last_checkpoint_no_space_ = cause.IsResourceExhausted();
@@ -73,11 +81,18 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   };
   if (!s.ok()) return abort(s);
   if (ids.empty() && maps.empty() && redo == redo_lsn_.load() &&
+      metadata == durable_index_metadata_ && memory_cells == durable_memory_cells_ &&
       reason != CheckpointReason::kCreate) {
     pool_->EndCheckpoint(true);  // nothing changed since the last checkpoint
     epochs_.Commit({}, epoch32);
+    index_->OnCheckpointAbandoned(epoch);
     last_checkpoint_nanos_ = NowNanos();
     return Status::Ok();
+  }
+  // A half-applied batch is in these pages: its record must be durable before they are (with
+  // wal.sync always it already is).
+  if (partial != kMaxLsn && wal_ && options_.wal.sync != SyncMode::kAlways) {
+    if (Status ws = wal_->Sync(); !ws.ok()) return abort(ws);
   }
 
   PageImages pages;
@@ -109,6 +124,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   }
   if (!s.ok()) {
     pool_->EndCheckpoint(false);
+    index_->OnCheckpointAbandoned(epoch);
     checkpoint_failures_.fetch_add(1);
     const Status err = Status::Internal(fmt::format(
         "checkpoint {} failed while writing pages in place ({}); the database refuses writes "
@@ -123,6 +139,9 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   pool_->EndCheckpoint(true);
   durable_epoch_ = epoch;
   redo_lsn_ = redo;
+  durable_index_metadata_ = std::move(metadata);
+  durable_memory_cells_ = std::move(memory_cells);
+  index_->OnCheckpointDurable(epoch);
   wal_bytes_at_checkpoint_ = wal_bytes;
   last_checkpoint_no_space_ = false;
   pool_->RecordWrites(IoCause::kCheckpoint, 2 * pages.size());

@@ -3,11 +3,18 @@
 // DbImpl: the engine behind grove::Db. See docs/architecture.md for the read and write paths.
 //
 // Write path: validate -> Index::Prepare (fault pages in; a damaged page fails the write before it
-// is logged) -> wait for dirty-page room -> enter the write gate -> lock the keys' stripes -> WAL
-// append (group commit, synced per wal.sync) -> apply to the index (values above the inline
-// threshold go to the value store first; replaced blobs are freed) -> unlock -> leave the gate.
-// A failure after the record is logged but before it is applied leaves memory behind the log; the
-// Db then refuses writes (fail-stop) until it is reopened, which replays the log.
+// is logged) -> lock the keys' stripes -> reserve dirty-page room (running a checkpoint when none
+// is left) -> enter the write gate -> WAL append (group commit, synced per wal.sync) -> apply to
+// the index (values above the inline threshold go to the value store first; replaced blobs are
+// freed) -> leave the gate -> unlock. A batch whose worst case does not fit the write room at
+// once is applied operation by operation, reserving before each; when an operation finds no room
+// the write leaves the gate so that a checkpoint can run (its redo point stays at or below the
+// batch's LSN until the batch is applied, and replay is idempotent). A failure after the record is
+// logged but before it is applied leaves memory behind the log; the Db then refuses writes
+// (fail-stop) until it is reopened, which replays the log.
+//
+// Maintenance units (IndexServices::RunMaintenance) reserve room and hold the gate like a write,
+// without a log record.
 //
 // Checkpoint (one at a time, checkpoint_mu_): pause the gate -> index hooks, redo LSN, snapshot the
 // dirty pages, stage the epoch map, encode the manifest -> resume the gate -> reserve space ->
@@ -16,11 +23,13 @@
 // the in-place writes aborts cleanly (pages stay dirty); one after them is fail-stop (recovery
 // repairs the data file from the double-write file).
 //
-// Lock order: checkpoint_mu_ -> gate -> key stripes -> (index latches, buffer pool internals);
-// state_mu_ is a leaf.
+// Lock order: key stripes -> checkpoint_mu_ -> gate -> (index latches, buffer pool internals);
+// room_mu_, partial_mu_ and state_mu_ are leaves. A writer waits for room (and may run a
+// checkpoint) holding its stripes but never the gate; nobody waits for a stripe inside the gate.
 
 #include <atomic>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -45,7 +54,7 @@ namespace grove {
 // Validates `options` (every error names the field); returns a copy with defaults filled in.
 StatusOr<Options> CheckOptions(const Options& options);
 
-class DbImpl final : public Db {
+class DbImpl final : public Db, private IndexServices {
  public:
   static StatusOr<std::unique_ptr<Db>> Open(const Options& options);
   ~DbImpl() override;
@@ -67,11 +76,18 @@ class DbImpl final : public Db {
   // matches its checksum may have been freed by a concurrent overwrite: the key's cell is read
   // again and only an unchanged cell makes it data loss.
   Status ResolveCell(Slice key, std::string cell, IoCause cause, std::string* value);
+  // Reads a blob for Verify (no retry: writers are paused).
+  Status ReadBlob(const BlobRef& ref, std::string* value) {
+    return values_->Read(ref, IoCause::kScan, value);
+  }
 
   Index* index() { return index_.get(); }
+  // What the index gets as IndexContext::services (for tests).
+  IndexServices* services() { return this; }
 
  private:
   class DirectWriter;
+  class Room;
   enum class CheckpointReason { kManual, kDirty, kWal, kTimer, kRecovery, kClose, kCreate };
 
   explicit DbImpl(const Options& options);
@@ -89,23 +105,49 @@ class DbImpl final : public Db {
   Status RepairFromDoubleWrite(Superblock* sb);
   Status ReplayWal();
   Status LoadEpochMap();
+  IndexContext MakeIndexContext();
 
   // --- writes (db_write.cc) ---
   Status CheckKey(Slice key, const char* field) const;
   Status CheckWritable() const;
-  // Pages `batch` may leave dirty, and a reservation for them (running a checkpoint first when
-  // needed). RESOURCE_EXHAUSTED when the batch could never fit.
-  uint64_t PagesNeeded(const WriteBatch& batch) const;
+  // The dirty pages one operation may leave (WorstCaseWritePages for one entry), and what a
+  // whole batch may: `total` for all of it, `first` and `largest` for single operations.
+  uint64_t OpPages(WriteBatch::OpType type, Slice value) const;
+  struct BatchPages {
+    uint64_t total = 0, first = 0, largest = 0;
+  };
+  BatchPages PagesNeeded(const WriteBatch& batch) const;
   Status BulkLoadLocked(const BulkLoadSource& source) REQUIRES(checkpoint_mu_);
+  // The most frames writes may keep dirty (WriteRoomPages), and the most an Extend may push them
+  // to (nine tenths of the cache: the rest stays evictable for readers).
+  uint64_t RoomCap() const;
+  uint64_t HardRoomCap() const;
+  // Reserves room for `pages` dirty pages, waiting for writes in flight or running a checkpoint
+  // when there is none. RESOURCE_EXHAUSTED when it could never fit or checkpoints keep failing.
+  // REQUIRES: the caller is outside the write gate.
   Status ReserveDirtyRoom(uint64_t pages);
-  // Gives back what ReserveDirtyRoom reserved (what the write dirtied now counts as dirty pages).
+  // Reserves without waiting: up to RoomCap(), or up to HardRoomCap() with `extend`.
+  bool TryReserveDirtyRoom(uint64_t pages, bool extend);
+  // Gives back what was reserved (what the write dirtied now counts as dirty pages).
   void ReleaseDirtyRoom(uint64_t pages);
-  // Applies a logged batch to the index. Also the replay path.
-  Status ApplyBatch(Lsn lsn, const WriteBatch& batch);
-  Status ApplyPut(Lsn lsn, Slice key, Slice value);
-  Status ApplyDelete(Lsn lsn, Slice key);
-  void ReleaseCell(const std::optional<std::string>& old_cell);
+  // Applies a logged batch to the index; `room` holds the reservation for all of it, or (with
+  // `stepwise`) for its first operation only, and the rest is reserved operation by operation.
+  // `in_gate`: the caller holds the write gate and leaves it while it waits for room. Also the
+  // replay path (stepwise, outside the gate).
+  Status ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise, bool in_gate);
+  Status ApplyPut(const WriteContext& w, Slice key, Slice value);
+  Status ApplyDelete(const WriteContext& w, Slice key);
+  void FreeCell(const std::optional<std::string>& old_cell);
+  // Waits outside the gate for `pages` of room while the batch at `lsn` is half applied: a
+  // checkpoint meanwhile keeps its redo point at or below `lsn`.
+  Status YieldForRoom(Lsn lsn, uint64_t pages, bool in_gate);
+  Lsn OldestPartialLsn() EXCLUDES(partial_mu_);
   void SetBackgroundError(const Status& s);
+
+  // --- IndexServices (for the variant) ---
+  Status RunMaintenance(uint64_t pages, const std::function<Status(WriteRoom*)>& unit) override;
+  void ReleaseCell(Slice cell) override;
+  void FailStop(const Status& cause) override { SetBackgroundError(cause); }
   void MaybeScheduleCheckpoint();
 
   // --- checkpoints (checkpoint.cc) ---
@@ -149,6 +191,13 @@ class DbImpl final : public Db {
   // Reservations are taken under room_mu_; room_cv_ is signalled when a write releases its own.
   Mutex room_mu_;
   CondVar room_cv_{&room_mu_};
+  // LSNs of batches that are logged but half applied while their writer waits for room.
+  Mutex partial_mu_;
+  std::multiset<Lsn> partial_lsns_ GUARDED_BY(partial_mu_);
+  // What the last durable checkpoint stored of the index (a checkpoint with no dirty page and the
+  // same metadata has nothing to write).
+  std::string durable_index_metadata_ GUARDED_BY(checkpoint_mu_);
+  std::vector<std::string> durable_memory_cells_ GUARDED_BY(checkpoint_mu_);
 
   Mutex state_mu_;
   Status bg_error_ GUARDED_BY(state_mu_);
@@ -168,6 +217,31 @@ class DbImpl final : public Db {
   Histogram checkpoint_seconds_;
   uint64_t recovery_records_ = 0;
   double recovery_seconds_ = 0;
+};
+
+// Dirty-page room held by one write, replayed record or maintenance unit. Pages are no-steal:
+// dirty frames, and frames the running checkpoint still has to write in place, cannot be evicted,
+// and a write cannot be interrupted by a checkpoint while it holds the gate. So every operation
+// first reserves room for every page it may dirty (the variant's worst case, plus its out-of-line
+// value); when that would push such frames past the write room, the writer runs a checkpoint
+// first. The rest of the cache always stays evictable for reads. Released on destruction.
+class DbImpl::Room final : public WriteRoom {
+ public:
+  explicit Room(DbImpl* db) : db_(db) {}
+  ~Room() override { ReleaseAll(); }
+  Room(const Room&) = delete;
+  Room& operator=(const Room&) = delete;
+
+  Status Extend(uint64_t pages) override;
+  uint64_t reserved() const override { return pages_; }
+
+  // Takes over `pages` that the caller reserved.
+  void Add(uint64_t pages) { pages_ += pages; }
+  void ReleaseAll();
+
+ private:
+  DbImpl* const db_;
+  uint64_t pages_ = 0;
 };
 
 }  // namespace grove

@@ -59,6 +59,22 @@ DbImpl::~DbImpl() {
     bg_cv_.SignalAll();
   }
   if (bg_thread_.joinable()) bg_thread_.join();
+  // The index first, while everything its background threads may still call is alive.
+  if (index_) index_->Shutdown();
+  index_.reset();
+}
+
+IndexContext DbImpl::MakeIndexContext() {
+  IndexContext ctx;
+  ctx.pool = pool_.get();
+  ctx.allocator = &allocator_;
+  ctx.io = io_.get();
+  ctx.direct_writer = direct_.get();
+  ctx.data_dir = options_.data_dir;
+  ctx.options = &options_;
+  ctx.logger = logger_.get();
+  ctx.services = this;
+  return ctx;
 }
 
 Status DbImpl::OpenImpl() {
@@ -76,7 +92,11 @@ Status DbImpl::OpenImpl() {
   }
   GROVE_ASSIGN_OR_RETURN(lock_, LockFile::Acquire(dir));
 
-  const IndexRegistry registry = IndexRegistry::WithBuiltins();
+  IndexRegistry builtins;
+  if (!options_.index.registry) {
+    GROVE_ASSIGN_OR_RETURN(builtins, IndexRegistry::Builtins());
+  }
+  const IndexRegistry& registry = options_.index.registry ? *options_.index.registry : builtins;
   variant_ = options_.index.variant;
   GROVE_ASSIGN_OR_RETURN(const ParamMap params, registry.Resolve(variant_, options_.index.params));
   layout_ = registry.LayoutString(variant_, params);
@@ -178,9 +198,7 @@ Status DbImpl::CreateFresh(const IndexRegistry& registry, const ParamMap& params
   GROVE_RETURN_IF_ERROR(data_file_->Truncate(kPageSize));
 
   const VariantSpec* spec = registry.Find(variant_);
-  IndexContext ctx{pool_.get(),       &allocator_, io_.get(),    direct_.get(),
-                   options_.data_dir, &options_,   logger_.get()};
-  GROVE_ASSIGN_OR_RETURN(index_, spec->create(ctx, params));
+  GROVE_ASSIGN_OR_RETURN(index_, spec->create(MakeIndexContext(), params));
   replay_next_lsn_ = 1;
   redo_lsn_ = 1;
   logger_->Log(LogLevel::kInfo,
@@ -254,10 +272,18 @@ Status DbImpl::LoadCheckpoint(const Superblock& sb, const IndexRegistry& registr
   values_->SetCounters(m.blob_values, m.blob_pages);
   durable_epoch_ = sb.epoch;
   redo_lsn_ = m.redo_lsn;
+  // Blobs that only memory referenced when the checkpoint was taken: the replay below writes
+  // them again.
+  for (const std::string& cell : m.memory_only_cells) {
+    if (!IsBlobCell(cell)) return Status::DataLoss("manifest lists a malformed memory-only cell");
+    values_->Free(DecodeBlobCell(cell));
+  }
+  {
+    MutexLock lock(&checkpoint_mu_);
+    durable_index_metadata_ = m.index_metadata;
+  }
   const VariantSpec* spec = registry.Find(variant_);
-  IndexContext ctx{pool_.get(),       &allocator_, io_.get(),    direct_.get(),
-                   options_.data_dir, &options_,   logger_.get()};
-  GROVE_ASSIGN_OR_RETURN(index_, spec->open(ctx, params, m.index_metadata));
+  GROVE_ASSIGN_OR_RETURN(index_, spec->open(MakeIndexContext(), params, m.index_metadata));
   return Status::Ok();
 }
 
@@ -300,13 +326,15 @@ Status DbImpl::ReplayWal() {
       [&](Lsn lsn, Slice payload) -> Status {
         GROVE_ASSIGN_OR_RETURN(const WriteBatch batch, WriteBatch::Decode(payload));
         // As for live writes: checkpoint (redo point = this record) before the cache would fill
-        // with pages that cannot be evicted.
-        const uint64_t pages = PagesNeeded(batch);
+        // with pages that cannot be evicted; operation by operation, so that a batch that was
+        // applied stepwise when it was written is replayed the same way.
+        const uint64_t first = PagesNeeded(batch).first;
+        Room room(this);
         GROVE_RETURN_IF_ERROR(
-            ReserveDirtyRoom(pages).WithContext(fmt::format("replaying LSN {}", lsn)));
-        Status s = ApplyBatch(lsn, batch).WithContext(fmt::format("replaying LSN {}", lsn));
-        ReleaseDirtyRoom(pages);
-        GROVE_RETURN_IF_ERROR(s);
+            ReserveDirtyRoom(first).WithContext(fmt::format("replaying LSN {}", lsn)));
+        room.Add(first);
+        GROVE_RETURN_IF_ERROR(ApplyBatch(lsn, batch, &room, /*stepwise=*/true, /*in_gate=*/false)
+                                  .WithContext(fmt::format("replaying LSN {}", lsn)));
         replay_next_lsn_ = lsn + 1;
         return Status::Ok();
       });

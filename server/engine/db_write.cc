@@ -1,5 +1,7 @@
 // DbImpl: the write path.
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "engine/db_impl.h"
@@ -45,40 +47,63 @@ Status DbImpl::Delete(Slice key) {
   return Write(batch);
 }
 
-uint64_t DbImpl::PagesNeeded(const WriteBatch& batch) const {
-  // The worst case of WorstCaseWritePages (options.h). Generous on purpose: it only decides when
-  // to checkpoint first, and which batches can never fit.
+uint64_t DbImpl::OpPages(WriteBatch::OpType type, Slice value) const {
+  uint64_t value_pages = 0;
+  if (type == WriteBatch::OpType::kPut && value.size() > options_.inline_value_bytes) {
+    value_pages = (value.size() + kBlobChunk - 1) / kBlobChunk;
+  }
+  return WorstCaseWritePages(1, value_pages, index_->PagesDirtiedPerOp());
+}
+
+DbImpl::BatchPages DbImpl::PagesNeeded(const WriteBatch& batch) const {
+  // WorstCaseWritePages (options.h): generous on purpose; it only decides when to checkpoint
+  // first, and whether a batch is applied at once or operation by operation.
+  BatchPages p;
   uint64_t value_pages = 0;
   batch
       .ForEach([&](WriteBatch::OpType type, Slice, Slice value) {
-        if (type == WriteBatch::OpType::kPut && value.size() > options_.inline_value_bytes) {
-          value_pages += (value.size() + kBlobChunk - 1) / kBlobChunk;
-        }
+        const uint64_t op = OpPages(type, value);
+        if (p.first == 0) p.first = op;
+        p.largest = std::max(p.largest, op);
+        value_pages += op - WorstCaseWritePages(1, 0, index_->PagesDirtiedPerOp());
         return Status::Ok();
       })
       .IgnoreError();
-  return WorstCaseWritePages(batch.Count(), value_pages, index_->PagesDirtiedPerOp());
+  p.total = WorstCaseWritePages(batch.Count(), value_pages, index_->PagesDirtiedPerOp());
+  return p;
+}
+
+uint64_t DbImpl::RoomCap() const {
+  return static_cast<uint64_t>(WriteRoomShare(options_) *
+                               static_cast<double>(pool_->capacity_pages()));
+}
+
+uint64_t DbImpl::HardRoomCap() const {
+  return std::max(RoomCap(), pool_->capacity_pages() * 9 / 10);
+}
+
+bool DbImpl::TryReserveDirtyRoom(uint64_t pages, bool extend) {
+  MutexLock lock(&room_mu_);
+  const uint64_t held = pool_->dirty_pages() + pool_->flushing_pages() + reserved_pages_.load();
+  if (held + pages > (extend ? HardRoomCap() : RoomCap())) return false;
+  reserved_pages_.fetch_add(pages);
+  return true;
 }
 
 Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
-  // Pages are no-steal: dirty frames, and frames the running checkpoint still has to write in
-  // place, cannot be evicted, and a write cannot be interrupted by a checkpoint once it is logged.
-  // So a write first reserves room for every page it may dirty; when the reservation would push
-  // such frames past three quarters of the cache, the writer runs a checkpoint first. A quarter of
-  // the cache always stays evictable for reads.
-  const double cap = WriteRoomShare(options_) * static_cast<double>(pool_->capacity_pages());
-  if (static_cast<double>(pages) > cap) {
+  const uint64_t cap = RoomCap();
+  if (pages > cap) {
     return Status::ResourceExhausted(fmt::format(
-        "a batch of this size may change up to {} pages, more than the cache can hold between "
-        "checkpoints ({} pages of cache_bytes); send smaller batches or raise cache_bytes",
-        pages, static_cast<uint64_t>(cap)));
+        "an operation of this size may change up to {} pages, more than the cache can hold "
+        "between checkpoints ({} pages of cache_bytes); send smaller values or raise cache_bytes",
+        pages, cap));
   }
   auto fits = [&] {
     const uint64_t held = pool_->dirty_pages() + pool_->flushing_pages() + reserved_pages_.load();
-    return static_cast<double>(held + pages) <= cap;
+    return held + pages <= cap;
   };
   // Writes in flight give their room back when they finish; a checkpoint is the way to turn dirty
-  // pages into clean ones. A batch within the cap therefore fits once it is alone after a
+  // pages into clean ones. A reservation within the cap therefore fits once it is alone after a
   // checkpoint, unless checkpoints keep failing.
   Status s;
   int checkpoints = 0;
@@ -108,6 +133,37 @@ void DbImpl::ReleaseDirtyRoom(uint64_t pages) {
   reserved_pages_.fetch_sub(pages);
   MutexLock lock(&room_mu_);
   room_cv_.SignalAll();
+}
+
+Status DbImpl::YieldForRoom(Lsn lsn, uint64_t pages, bool in_gate) {
+  {
+    MutexLock lock(&partial_mu_);
+    partial_lsns_.insert(lsn);
+  }
+  if (in_gate) gate_.Exit();
+  Status s = ReserveDirtyRoom(pages);
+  if (in_gate) gate_.Enter();
+  MutexLock lock(&partial_mu_);
+  partial_lsns_.erase(partial_lsns_.find(lsn));
+  return s;
+}
+
+Lsn DbImpl::OldestPartialLsn() {
+  MutexLock lock(&partial_mu_);
+  return partial_lsns_.empty() ? kMaxLsn : *partial_lsns_.begin();
+}
+
+Status DbImpl::Room::Extend(uint64_t pages) {
+  if (!db_->TryReserveDirtyRoom(pages, /*extend=*/true)) {
+    return Status::ResourceExhausted(
+        fmt::format("no room for {} more dirty pages until a checkpoint runs", pages));
+  }
+  pages_ += pages;
+  return Status::Ok();
+}
+
+void DbImpl::Room::ReleaseAll() {
+  if (pages_ > 0) db_->ReleaseDirtyRoom(std::exchange(pages_, 0));
 }
 
 Status DbImpl::Write(const WriteBatch& batch) {
@@ -150,14 +206,26 @@ Status DbImpl::Write(const WriteBatch& batch) {
   // Fault in the pages the write will touch before it is logged: an unreadable page fails the
   // write here, with nothing logged.
   for (Slice key : keys) GROVE_RETURN_IF_ERROR(index_->Prepare(key));
-  const uint64_t pages = PagesNeeded(batch);
-  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(pages));
+  // Room for the whole batch when its worst case fits the write room; otherwise for its first
+  // operation, and the rest operation by operation as it is applied. An operation that could
+  // never fit is refused here, before anything is logged.
+  const BatchPages need = PagesNeeded(batch);
+  if (need.largest > RoomCap()) {
+    return Status::ResourceExhausted(fmt::format(
+        "an operation of this batch may change up to {} pages, more than the cache can hold "
+        "between checkpoints ({} pages of cache_bytes); send smaller values or raise cache_bytes",
+        need.largest, RoomCap()));
+  }
+  const bool stepwise = need.total > RoomCap();
 
-  {
+  const std::vector<uint32_t> stripes = KeyLocks::StripesOf(keys);
+  key_locks_.Lock(stripes);
+  Room room(this);
+  Status s = ReserveDirtyRoom(stepwise ? need.first : need.total);
+  if (s.ok()) {
+    room.Add(stepwise ? need.first : need.total);
     GatePass pass(&gate_);
-    const std::vector<uint32_t> stripes = KeyLocks::StripesOf(keys);
-    key_locks_.Lock(stripes);
-    Status s = CheckWritable();
+    s = CheckWritable();
     if (s.ok()) {
       StatusOr<Lsn> lsn = wal_->Append(batch.Encoded());
       if (!lsn.ok()) {
@@ -166,17 +234,17 @@ Status DbImpl::Write(const WriteBatch& batch) {
         // invalid record leaves the log (and the Db) usable.
         if (s.code() == StatusCode::kInternal) SetBackgroundError(s);
       } else {
-        s = ApplyBatch(*lsn, batch);
+        s = ApplyBatch(*lsn, batch, &room, stepwise, /*in_gate=*/true);
         if (!s.ok()) {
           SetBackgroundError(
               s.WithContext(fmt::format("write LSN {} was logged but could not be applied", *lsn)));
         }
       }
     }
-    key_locks_.Unlock(stripes);
-    ReleaseDirtyRoom(pages);
-    GROVE_RETURN_IF_ERROR(s);
   }
+  room.ReleaseAll();
+  key_locks_.Unlock(stripes);
+  GROVE_RETURN_IF_ERROR(s);
   writes_.fetch_add(1, std::memory_order_relaxed);
   puts_.fetch_add(puts, std::memory_order_relaxed);
   deletes_.fetch_add(deletes, std::memory_order_relaxed);
@@ -184,13 +252,25 @@ Status DbImpl::Write(const WriteBatch& batch) {
   return Status::Ok();
 }
 
-Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch) {
+Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise,
+                          bool in_gate) {
+  bool first = true;
   return batch.ForEach([&](WriteBatch::OpType type, Slice key, Slice value) {
-    return type == WriteBatch::OpType::kPut ? ApplyPut(lsn, key, value) : ApplyDelete(lsn, key);
+    if (stepwise && !std::exchange(first, false)) {
+      // The previous operation's pages now count as dirty pages.
+      room->ReleaseAll();
+      const uint64_t pages = OpPages(type, value);
+      if (!TryReserveDirtyRoom(pages, /*extend=*/false)) {
+        GROVE_RETURN_IF_ERROR(YieldForRoom(lsn, pages, in_gate));
+      }
+      room->Add(pages);
+    }
+    const WriteContext w{lsn, room};
+    return type == WriteBatch::OpType::kPut ? ApplyPut(w, key, value) : ApplyDelete(w, key);
   });
 }
 
-Status DbImpl::ApplyPut(Lsn lsn, Slice key, Slice value) {
+Status DbImpl::ApplyPut(const WriteContext& w, Slice key, Slice value) {
   std::string cell;
   if (value.size() > options_.inline_value_bytes) {
     GROVE_ASSIGN_OR_RETURN(cell, values_->Write(value));
@@ -198,24 +278,45 @@ Status DbImpl::ApplyPut(Lsn lsn, Slice key, Slice value) {
     cell = InlineCell(value);
   }
   std::optional<std::string> old;
-  Status s = index_->Put(lsn, key, cell, &old);
+  Status s = index_->Put(w, key, cell, &old);
   if (!s.ok()) {
     if (IsBlobCell(cell)) values_->Free(DecodeBlobCell(cell));
     return s;
   }
-  ReleaseCell(old);
+  FreeCell(old);
   return Status::Ok();
 }
 
-Status DbImpl::ApplyDelete(Lsn lsn, Slice key) {
+Status DbImpl::ApplyDelete(const WriteContext& w, Slice key) {
   std::optional<std::string> old;
-  GROVE_RETURN_IF_ERROR(index_->Delete(lsn, key, &old));
-  ReleaseCell(old);
+  GROVE_RETURN_IF_ERROR(index_->Delete(w, key, &old));
+  FreeCell(old);
   return Status::Ok();
 }
 
-void DbImpl::ReleaseCell(const std::optional<std::string>& old_cell) {
-  if (old_cell && IsBlobCell(*old_cell)) values_->Free(DecodeBlobCell(*old_cell));
+void DbImpl::FreeCell(const std::optional<std::string>& old_cell) {
+  if (old_cell) ReleaseCell(*old_cell);
+}
+
+void DbImpl::ReleaseCell(Slice cell) {
+  if (IsBlobCell(cell)) values_->Free(DecodeBlobCell(cell));
+}
+
+Status DbImpl::RunMaintenance(uint64_t pages, const std::function<Status(WriteRoom*)>& unit) {
+  GROVE_RETURN_IF_ERROR(CheckWritable());
+  if (recovering_.load()) return Status::Unavailable("maintenance waits until recovery is done");
+  Room room(this);
+  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(pages));
+  room.Add(pages);
+  Status s;
+  {
+    GatePass pass(&gate_);
+    s = CheckWritable();
+    if (s.ok()) s = unit(&room);
+  }
+  room.ReleaseAll();
+  MaybeScheduleCheckpoint();
+  return s;
 }
 
 Status DbImpl::BulkLoad(const BulkLoadSource& source) {

@@ -12,7 +12,7 @@
 namespace grove {
 namespace {
 
-constexpr char kMagic[8] = {'G', 'R', 'O', 'V', 'E', 'M', 'F', '1'};
+constexpr char kMagic[8] = {'G', 'R', 'O', 'V', 'E', 'M', 'F', '2'};
 
 }  // namespace
 
@@ -27,6 +27,8 @@ std::string Manifest::Encode() const {
   PutLengthPrefixed(&s, index_metadata);
   PutVarint64(&s, blob_values);
   PutVarint64(&s, blob_pages);
+  PutVarint64(&s, memory_only_cells.size());
+  for (const std::string& c : memory_only_cells) PutLengthPrefixed(&s, c);
   PutFixed32(&s, crc32c::Mask(crc32c::Value(s.data(), s.size())));
   return s;
 }
@@ -45,9 +47,20 @@ StatusOr<Manifest> Manifest::Decode(Slice data) {
   if (!GetFixed64(&in, &m.epoch) || !GetFixed64(&in, &m.redo_lsn) || !GetLengthPrefixed(&in, &a) ||
       !GetLengthPrefixed(&in, &e) || !GetLengthPrefixed(&in, &v) || !GetLengthPrefixed(&in, &p) ||
       !GetLengthPrefixed(&in, &im) || !GetVarint64(&in, &m.blob_values) ||
-      !GetVarint64(&in, &m.blob_pages) || !in.empty()) {
+      !GetVarint64(&in, &m.blob_pages)) {
     return Status::DataLoss("manifest: malformed sections");
   }
+  uint64_t cells;
+  if (!GetVarint64(&in, &cells) || cells > in.size()) {
+    return Status::DataLoss("manifest: malformed list of memory-only cells");
+  }
+  for (uint64_t i = 0; i < cells; ++i) {
+    Slice c;
+    if (!GetLengthPrefixed(&in, &c))
+      return Status::DataLoss("manifest: truncated memory-only cell");
+    m.memory_only_cells.emplace_back(c);
+  }
+  if (!in.empty()) return Status::DataLoss("manifest: trailing bytes after its sections");
   m.allocator.assign(a);
   m.epoch_map.assign(e);
   m.variant.assign(v);

@@ -4,15 +4,18 @@
 // MANIFEST-<epoch, 20 digits>, written and synced before the superblock that names it (by size and
 // crc) is flipped. Layout (docs/formats/manifest.md):
 //
-//   magic "GROVEMF1" | epoch u64 | redo_lsn u64
+//   magic "GROVEMF2" | epoch u64 | redo_lsn u64
 //   | varint-prefixed sections: allocator | epoch map list | variant | params | index metadata
 //   | blob values varint | blob pages varint
+//   | memory-only cells: count varint, then each varint-prefixed
 //   | masked crc32c u32 of everything before it
 //
-// Recovery replays the WAL from redo_lsn.
+// Recovery frees the blobs of the memory-only cells (Index::ListMemoryOnlyCells), then replays
+// the WAL from redo_lsn.
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "grove/io_backend.h"
 #include "grove/status.h"
@@ -29,6 +32,8 @@ struct Manifest {
   std::string index_metadata;  // Index::SerializeMetadata
   uint64_t blob_values = 0;
   uint64_t blob_pages = 0;
+  // Blob cells the index referenced only from memory: recovery frees them before replay.
+  std::vector<std::string> memory_only_cells;
 
   std::string Encode() const;
   static StatusOr<Manifest> Decode(Slice data);

@@ -23,7 +23,8 @@
 
 namespace grove {
 
-inline constexpr uint32_t kDataFormatVersion = 1;
+// 2: one inner-node format for every tree variant (index/core), manifests with memory-only cells.
+inline constexpr uint32_t kDataFormatVersion = 2;
 
 struct Superblock {
   uint64_t epoch = 0;

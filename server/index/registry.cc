@@ -8,6 +8,7 @@
 
 #include "index/btree/btree.h"
 #include "index/hln/hln_tree.h"
+#include "page/page.h"
 
 namespace grove {
 
@@ -27,17 +28,50 @@ Status Index::Prepare(Slice key) {
   return Get(key, &cell).status();
 }
 
-IndexRegistry IndexRegistry::WithBuiltins() {
+StatusOr<IndexRegistry> IndexRegistry::Builtins() {
   IndexRegistry r;
-  r.Register(BTree::Spec()).IgnoreError();  // names are unique by construction
-  r.Register(HlnTree::Spec()).IgnoreError();
+  GROVE_RETURN_IF_ERROR(r.Register(BTree::Spec()));
+  GROVE_RETURN_IF_ERROR(r.Register(HlnTree::Spec()));
   return r;
+}
+
+Status IndexRegistry::ClaimPageTypes(const std::string& owner,
+                                     const std::vector<PageTypeClaim>& claims) {
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const PageTypeClaim& c = claims[i];
+    if (c.type < kFirstIndexPageType) {
+      return Status::InvalidArgument(
+          fmt::format("{} claims page type {} ({}), which belongs to the engine (types below {})",
+                      owner, c.type, c.name, kFirstIndexPageType));
+    }
+    auto it = page_types_.find(c.type);
+    if (it != page_types_.end()) {
+      return Status::InvalidArgument(
+          fmt::format("{} claims page type {} ({}), already claimed by {} ({})", owner, c.type,
+                      c.name, it->second.first, it->second.second));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (claims[j].type == c.type) {
+        return Status::InvalidArgument(fmt::format("{} claims page type {} twice ({}, {})", owner,
+                                                   c.type, claims[j].name, c.name));
+      }
+    }
+  }
+  for (const PageTypeClaim& c : claims) page_types_[c.type] = {owner, c.name};
+  return Status::Ok();
+}
+
+std::string IndexRegistry::PageTypeName(uint16_t type) const {
+  if (type < kFirstIndexPageType) return grove::PageTypeName(type);
+  auto it = page_types_.find(type);
+  return it == page_types_.end() ? fmt::format("page type {}", type) : it->second.second;
 }
 
 Status IndexRegistry::Register(VariantSpec spec) {
   if (variants_.count(spec.name)) {
     return Status::AlreadyExists(fmt::format("index variant '{}' registered twice", spec.name));
   }
+  GROVE_RETURN_IF_ERROR(ClaimPageTypes(fmt::format("variant '{}'", spec.name), spec.page_types));
   const std::string name = spec.name;
   variants_.emplace(name, std::move(spec));
   return Status::Ok();

@@ -7,8 +7,13 @@
 // values is refused because the on-disk structure depends on them), and two factories: `create`
 // builds a new empty index, `open` reopens one from the metadata its SerializeMetadata() wrote.
 //
-// There is no global registry: the engine builds one with IndexRegistry::WithBuiltins() and tests
-// may register their own variants.
+// Page types: every page of the data file names its type in its header (page/page.h). Types below
+// 16 belong to the engine; index code claims the others here, a variant in its VariantSpec and a
+// layer shared by several variants (the B+-tree core) with ClaimPageTypes. Two claims of one type
+// fail registration, so a collision stops the server at start instead of corrupting a read.
+//
+// There is no global registry: the engine builds one with IndexRegistry::Builtins() (or takes the
+// one in IndexOptions::registry), and tests may register their own variants.
 //
 // Thread safety: registration is not synchronised; build the registry before sharing it.
 
@@ -31,10 +36,17 @@ struct ParamSpec {
   std::string help;     // allowed values and meaning
 };
 
+struct PageTypeClaim {
+  uint16_t type = 0;  // >= kFirstIndexPageType
+  std::string name;   // for messages: "hln subnode"
+};
+
 struct VariantSpec {
   std::string name;
   std::string summary;
   std::vector<ParamSpec> params;
+  // The page types only this variant writes (shared ones are claimed by their layer).
+  std::vector<PageTypeClaim> page_types;
   std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&)> create;
   std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&, Slice)> open;
   // Index::PagesDirtiedPerOp() for resolved parameters, known before the index is open (groved's
@@ -42,12 +54,21 @@ struct VariantSpec {
   std::function<uint64_t(const ParamMap&)> pages_per_op;
 };
 
+inline constexpr uint16_t kFirstIndexPageType = 16;
+
 class IndexRegistry {
  public:
-  // A registry holding every variant built into Grove.
-  static IndexRegistry WithBuiltins();
+  // A registry holding every variant built into Grove, or the reason it cannot be built (a page
+  // type claimed twice).
+  static StatusOr<IndexRegistry> Builtins();
 
+  // kAlreadyExists for a name registered before; kInvalidArgument, naming both claimants, for a
+  // page type claimed before (or one of the engine's). Nothing is registered on failure.
   Status Register(VariantSpec spec);
+  // Claims page types for code shared by several variants (`owner` names it in messages).
+  Status ClaimPageTypes(const std::string& owner, const std::vector<PageTypeClaim>& claims);
+  // "hln subnode", or "page type N" for a type nobody claimed.
+  std::string PageTypeName(uint16_t type) const;
   const VariantSpec* Find(const std::string& name) const;
   std::vector<std::string> Names() const;
 
@@ -64,6 +85,7 @@ class IndexRegistry {
 
  private:
   std::map<std::string, VariantSpec> variants_;
+  std::map<uint16_t, std::pair<std::string, std::string>> page_types_;  // type -> (owner, name)
 };
 
 // Helpers for variants parsing their parameters; errors name the parameter.

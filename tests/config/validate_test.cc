@@ -140,19 +140,22 @@ TEST(ValidateTest, OneLinePerProblem) {
   EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 1) << p;
 }
 
-TEST(ValidateTest, BatchFitWarningCountsTheVariantsPagesPerOperation) {
+TEST(ValidateTest, WriteRoomWarningCountsTheLargestValueAndTheVariantsPagesPerOperation) {
   Options o;
-  o.cache_bytes = 64ull << 20;
-  o.max_batch_entries = 1000;
-  o.max_value_bytes = o.inline_value_bytes;  // no out-of-line values
-  EXPECT_EQ(BatchFitWarning(o), "") << "btree: 8 + 2 x 1000 pages fit in 64 MiB";
+  o.cache_bytes = 4ull << 20;  // 1024 frames, 512 of them write room
+  o.max_value_bytes = 1000000;
+  // 1 MB is 246 blob pages of 4072 bytes: with btree's 8 + 2 pages it fits.
+  EXPECT_EQ(WriteRoomWarning(o), "") << "btree: 8 + 2 + 246 pages fit in 512";
   // hln at 1 MiB leaves: a split rewrites two leaves of 256 subnodes.
-  const std::string w = BatchFitWarning(o, 2 * 256 + 2);
-  EXPECT_NE(w.find("may dirty up to 514008 pages"), std::string::npos) << w;
-  const uint64_t max_entries = (WriteRoomPages(o) - 8) / 514;
-  EXPECT_NE(w.find("lower limits.max_batch_entries to at most " + std::to_string(max_entries)),
-            std::string::npos)
-      << w;
+  const std::string w = WriteRoomWarning(o, 2 * 256 + 2);
+  EXPECT_NE(w.find("may dirty up to 768 pages"), std::string::npos) << w;
+  EXPECT_NE(w.find("lower limits.max_value_bytes to at most 0"), std::string::npos) << w;
+  o.cache_bytes = 8ull << 20;  // 1024 pages of write room
+  const std::string w2 = WriteRoomWarning(o, 2 * 256 + 2);
+  EXPECT_EQ(w2, "") << w2;
+  // Batches never matter: they are applied operation by operation when they do not fit at once.
+  o.max_batch_entries = 1000000;
+  EXPECT_EQ(WriteRoomWarning(o), "");
 }
 
 }  // namespace

@@ -204,6 +204,7 @@ Manifest MakeManifest() {
   m.index_metadata = std::string("\x01\x02\x00\xff", 4);
   m.blob_values = 7;
   m.blob_pages = 1u << 20;
+  m.memory_only_cells = {std::string("\x01cell-one", 9), std::string(17, '\x01')};
   return m;
 }
 
@@ -217,6 +218,7 @@ void ExpectSame(const Manifest& a, const Manifest& b) {
   EXPECT_EQ(a.index_metadata, b.index_metadata);
   EXPECT_EQ(a.blob_values, b.blob_values);
   EXPECT_EQ(a.blob_pages, b.blob_pages);
+  EXPECT_EQ(a.memory_only_cells, b.memory_only_cells);
 }
 
 TEST_F(FormatTest, ManifestRoundTripsAndRejectsEveryDamage) {
@@ -244,7 +246,7 @@ TEST_F(FormatTest, ManifestRoundTripsAndRejectsEveryDamage) {
   EXPECT_TRUE(longer.status().IsDataLoss());
 
   // Checksummed but malformed inside: a section length running past the end.
-  std::string body("GROVEMF1", 8);
+  std::string body("GROVEMF2", 8);
   PutFixed64(&body, 1);
   PutFixed64(&body, 1);
   PutVarint32(&body, 1000);

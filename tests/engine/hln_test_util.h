@@ -28,7 +28,7 @@ inline Options HlnOptions(const std::string& dir, const HlnParams& params) {
 // The most operations a batch may have with these options: the engine refuses batches whose worst
 // case (two whole leaves per operation) cannot fit the cache's write room (WorstCaseWritePages).
 inline uint64_t MaxBatchEntries(const Options& o) {
-  const uint64_t per_op = IndexRegistry::WithBuiltins().PagesPerOp(o.index.variant, o.index.params);
+  const uint64_t per_op = (*IndexRegistry::Builtins()).PagesPerOp(o.index.variant, o.index.params);
   const uint64_t room = WriteRoomPages(o);
   return room > 8 + per_op ? (room - 8) / per_op : 1;
 }

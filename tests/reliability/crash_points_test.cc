@@ -403,7 +403,7 @@ TEST_P(CrashPointsTest, UnsyncedModesLoseOnlyASuffix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, CrashPointsTest,
-                         ::testing::ValuesIn(IndexRegistry::WithBuiltins().Names()),
+                         ::testing::ValuesIn((*IndexRegistry::Builtins()).Names()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -14,6 +14,8 @@
 
 namespace grove {
 
+class IndexRegistry;
+
 // When an acknowledged write becomes durable.
 enum class SyncMode {
   kAlways,  // fdatasync before acknowledging (group commit). Survives kill -9 and power loss.
@@ -48,6 +50,9 @@ struct IndexOptions {
   // Variant parameters as text, validated by the variant (see docs/variants.md). Parameters the
   // variant calls layout parameters are persisted and must match on reopen.
   std::map<std::string, std::string> params;
+  // The variants to choose from (index/registry.h). Null: the variants built into Grove. Tests and
+  // embedders with variants of their own pass a registry holding them.
+  std::shared_ptr<const IndexRegistry> registry;
 };
 
 struct Options {

@@ -22,6 +22,8 @@ VariantSpec BTree::Spec() {
       {"fill_factor", "0.9", false, "bulk load packs nodes to this fraction of a page (0.5..1.0)"},
   };
   for (ParamSpec& p : shortcut::ParamSpecs()) spec.params.push_back(std::move(p));
+  spec.page_types = {{static_cast<uint16_t>(PageType::kBTreeLeaf), "btree leaf"},
+                     {static_cast<uint16_t>(PageType::kBTreeInner), "btree inner node"}};
   spec.create = &BTree::Create;
   spec.open = &BTree::Open;
   return spec;
@@ -215,7 +217,8 @@ Status BTree::LatchPathPessimistic(Slice key, bool for_insert, std::vector<PageW
   }
 }
 
-Status BTree::Put(Lsn, Slice key, Slice cell, std::optional<std::string>* old_cell) {
+Status BTree::Put(const WriteContext&, Slice key, Slice cell,
+                  std::optional<std::string>* old_cell) {
   old_cell->reset();
   {
     GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, LatchLeafOptimistic(key));
@@ -462,7 +465,7 @@ Status BTree::GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan) {
   return Status::Ok();
 }
 
-Status BTree::Delete(Lsn, Slice key, std::optional<std::string>* old_cell) {
+Status BTree::Delete(const WriteContext&, Slice key, std::optional<std::string>* old_cell) {
   old_cell->reset();
   {
     GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, LatchLeafOptimistic(key));

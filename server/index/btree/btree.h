@@ -52,8 +52,9 @@ class BTree final : public Index {
   StatusOr<bool> Get(Slice key, std::string* cell) override;
   Status BatchGet(const std::vector<Slice>& keys,
                   std::vector<std::optional<std::string>>* cells) override;
-  Status Put(Lsn lsn, Slice key, Slice cell, std::optional<std::string>* old_cell) override;
-  Status Delete(Lsn lsn, Slice key, std::optional<std::string>* old_cell) override;
+  Status Put(const WriteContext& w, Slice key, Slice cell,
+             std::optional<std::string>* old_cell) override;
+  Status Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) override;
   StatusOr<std::unique_ptr<IndexCursor>> NewCursor(const CursorOptions& options) override;
   Status BulkLoad(const BulkSource& source) override;
   std::string SerializeMetadata() override;

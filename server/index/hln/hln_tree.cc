@@ -76,6 +76,8 @@ VariantSpec HlnTree::Spec() {
       {"fill_factor", "0.9", false, "bulk load fills leaves to this fraction (0.5..1)"},
   };
   for (ParamSpec& p : shortcut::ParamSpecs()) spec.params.push_back(std::move(p));
+  spec.page_types = {{static_cast<uint16_t>(hln::kSubnodePage), "hln subnode"},
+                     {static_cast<uint16_t>(hln::kInnerPage), "hln inner node"}};
   spec.create = &HlnTree::Create;
   spec.open = &HlnTree::Open;
   spec.pages_per_op = [](const ParamMap& params) -> uint64_t {

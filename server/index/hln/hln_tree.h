@@ -107,8 +107,9 @@ class HlnTree final : public Index {
                   std::vector<std::optional<std::string>>* cells) override;
   Status Prepare(Slice key) override;
   uint64_t PagesDirtiedPerOp() const override;
-  Status Put(Lsn lsn, Slice key, Slice cell, std::optional<std::string>* old_cell) override;
-  Status Delete(Lsn lsn, Slice key, std::optional<std::string>* old_cell) override;
+  Status Put(const WriteContext& w, Slice key, Slice cell,
+             std::optional<std::string>* old_cell) override;
+  Status Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) override;
   StatusOr<std::unique_ptr<IndexCursor>> NewCursor(const CursorOptions& options) override;
   Status BulkLoad(const BulkSource& source) override;
   std::string SerializeMetadata() override;

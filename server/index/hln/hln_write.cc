@@ -108,7 +108,8 @@ StatusOr<HlnTree::Outcome> HlnTree::TryDelete(const hln::LeafRef& ref, const Fen
   return Outcome::kDone;
 }
 
-Status HlnTree::Put(Lsn, Slice key, Slice cell, std::optional<std::string>* old_cell) {
+Status HlnTree::Put(const WriteContext&, Slice key, Slice cell,
+                    std::optional<std::string>* old_cell) {
   old_cell->reset();
   PageId leaf;
   {
@@ -131,7 +132,7 @@ Status HlnTree::Put(Lsn, Slice key, Slice cell, std::optional<std::string>* old_
   return s;
 }
 
-Status HlnTree::Delete(Lsn, Slice key, std::optional<std::string>* old_cell) {
+Status HlnTree::Delete(const WriteContext&, Slice key, std::optional<std::string>* old_cell) {
   old_cell->reset();
   Outcome o;
   {

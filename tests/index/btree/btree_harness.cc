@@ -1,8 +1,31 @@
 #include "index/btree/btree_harness.h"
 
+#include <atomic>
+
 #include <fmt/format.h>
 
 namespace grove::testing {
+
+namespace {
+
+class UnlimitedRoom final : public WriteRoom {
+ public:
+  Status Extend(uint64_t pages) override {
+    pages_ += pages;
+    return Status::Ok();
+  }
+  uint64_t reserved() const override { return pages_; }
+
+ private:
+  std::atomic<uint64_t> pages_{0};
+};
+
+}  // namespace
+
+WriteContext TestWrite() {
+  static UnlimitedRoom room;
+  return WriteContext{1, &room};
+}
 
 // Seals and writes bulk-load runs the way the engine's writer does: the next checkpoint's epoch,
 // recorded in the epoch table at once.
@@ -29,7 +52,7 @@ std::string VerifyResult::Summary() const {
 }
 
 BTreeHarness::BTreeHarness(HarnessConfig config)
-    : config_(std::move(config)), registry_(IndexRegistry::WithBuiltins()) {
+    : config_(std::move(config)), registry_((*IndexRegistry::Builtins())) {
   auto io = NewIoBackend({.kind = config_.backend}, nullptr);
   EXPECT_TRUE(io.ok()) << io.status().ToString();
   if (!io.ok()) return;
@@ -113,6 +136,9 @@ VerifyResult BTreeHarness::Verify() {
       }
     }
     void OnCell(Slice key, Slice cell) override { r_->cells.emplace_back(key, cell); }
+    void OnShadowedCell(Slice key, Slice cell) override {
+      Problem(fmt::format("harness: btree reported a shadowed cell ({} bytes)", cell.size()));
+    }
     void Problem(std::string description) override {
       r_->problems.push_back(std::move(description));
     }
@@ -149,13 +175,13 @@ VerifyResult BTreeHarness::Verify() {
 
 void BTreeHarness::Put(const std::string& key, const std::string& cell) {
   std::optional<std::string> old;
-  const Status s = index_->Put(1, key, cell, &old);
+  const Status s = index_->Put(TestWrite(), key, cell, &old);
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
 bool BTreeHarness::Delete(const std::string& key) {
   std::optional<std::string> old;
-  const Status s = index_->Delete(1, key, &old);
+  const Status s = index_->Delete(TestWrite(), key, &old);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return old.has_value();
 }

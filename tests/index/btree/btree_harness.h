@@ -45,6 +45,10 @@ namespace grove::testing {
   } while (0)
 
 using Model = std::map<std::string, std::string>;
+
+// A write context for index calls made without the engine: LSN 1 and room that is never short
+// (the harness's cache holds every test tree).
+WriteContext TestWrite();
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
 struct HarnessConfig {

@@ -222,14 +222,14 @@ TEST(BTreeLatchTest, MergeUpwardDoesNotHoldLeavesWhileLatchingASibling) {
   Status t_status, u_status;
   std::thread t([&] {
     std::optional<std::string> old;
-    t_status = h.index()->Put(1, t_key, t_cell, &old);
+    t_status = h.index()->Put(TestWrite(), t_key, t_cell, &old);
     finished++;
   });
   AwaitOrDie([&] { return !Readable(h, s_id); }, "T to latch S exclusively");
 
   std::thread u([&] {
     std::optional<std::string> old;
-    u_status = h.index()->Delete(1, u_key, &old);
+    u_status = h.index()->Delete(TestWrite(), u_key, &old);
     finished++;
   });
   // U has removed its key and let go of P again: it is merging P into S, holding G.
@@ -340,7 +340,7 @@ TEST_F(BTreeFailedSplitTest, NoFrameForTheRightSiblingOfASplitLeaf) {
   // sibling (leaf 2) cannot be read.
   Squeeze({h_.btree()->root(), leaves_[1]}, 1);
   std::optional<std::string> old;
-  Status s = h_.index()->Put(1, BigKey(35), Cell(35, 100), &old);
+  Status s = h_.index()->Put(TestWrite(), BigKey(35), Cell(35, 100), &old);
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
   ExpectUnchanged();
@@ -351,7 +351,7 @@ TEST_F(BTreeFailedSplitTest, NoFrameToGrowTheRoot) {
   // Leaf 2 resident too: the leaf split succeeds, growing the (full) root does not.
   Squeeze({h_.btree()->root(), leaves_[1], leaves_[2]}, 1);
   std::optional<std::string> old;
-  Status s = h_.index()->Put(1, BigKey(35), Cell(35, 100), &old);
+  Status s = h_.index()->Put(TestWrite(), BigKey(35), Cell(35, 100), &old);
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
   ExpectUnchanged();
@@ -361,7 +361,7 @@ TEST_F(BTreeFailedSplitTest, NoFrameToGrowTheRoot) {
 TEST_F(BTreeFailedSplitTest, ReplacementThatNeedsASplitKeepsTheOldCell) {
   Squeeze({h_.btree()->root(), leaves_[1], leaves_[2]}, 1);
   std::optional<std::string> old;
-  Status s = h_.index()->Put(1, BigKey(40), Cell(4, 877), &old);
+  Status s = h_.index()->Put(TestWrite(), BigKey(40), Cell(4, 877), &old);
   ASSERT_FALSE(s.ok());
   EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
   ExpectUnchanged();
@@ -401,7 +401,7 @@ TEST(BTreeFailedMergeTest, UnreadableNextLeafLeavesThePairAsItWas) {
   ASSERT_OK(h.data_file()->Write(c * kPageSize, Slice(zeros.data(), kPageSize)));
 
   std::optional<std::string> old;
-  Status s = h.index()->Delete(1, ai.keys.back(), &old);
+  Status s = h.index()->Delete(TestWrite(), ai.keys.back(), &old);
   EXPECT_TRUE(s.IsDataLoss()) << s.ToString();
   model.erase(ai.keys.back());
   // Whatever happened to the merge, every key outside the damaged leaf C is still found.

@@ -73,7 +73,7 @@ TEST(BTreeTest, SplitsGrowTheTreeAndKeepItValid) {
   for (size_t i = 0; i < keys.size(); i += 3) {
     const uint64_t k = keys[i];
     std::optional<std::string> old;
-    ASSERT_OK(h.index()->Put(2, K(k), Cell(k, 1, 200), &old));
+    ASSERT_OK(h.index()->Put(TestWrite(), K(k), Cell(k, 1, 200), &old));
     ASSERT_TRUE(old.has_value());
     EXPECT_EQ(*old, Cell(k));
     model[K(k)] = Cell(k, 1, 200);
@@ -282,12 +282,12 @@ TEST(BTreeTest, CursorsSeeStableKeysWhileTheTreeSplitsAndMerges) {
       std::optional<std::string> old;
       for (uint64_t i = base; i < base + 400; ++i) {
         for (uint64_t j = 1; j < 4; ++j) {
-          if (!h.index()->Put(1, K(i * 16 + j), Cell(i, j, 300), &old).ok()) fail("put");
+          if (!h.index()->Put(TestWrite(), K(i * 16 + j), Cell(i, j, 300), &old).ok()) fail("put");
         }
       }
       for (uint64_t i = base; i < base + 400; ++i) {
         for (uint64_t j = 1; j < 4; ++j) {
-          if (!h.index()->Delete(1, K(i * 16 + j), &old).ok()) fail("delete");
+          if (!h.index()->Delete(TestWrite(), K(i * 16 + j), &old).ok()) fail("delete");
         }
       }
     }
@@ -563,7 +563,7 @@ TEST(BTreeTest, MetadataRoundTripsThroughOpen) {
   ExpectClean(h, model);
 
   // Malformed metadata is refused, not trusted.
-  const IndexRegistry registry = IndexRegistry::WithBuiltins();
+  const IndexRegistry registry = (*IndexRegistry::Builtins());
   const VariantSpec* spec = registry.Find("btree");
   ASSERT_NE(spec, nullptr);
   const ParamMap params = {{"fill_factor", "0.9"}};
@@ -576,7 +576,7 @@ TEST(BTreeTest, MetadataRoundTripsThroughOpen) {
 }
 
 TEST(BTreeTest, RegistryRejectsUnknownNamesAndBadParameters) {
-  const IndexRegistry registry = IndexRegistry::WithBuiltins();
+  const IndexRegistry registry = (*IndexRegistry::Builtins());
   auto unknown = registry.Resolve("btreee", {});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
@@ -611,8 +611,6 @@ TEST(BTreeTest, RegistryRejectsUnknownNamesAndBadParameters) {
     BTreeHarness h(config);
     EXPECT_OK(h.Create());
   }
-  IndexRegistry mine = IndexRegistry::WithBuiltins();
-  EXPECT_EQ(mine.Register(BTree::Spec()).code(), StatusCode::kAlreadyExists);
 }
 
 // --- Concurrency -----------------------------------------------------------------------------
@@ -636,11 +634,11 @@ TEST(BTreeTest, ConcurrentInsertsAndDeletesOnOverlappingRanges) {
       std::optional<std::string> old;
       auto put = [&](uint64_t k, uint64_t v) {
         const std::string c = Cell(k, v, 10 + rng() % 120);
-        if (!h.index()->Put(1, K(k), c, &old).ok()) failures++;
+        if (!h.index()->Put(TestWrite(), K(k), c, &old).ok()) failures++;
         m[K(k)] = c;
       };
       auto del = [&](uint64_t k) {
-        if (!h.index()->Delete(1, K(k), &old).ok()) failures++;
+        if (!h.index()->Delete(TestWrite(), K(k), &old).ok()) failures++;
         if (old.has_value() != (m.erase(K(k)) == 1)) failures++;
       };
       std::shuffle(mine.begin(), mine.end(), rng);

@@ -38,16 +38,15 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   std::string manifest, metadata;
   std::vector<std::string> memory_cells;
   uint64_t high_water = 0, wal_bytes = 0;
-  Lsn redo = 0, partial = kMaxLsn;
+  Lsn redo = 0, snapshot_next_lsn = 0;
   bool snapshotted = false, prepared = false;
   if (!gate_paused) gate_.Pause();
   Status s = [&]() -> Status {
     prepared = true;
     GROVE_RETURN_IF_ERROR(index_->PrepareCheckpoint(epoch));
-    redo = wal_ ? wal_->next_lsn() : replay_next_lsn_.load();
+    snapshot_next_lsn = wal_ ? wal_->next_lsn() : replay_next_lsn_.load();
     // Batches half applied while their writers wait for room are replayed whole.
-    partial = OldestPartialLsn();
-    redo = std::min({redo, index_->OldestUnpersistedLsn(), partial});
+    redo = std::min({snapshot_next_lsn, index_->OldestUnpersistedLsn(), OldestPartialLsn()});
     wal_bytes = wal_ ? wal_->appended_bytes() : 0;
     GROVE_ASSIGN_OR_RETURN(ids, pool_->SnapshotDirty(epoch32, &arena));
     snapshotted = true;
@@ -89,9 +88,10 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     last_checkpoint_nanos_ = NowNanos();
     return Status::Ok();
   }
-  // A half-applied batch is in these pages: its record must be durable before they are (with
-  // wal.sync always it already is).
-  if (partial != kMaxLsn && wal_ && options_.wal.sync != SyncMode::kAlways) {
+  // The checkpoint holds state it does not write (writes only the index's memory holds) or holds
+  // part of a batch: the records from its redo point on must be durable before it is (with
+  // wal.sync always they already are).
+  if (redo < snapshot_next_lsn && wal_ && options_.wal.sync != SyncMode::kAlways) {
     if (Status ws = wal_->Sync(); !ws.ok()) return abort(ws);
   }
 

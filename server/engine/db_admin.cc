@@ -147,15 +147,18 @@ class EngineVerifier final : public IndexVerifier {
 Status DbImpl::Verify(VerifyReport* report) {
   if (closed_.load()) return Status::Unavailable("database is closed");
   *report = VerifyReport();
-  // Writers wait: the walk must see one consistent tree. Checkpoints wait too (their page
-  // ownership changes would look like leaks).
+  // Writers and maintenance units wait until the page accounting below is done: the walk must
+  // see one consistent tree, and a page allocated or freed after it would look leaked or
+  // reachable-but-free. Checkpoints wait too (their page ownership changes would look like leaks).
   MutexLock checkpoint_lock(&checkpoint_mu_);
   gate_.Pause();
+  struct Resume {
+    WriteGate* gate;
+    ~Resume() { gate->Resume(); }
+  } resume{&gate_};
   const uint64_t pages = allocator_.high_water_pages();
   EngineVerifier v(this, pages, report);
-  Status s = index_->Verify(&v);
-  gate_.Resume();
-  GROVE_RETURN_IF_ERROR(s);
+  GROVE_RETURN_IF_ERROR(index_->Verify(&v));
   for (PageId p : {PageId{0}, PageId{1}}) {
     if (p < pages) v.ClaimPages(p, 1, "superblock");
   }
@@ -173,8 +176,17 @@ Status DbImpl::Verify(VerifyReport* report) {
         fmt::format("{} reachable pages are marked free (first: {})", reachable_free, first_free));
   }
   if (leaked > 0) {
-    v.Problem(
-        fmt::format("{} allocated pages are unreachable (leaked; first: {})", leaked, first_leak));
+    // Say what the first one holds: a blob nobody references points at the value path, an index
+    // page at the variant.
+    std::string kind = "unreadable";
+    AlignedBuffer page(kPageSize);
+    if (pool_->ReadCopy(first_leak, page.data(), IoCause::kScan).ok()) {
+      kind = fmt::format("a page of type {}", page::Type(page.data()));
+    } else if (epochs_.Get(first_leak) == 0) {
+      kind = "never written";
+    }
+    v.Problem(fmt::format("{} allocated pages are unreachable (leaked; first: {}, {})", leaked,
+                          first_leak, kind));
   }
   return Status::Ok();
 }

@@ -191,6 +191,7 @@ class DbImpl final : public Db, private IndexServices {
   // Reservations are taken under room_mu_; room_cv_ is signalled when a write releases its own.
   Mutex room_mu_;
   CondVar room_cv_{&room_mu_};
+  uint64_t room_grants_ GUARDED_BY(room_mu_) = 0;  // reservations granted so far
   // LSNs of batches that are logged but half applied while their writer waits for room.
   Mutex partial_mu_;
   std::multiset<Lsn> partial_lsns_ GUARDED_BY(partial_mu_);
@@ -204,6 +205,7 @@ class DbImpl final : public Db, private IndexServices {
   std::atomic<bool> failed_{false};
   std::atomic<bool> closed_{false};
   std::atomic<bool> recovering_{false};
+  std::atomic<bool> opened_{false};  // recovery is done and the WAL is open
 
   Mutex bg_mu_;
   CondVar bg_cv_{&bg_mu_};

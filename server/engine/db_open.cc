@@ -161,6 +161,7 @@ Status DbImpl::OpenImpl() {
   wal_bytes_at_checkpoint_ = 0;
   last_checkpoint_nanos_ = NowNanos();
   recovery_seconds_ = static_cast<double>(NowNanos() - t0) * 1e-9;
+  opened_ = true;
   bg_thread_ = std::thread([this] { BackgroundLoop(); });
   logger_->Log(LogLevel::kInfo,
                fmt::format("opened {}: variant {} [{}], io backend {}, checkpoint epoch {}, "

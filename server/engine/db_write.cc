@@ -87,6 +87,7 @@ bool DbImpl::TryReserveDirtyRoom(uint64_t pages, bool extend) {
   const uint64_t held = pool_->dirty_pages() + pool_->flushing_pages() + reserved_pages_.load();
   if (held + pages > (extend ? HardRoomCap() : RoomCap())) return false;
   reserved_pages_.fetch_add(pages);
+  ++room_grants_;
   return true;
 }
 
@@ -104,24 +105,29 @@ Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
   };
   // Writes in flight give their room back when they finish; a checkpoint is the way to turn dirty
   // pages into clean ones. A reservation within the cap therefore fits once it is alone after a
-  // checkpoint, unless checkpoints keep failing.
+  // checkpoint. Others may take the room a checkpoint freed before this writer sees it: that is
+  // progress (they were granted room), and the writer tries again; only checkpoints that fail, or
+  // that free nothing while nobody else moves, stall it.
   Status s;
-  int checkpoints = 0;
+  int idle_checkpoints = 0;
   MutexLock lock(&room_mu_);
   while (true) {
     if (fits()) {
       reserved_pages_.fetch_add(pages);
+      ++room_grants_;
       return Status::Ok();
     }
     if (reserved_pages_.load() > 0) {
       room_cv_.WaitFor(std::chrono::milliseconds(50));
       continue;
     }
-    if (checkpoints++ == 3) break;
+    if (idle_checkpoints == 3) break;
+    const uint64_t grants = room_grants_;
     room_mu_.Unlock();
     s = RunCheckpoint(CheckpointReason::kDirty);
     room_mu_.Lock();
     if (!s.ok()) break;
+    idle_checkpoints = room_grants_ == grants ? idle_checkpoints + 1 : 0;
   }
   if (!s.ok() && s.IsResourceExhausted()) return s;
   return Status::ResourceExhausted(fmt::format(
@@ -206,9 +212,9 @@ Status DbImpl::Write(const WriteBatch& batch) {
   // Fault in the pages the write will touch before it is logged: an unreadable page fails the
   // write here, with nothing logged.
   for (Slice key : keys) GROVE_RETURN_IF_ERROR(index_->Prepare(key));
-  // Room for the whole batch when its worst case fits the write room; otherwise for its first
-  // operation, and the rest operation by operation as it is applied. An operation that could
-  // never fit is refused here, before anything is logged.
+  // Room for the whole batch when its worst case fits a quarter of the write room; otherwise for
+  // its first operation, and the rest operation by operation as it is applied. An operation that
+  // could never fit is refused here, before anything is logged.
   const BatchPages need = PagesNeeded(batch);
   if (need.largest > RoomCap()) {
     return Status::ResourceExhausted(fmt::format(
@@ -216,7 +222,9 @@ Status DbImpl::Write(const WriteBatch& batch) {
         "between checkpoints ({} pages of cache_bytes); send smaller values or raise cache_bytes",
         need.largest, RoomCap()));
   }
-  const bool stepwise = need.total > RoomCap();
+  // A batch that would need a large share of the room at once is applied stepwise too, so that
+  // concurrent writers do not queue behind each other's big reservations.
+  const bool stepwise = need.total > RoomCap() / 4;
 
   const std::vector<uint32_t> stripes = KeyLocks::StripesOf(keys);
   key_locks_.Lock(stripes);
@@ -304,7 +312,8 @@ void DbImpl::ReleaseCell(Slice cell) {
 
 Status DbImpl::RunMaintenance(uint64_t pages, const std::function<Status(WriteRoom*)>& unit) {
   GROVE_RETURN_IF_ERROR(CheckWritable());
-  if (recovering_.load()) return Status::Unavailable("maintenance waits until recovery is done");
+  // Recovery replays the log single-handed; a unit starts once the Db is open.
+  if (!opened_.load()) return Status::Unavailable("maintenance waits until the database is open");
   Room room(this);
   GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(pages));
   room.Add(pages);

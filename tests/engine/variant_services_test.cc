@@ -1,8 +1,9 @@
 // The engine services for variants (grove/index.h, docs/variants.md "Engine services"): blind
 // writes whose replaced values are released later, blob cells that only memory references across
-// a crash, maintenance units with their room, checkpoint lifecycle hooks, and batches applied
-// operation by operation around checkpoints. The "buffered" test variant (buffered_variant.h)
-// uses the first four the way a record cache or a memtable does.
+// a crash, maintenance units with their room, and checkpoint lifecycle hooks. The "buffered" test
+// variant (conformance/buffered_variant.h) uses them the way a record cache or a memtable does.
+// Batches applied operation by operation around checkpoints are the conformance suite's
+// (conformance/recovery_test.cc), for every variant.
 
 #include <atomic>
 #include <chrono>
@@ -10,7 +11,7 @@
 #include <map>
 #include <thread>
 
-#include "engine/buffered_variant.h"
+#include "conformance/buffered_variant.h"
 #include "engine/db_impl.h"
 #include "engine/db_test_util.h"
 #include "io/fault_backend.h"
@@ -209,67 +210,6 @@ TEST(VariantServicesTest, CheckpointHooksKeepExactlyTheDurableSideFile) {
   std::string v;
   ASSERT_TRUE(*(*db)->Get(Key(9999), &v));
   ExpectClean(db->get(), 251);
-}
-
-// A batch larger than the write room is applied operation by operation, and checkpoints run in
-// the middle of it. Those checkpoints hold part of the batch, so they keep its record (redo point)
-// and make it durable first even with wal.sync none; a power loss right after the batch then
-// recovers all of it, never a part.
-TEST(VariantServicesTest, StepwiseBatchIsReplayedWholeAfterAPowerLoss) {
-  for (const SyncMode sync : {SyncMode::kNone, SyncMode::kAlways}) {
-    TempDir dir;
-    auto fb = std::make_shared<FaultInjectionBackend>(Psync(), 9);
-    Options o = SmallOptions(dir.path());
-    o.cache_bytes = 1 << 20;
-    o.wal.sync = sync;
-    o.checkpoint.interval_seconds = 0;
-    o.io_backend = fb;
-    std::map<std::string, std::string> model;
-    {
-      auto db = Db::Open(o);
-      ASSERT_TRUE(db.ok()) << db.status().ToString();
-      for (uint64_t b = 0; b < 20; ++b) {
-        WriteBatch load;
-        for (uint64_t i = b * 1000; i < (b + 1) * 1000; ++i) {
-          load.Put(Key(i), Value(i, 0));
-          model[Key(i)] = Value(i, 0);
-        }
-        ASSERT_OK((*db)->Write(load));
-      }
-      ASSERT_OK((*db)->Checkpoint());
-      // Spread over every leaf: far more dirty pages than the 128 of write room.
-      WriteBatch huge;
-      for (uint64_t i = 0; i < 3000; ++i) {
-        const uint64_t k = (i * 7919) % 24000;
-        if (i % 5 == 0) {
-          huge.Delete(Key(k));
-          model.erase(Key(k));
-        } else {
-          huge.Put(Key(k), Value(k, 1, i % 40 == 0 ? 3000 : 30));
-          model[Key(k)] = Value(k, 1, i % 40 == 0 ? 3000 : 30);
-        }
-      }
-      const uint64_t checkpoints = (*db)->GetStats().checkpoint.count;
-      ASSERT_OK((*db)->Write(huge));
-      ASSERT_GT((*db)->GetStats().checkpoint.count, checkpoints)
-          << "the batch fit at once: nothing was tested";
-      fb->CrashAfter(0);
-      db->reset();
-    }
-    ASSERT_OK(fb->SimulatePowerLoss(PowerLoss::kDropUnsynced));
-    o.io_backend = Psync();
-    auto db = Db::Open(o);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    auto it = (*db)->NewIterator(ScanOptions());
-    ASSERT_TRUE(it.ok());
-    std::map<std::string, std::string> got;
-    for (; (*it)->Valid(); (*it)->Next())
-      got[std::string((*it)->key())] = std::string((*it)->value());
-    ASSERT_OK((*it)->status());
-    EXPECT_TRUE(got == model) << "sync " << static_cast<int>(sync) << ": recovered " << got.size()
-                              << " keys, the batch leaves " << model.size();
-    ExpectClean(db->get(), model.size());
-  }
 }
 
 }  // namespace

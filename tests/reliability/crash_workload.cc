@@ -158,7 +158,16 @@ std::string IoClassifier::Classify(const FaultInjectionBackend::OpInfo& info) {
     if (info.kind == K::kAllocate) return "data.reserve";
     return "data." + kind;
   }
-  return base + "." + kind;
+  // A variant's own files ("<variant>-<n>..."): one class per file kind, whatever the number.
+  std::string name;
+  for (char c : base) {
+    if (c < '0' || c > '9') {
+      name.push_back(c);
+    } else if (name.empty() || name.back() != 'N') {
+      name.push_back('N');
+    }
+  }
+  return name + "." + kind;
 }
 
 }  // namespace grove::testing

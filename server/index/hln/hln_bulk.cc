@@ -67,7 +67,8 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
   // Level 0. A leaf is written once the next leaf's first key fixes its upper fence.
   {
     std::vector<Entry> cur;
-    size_t cur_bytes = 0;
+    size_t cur_bytes = 0, cur_max = 0;
+    size_t bins = 0, bin_bytes = 0;  // key order: subnodes packed in order so far (0: none open)
     Fences f;
     std::string key, cell, prev;
     for (;;) {
@@ -86,7 +87,19 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
                         count, key.size(), cell.size()));
       }
       const size_t bytes = SlottedPageView::CellBytes(key.size(), cell.size());
-      if (!cur.empty() && static_cast<double>(cur_bytes + bytes) > target) {
+      // A leaf closes at the fill target, or before its entries would not fit its subnodes
+      // (records near the inline threshold: a few per subnode). In key order the subnodes packed
+      // in order tell exactly; ordered by hash, at most (n - 1) x (capacity - largest entry)
+      // bytes fit in any order (a subnode packed in order is closed only when the next entry does
+      // not fit, so each closed one holds more than capacity - largest).
+      bool fits;
+      if (cfg_.fnv) {
+        const size_t largest = std::max(cur_max, bytes);
+        fits = cur_bytes + bytes <= static_cast<size_t>(n - 1) * (hln::kSubnodeCapacity - largest);
+      } else {
+        fits = bin_bytes + bytes <= hln::kSubnodeCapacity || bins < static_cast<size_t>(n);
+      }
+      if (!cur.empty() && (static_cast<double>(cur_bytes + bytes) > target || !fits)) {
         const std::string sep = index_common::ShortestSeparator(cur.back().key, key);
         Fences leaf_f = f;
         leaf_f.high = sep;
@@ -94,6 +107,9 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
         GROVE_RETURN_IF_ERROR(write_leaf(std::move(cur), leaf_f));
         cur.clear();
         cur_bytes = 0;
+        cur_max = 0;
+        bins = 0;
+        bin_bytes = 0;
         f.low = sep;
         f.has_low = true;
       }
@@ -101,6 +117,12 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
       cur.push_back({key, cell});
       prev = key;
       cur_bytes += bytes;
+      cur_max = std::max(cur_max, bytes);
+      if (bins == 0 || bin_bytes + bytes > hln::kSubnodeCapacity) {
+        ++bins;
+        bin_bytes = 0;
+      }
+      bin_bytes += bytes;
       ++count;
     }
     if (count == 0) return Status::Ok();

@@ -24,9 +24,33 @@ size_t LeafImage::bytes() const {
 
 namespace {
 
-// Distribute over byte sizes (see Distribute).
+// Bin starts that fill each bin to capacity in order: succeeds whenever the sizes fit k bins in
+// this order at all (an ordered greedy packing uses the fewest bins).
+std::optional<std::vector<size_t>> PackGreedily(const std::vector<size_t>& sizes, int k,
+                                                size_t capacity) {
+  std::vector<size_t> starts(k + 1, sizes.size());
+  size_t i = 0;
+  for (int b = 0; b < k; ++b) {
+    starts[b] = i;
+    for (size_t bin = 0; i < sizes.size() && bin + sizes[i] <= capacity; ++i) bin += sizes[i];
+  }
+  if (i < sizes.size()) return std::nullopt;
+  return starts;
+}
+
+// Distribute over byte sizes (see Distribute): evenly by bytes, or, when entries are so large
+// that spreading evenly leaves too much for the last bin, bins filled in order.
+std::optional<std::vector<size_t>> DistributeEvenly(const std::vector<size_t>& sizes, int k,
+                                                    size_t capacity);
+
 std::optional<std::vector<size_t>> DistributeSizes(const std::vector<size_t>& sizes, int k,
                                                    size_t capacity) {
+  if (auto even = DistributeEvenly(sizes, k, capacity)) return even;
+  return PackGreedily(sizes, k, capacity);
+}
+
+std::optional<std::vector<size_t>> DistributeEvenly(const std::vector<size_t>& sizes, int k,
+                                                    size_t capacity) {
   size_t total = 0;
   for (size_t s : sizes) total += s;
   std::vector<size_t> starts(k + 1, sizes.size());

@@ -1,4 +1,4 @@
-#include "engine/buffered_variant.h"
+#include "conformance/buffered_variant.h"
 
 #include <algorithm>
 #include <atomic>
@@ -281,6 +281,10 @@ class BufferedCursor final : public IndexCursor {
   // Positions on the next visible entry of the merge.
   void Settle() {
     for (;;) {
+      if (!inner_->status().ok()) {  // an error ends the merge: nothing after it is trusted
+        valid_ = false;
+        return;
+      }
       const bool have_b = pos_ < buffered_.size();
       const bool have_i = inner_->Valid();
       if (!have_b && !have_i) {

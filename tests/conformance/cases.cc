@@ -1,0 +1,124 @@
+#include "conformance/cases.h"
+
+#include <cstdlib>
+
+#include "conformance/buffered_variant.h"
+#include "engine/db_test_util.h"
+
+namespace grove::testing {
+namespace {
+
+uint64_t HlnMinCache(uint64_t leaf_pages) { return 16 * leaf_pages * 4096; }
+
+VariantCase Hln(std::string name, ParamMap params) {
+  VariantCase c;
+  c.name = std::move(name);
+  c.variant = "hln";
+  const uint64_t leaf_pages = params.count("leaf_pages") ? std::stoull(params["leaf_pages"]) : 16;
+  c.params = std::move(params);
+  c.min_cache_bytes = HlnMinCache(leaf_pages);
+  // The hint walk reads the guessed subnode and, when the guess is wrong, its neighbours; a stash
+  // node's overflow subnode is one more. Bulk-loaded leaves with fresh hints miss rarely.
+  c.max_reads_per_get = static_cast<uint32_t>(leaf_pages);
+  c.max_mean_reads_per_get = 1.5;
+  return c;
+}
+
+}  // namespace
+
+std::vector<VariantCase> ConformanceCases() {
+  std::vector<VariantCase> cases = {
+      {.name = "btree", .variant = "btree", .btree_structure = true},
+      {.name = "btree_shortcut",
+       .variant = "btree",
+       .params = {{"prefetch", "shortcut"}, {"shortcut_min_uncached", "1"}},
+       .btree_structure = true},
+      Hln("hln", {}),
+      Hln("hln_fnv_stash",
+          {{"leaf_pages", "4"}, {"hash", "fnv"}, {"stash", "true"}, {"hint_bits", "2"}}),
+      {.name = "buffered",
+       .variant = "buffered",
+       .registry = RegistryWithBuffered(),
+       .deterministic_io = false},
+  };
+  const char* all = std::getenv("GROVE_CONFORMANCE");
+  if (all != nullptr && std::string(all) == "all") {
+    cases.push_back({.name = "btree_shortcut_base",
+                     .variant = "btree",
+                     .params = {{"prefetch", "shortcut_base"}},
+                     .btree_structure = true});
+    cases.push_back(Hln("hln_l4_stash", {{"leaf_pages", "4"}, {"stash", "true"}}));
+    cases.push_back(Hln("hln_l64", {{"leaf_pages", "64"}}));
+    cases.push_back(Hln("hln_l256", {{"leaf_pages", "256"}}));
+    cases.push_back(Hln("hln_no_hints", {{"leaf_pages", "4"}, {"hint_bits", "0"}}));
+    cases.push_back(Hln("hln_shortcut", {{"prefetch", "shortcut"}}));
+  }
+  return cases;
+}
+
+Options ConformanceOptions(const VariantCase& c, const std::string& dir, IoBackendKind backend) {
+  Options o = SmallOptions(dir, backend);
+  o.cache_bytes = std::max<uint64_t>(4 << 20, c.min_cache_bytes);
+  o.index.variant = c.variant;
+  o.index.params = c.params;
+  o.index.registry = c.registry;
+  return o;
+}
+
+uint64_t BatchEntriesThatFit(const VariantCase& c, const Options& o) {
+  const IndexRegistry builtins = *IndexRegistry::Builtins();
+  const IndexRegistry& r = c.registry ? *c.registry : builtins;
+  const uint64_t per_op = WorstCaseWritePages(1, 0, r.PagesPerOp(c.variant, c.params)) - 8;
+  const uint64_t room = WriteRoomPages(o) / 4;  // the engine's limit for a batch applied at once
+  return room > 8 + per_op ? (room - 8) / per_op : 1;
+}
+
+void ExpectVerifyClean(Db* db, size_t entries, const std::string& what) {
+  VerifyReport report;
+  ASSERT_OK(db->Verify(&report));
+  ASSERT_TRUE(report.problems.empty()) << what << ": " << report.problems[0];
+  ASSERT_EQ(report.entries_checked, entries) << what;
+}
+
+Model ReadAll(Db* db) {
+  Model m;
+  auto it = db->NewIterator(ScanOptions());
+  EXPECT_TRUE(it.ok());
+  if (!it.ok()) return m;
+  for (; (*it)->Valid(); (*it)->Next()) m[std::string((*it)->key())] = std::string((*it)->value());
+  EXPECT_TRUE((*it)->status().ok()) << (*it)->status().ToString();
+  return m;
+}
+
+void ExpectMatches(Db* db, const Model& model, const std::string& what) {
+  auto it = db->NewIterator(ScanOptions());
+  ASSERT_TRUE(it.ok());
+  auto m = model.begin();
+  for (; (*it)->Valid(); (*it)->Next(), ++m) {
+    ASSERT_TRUE(m != model.end()) << what << ": scan returned an extra key";
+    ASSERT_EQ((*it)->key(), m->first) << what;
+    ASSERT_EQ((*it)->value(), m->second) << what;
+  }
+  ASSERT_OK((*it)->status());
+  ASSERT_TRUE(m == model.end()) << what << ": scan ended early";
+  ScanOptions rev;
+  rev.reverse = true;
+  auto r = db->NewIterator(rev);
+  ASSERT_TRUE(r.ok());
+  auto rm = model.rbegin();
+  for (; (*r)->Valid(); (*r)->Next(), ++rm) {
+    ASSERT_TRUE(rm != model.rend()) << what << ": reverse scan returned an extra key";
+    ASSERT_EQ((*r)->key(), rm->first) << what;
+  }
+  ASSERT_OK((*r)->status());
+  ASSERT_TRUE(rm == model.rend()) << what << ": reverse scan ended early";
+  std::string v;
+  for (const auto& [k, val] : model) {
+    auto found = db->Get(k, &v);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    ASSERT_TRUE(*found) << what << ": a key of the scan is not found by Get";
+    ASSERT_EQ(v, val) << what;
+  }
+}
+
+}  // namespace grove::testing

@@ -7,29 +7,15 @@
 #include <fmt/ranges.h>
 
 #include "index/btree/btree.h"
+#include "index/core/tree.h"
 #include "index/hln/hln_tree.h"
 #include "page/page.h"
 
 namespace grove {
 
-Status Index::BatchGet(const std::vector<Slice>& keys,
-                       std::vector<std::optional<std::string>>* cells) {
-  cells->assign(keys.size(), std::nullopt);
-  std::string cell;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    GROVE_ASSIGN_OR_RETURN(const bool found, Get(keys[i], &cell));
-    if (found) (*cells)[i] = cell;
-  }
-  return Status::Ok();
-}
-
-Status Index::Prepare(Slice key) {
-  std::string cell;
-  return Get(key, &cell).status();
-}
-
 StatusOr<IndexRegistry> IndexRegistry::Builtins() {
   IndexRegistry r;
+  GROVE_RETURN_IF_ERROR(r.ClaimPageTypes("the B+-tree core", core::PageTypes()));
   GROVE_RETURN_IF_ERROR(r.Register(BTree::Spec()));
   GROVE_RETURN_IF_ERROR(r.Register(HlnTree::Spec()));
   return r;
@@ -128,46 +114,6 @@ std::string IndexRegistry::LayoutString(const std::string& variant,
     s += p.name + "=" + (it == resolved.end() ? p.default_value : it->second);
   }
   return s;
-}
-
-StatusOr<double> ParseDoubleParam(const ParamMap& params, const std::string& name, double lo,
-                                  double hi) {
-  auto it = params.find(name);
-  if (it == params.end()) return Status::InvalidArgument(fmt::format("{}: missing", name));
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(it->second.c_str(), &end);
-  if (errno != 0 || end == it->second.c_str() || *end != '\0' || !(v >= lo && v <= hi)) {
-    return Status::InvalidArgument(
-        fmt::format("{}: '{}' is not a number in [{}, {}]", name, it->second, lo, hi));
-  }
-  return v;
-}
-
-StatusOr<uint64_t> ParseUintParam(const ParamMap& params, const std::string& name, uint64_t lo,
-                                  uint64_t hi) {
-  auto it = params.find(name);
-  if (it == params.end()) return Status::InvalidArgument(fmt::format("{}: missing", name));
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
-  if (errno != 0 || end == it->second.c_str() || *end != '\0' || it->second[0] == '-' || v < lo ||
-      v > hi) {
-    return Status::InvalidArgument(
-        fmt::format("{}: '{}' is not an integer in [{}, {}]", name, it->second, lo, hi));
-  }
-  return static_cast<uint64_t>(v);
-}
-
-StatusOr<std::string> ParseEnumParam(const ParamMap& params, const std::string& name,
-                                     const std::vector<std::string>& allowed) {
-  auto it = params.find(name);
-  if (it == params.end()) return Status::InvalidArgument(fmt::format("{}: missing", name));
-  for (const std::string& a : allowed) {
-    if (a == it->second) return a;
-  }
-  return Status::InvalidArgument(
-      fmt::format("{}: '{}' is not one of: {}", name, it->second, fmt::join(allowed, ", ")));
 }
 
 }  // namespace grove

@@ -25,36 +25,9 @@
 
 #include "grove/index.h"
 
+#include "index/variant.h"
+
 namespace grove {
-
-using ParamMap = std::map<std::string, std::string>;
-
-struct ParamSpec {
-  std::string name;
-  std::string default_value;
-  bool layout = false;  // persisted and fixed for the life of the data directory
-  std::string help;     // allowed values and meaning
-};
-
-struct PageTypeClaim {
-  uint16_t type = 0;  // >= kFirstIndexPageType
-  std::string name;   // for messages: "hln subnode"
-};
-
-struct VariantSpec {
-  std::string name;
-  std::string summary;
-  std::vector<ParamSpec> params;
-  // The page types only this variant writes (shared ones are claimed by their layer).
-  std::vector<PageTypeClaim> page_types;
-  std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&)> create;
-  std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&, Slice)> open;
-  // Index::PagesDirtiedPerOp() for resolved parameters, known before the index is open (groved's
-  // startup check of its batch limits). Empty: kDefaultPagesPerOp.
-  std::function<uint64_t(const ParamMap&)> pages_per_op;
-};
-
-inline constexpr uint16_t kFirstIndexPageType = 16;
 
 class IndexRegistry {
  public:
@@ -87,13 +60,5 @@ class IndexRegistry {
   std::map<std::string, VariantSpec> variants_;
   std::map<uint16_t, std::pair<std::string, std::string>> page_types_;  // type -> (owner, name)
 };
-
-// Helpers for variants parsing their parameters; errors name the parameter.
-StatusOr<double> ParseDoubleParam(const ParamMap& params, const std::string& name, double lo,
-                                  double hi);
-StatusOr<uint64_t> ParseUintParam(const ParamMap& params, const std::string& name, uint64_t lo,
-                                  uint64_t hi);
-StatusOr<std::string> ParseEnumParam(const ParamMap& params, const std::string& name,
-                                     const std::vector<std::string>& allowed);
 
 }  // namespace grove

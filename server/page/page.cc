@@ -18,12 +18,8 @@ const char* PageTypeName(uint16_t type) {
       return "epoch-map";
     case PageType::kBlob:
       return "blob";
-    case PageType::kBTreeLeaf:
-      return "btree-leaf";
-    case PageType::kBTreeInner:
-      return "btree-inner";
   }
-  return "variant";
+  return "index page";
 }
 
 namespace page {

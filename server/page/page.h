@@ -38,9 +38,8 @@ enum class PageType : uint16_t {
   kSuperblock = 1,
   kEpochMap = 2,
   kBlob = 3,
-  kBTreeLeaf = 16,
-  kBTreeInner = 17,
-  // Variants register their own types from 32 upwards (see docs/formats/pages.md).
+  // Types from 16 up belong to index code, claimed in one place, the registry
+  // (index/registry.h; docs/formats/pages.md).
 };
 
 const char* PageTypeName(uint16_t type);
@@ -54,6 +53,8 @@ inline PageId Id(const char* p) { return *reinterpret_cast<const PageId*>(p + 8)
 inline uint32_t Epoch(const char* p) { return *reinterpret_cast<const uint32_t*>(p + 16); }
 inline uint32_t Aux(const char* p) { return *reinterpret_cast<const uint32_t*>(p + 20); }
 inline void SetAux(char* p, uint32_t v) { *reinterpret_cast<uint32_t*>(p + 20) = v; }
+// Gives an image built away from its page (bulk loads) its own id.
+inline void SetId(char* p, PageId id) { *reinterpret_cast<PageId*>(p + 8) = id; }
 
 // Zeroes the page and writes type, format and id.
 void Init(char* p, PageType type, PageId id);

@@ -45,6 +45,7 @@
 
 #include "learned/pla.h"
 #include "predict/phantom_map.h"
+#include "predict/tree_observer.h"
 #include "util/mutex.h"
 
 namespace grove::predict {
@@ -108,10 +109,10 @@ struct PredictorStats {
   uint64_t map_repairs = 0;  // level maps a batch rebuilt because changes raced its collection
 };
 
-class PathPredictor {
+class PathPredictor final : public TreeObserver {
  public:
   PathPredictor(const ShortcutOptions& options, SnapshotFn snapshot, Logger* logger);
-  ~PathPredictor();
+  ~PathPredictor() override;
   PathPredictor(const PathPredictor&) = delete;
   PathPredictor& operator=(const PathPredictor&) = delete;
 
@@ -128,9 +129,9 @@ class PathPredictor {
                 const std::array<bool, kMaxLevels>& issued);
 
   // Structural changes, reported by the tree as they happen.
-  void OnSplit(int level, PageId original, PageId created) EXCLUDES(stash_mu_);
-  void OnMerge(int level, PageId removed) EXCLUDES(stash_mu_);
-  void OnShapeChange() EXCLUDES(stash_mu_);
+  void OnSplit(int level, PageId original, PageId created) override EXCLUDES(stash_mu_);
+  void OnMerge(int level, PageId removed) override EXCLUDES(stash_mu_);
+  void OnShapeChange() override EXCLUDES(stash_mu_);
 
   PredictorStats GetStats() const;
 

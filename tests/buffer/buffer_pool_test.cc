@@ -22,16 +22,11 @@
 #include "page/epoch_table.h"
 #include "page/extent_allocator.h"
 #include "page/page.h"
+#include "testutil/status_macros.h"
 #include "testutil/temp_dir.h"
 
 namespace grove {
 namespace {
-
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::grove::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
 
 // Counts the reads pushed to, and the batches submitted through, the queues of a backend. With
 // synchronous submission, Submit() also waits for the batch: a test then knows that a speculative
@@ -634,10 +629,10 @@ TEST_P(BufferPoolTest, NewPageReplacesAStaleResidentCopy) {
   // A reader faulted the page in after it was freed; the allocator hands its id out again.
   const std::vector<PageId> ids = OnDiskPages(1);
   ASSERT_TRUE(pool_->FetchRead(ids[0]).ok());
-  auto g = pool_->NewPage(ids[0], PageType::kBTreeLeaf);
+  auto g = pool_->NewPage(ids[0], PageType::kBlob);
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(page::Id(g->data()), ids[0]);
-  EXPECT_EQ(page::Type(g->data()), static_cast<uint16_t>(PageType::kBTreeLeaf));
+  EXPECT_EQ(page::Type(g->data()), static_cast<uint16_t>(PageType::kBlob));
   for (size_t i = kPageHeaderSize; i < kPageSize; ++i) ASSERT_EQ(g->data()[i], 0) << i;
   g->Release();
   EXPECT_EQ(pool_->dirty_pages(), 1u);

@@ -15,12 +15,6 @@ namespace {
 
 using PowerLoss = FaultInjectionBackend::PowerLoss;
 
-std::shared_ptr<IoBackend> Psync() {
-  auto io = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
-  EXPECT_TRUE(io.ok());
-  return *io;
-}
-
 class ConformanceRecoveryTest : public ::testing::TestWithParam<VariantCase> {};
 
 // A batch larger than the write room is applied operation by operation with checkpoints in the

@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #include "engine/db_test_util.h"
-#include "index/btree/node.h"
+#include "index/core/inner_node.h"
+#include "index/core/leaf_node.h"
 #include "page/page.h"
 
 namespace grove::testing {
@@ -45,8 +46,11 @@ class RawFile {
       if (page::Type(p.data()) != static_cast<uint16_t>(type) || !page::Verify(p.data(), id).ok()) {
         continue;
       }
-      const btree::NodeView n(p.data());
-      out[id] = n.count() > 0 ? std::string(n.key(0)) : "";
+      const SlottedPageView n(
+          p.data(), type == core::kInnerPage ? core::kInnerSlotBase : core::kLeafSlotBase);
+      // An inner node's first key is empty: its second names it.
+      const int first = type == core::kInnerPage ? 1 : 0;
+      out[id] = n.count() > first ? std::string(n.Key(first)) : "";
     }
     return out;
   }
@@ -97,7 +101,7 @@ class CorruptionTest : public ::testing::Test {
 };
 
 TEST_F(CorruptionTest, BitFlipInALeaf) {
-  auto leaves = RawFile(DataPath()).PagesOfType(PageType::kBTreeLeaf);
+  auto leaves = RawFile(DataPath()).PagesOfType(core::kLeafPage);
   ASSERT_GT(leaves.size(), 10u);
   auto [id, first] = *std::next(leaves.begin(), leaves.size() / 2);
   {
@@ -118,7 +122,7 @@ TEST_F(CorruptionTest, BitFlipInALeaf) {
 }
 
 TEST_F(CorruptionTest, ZeroedLeaf) {
-  auto leaves = RawFile(DataPath()).PagesOfType(PageType::kBTreeLeaf);
+  auto leaves = RawFile(DataPath()).PagesOfType(core::kLeafPage);
   auto [id, first] = *leaves.begin();
   RawFile(DataPath()).WritePage(id, std::string(kPageSize, '\0'));
   auto db = Db::Open(Opts());
@@ -132,7 +136,7 @@ TEST_F(CorruptionTest, ZeroedLeaf) {
 }
 
 TEST_F(CorruptionTest, StaleCopyOfALeafIsALostWrite) {
-  auto leaves = RawFile(DataPath()).PagesOfType(PageType::kBTreeLeaf);
+  auto leaves = RawFile(DataPath()).PagesOfType(core::kLeafPage);
   auto [id, first] = *std::next(leaves.begin(), 3);
   const std::string old_image = RawFile(DataPath()).ReadPage(id);
   {
@@ -154,7 +158,7 @@ TEST_F(CorruptionTest, StaleCopyOfALeafIsALostWrite) {
 }
 
 TEST_F(CorruptionTest, MisdirectedWrite) {
-  auto leaves = RawFile(DataPath()).PagesOfType(PageType::kBTreeLeaf);
+  auto leaves = RawFile(DataPath()).PagesOfType(core::kLeafPage);
   auto a = *std::next(leaves.begin(), 2), b = *std::next(leaves.begin(), 5);
   {
     RawFile f(DataPath());
@@ -172,7 +176,7 @@ TEST_F(CorruptionTest, MisdirectedWrite) {
 }
 
 TEST_F(CorruptionTest, DamagedInnerNodeFailsLookupsBelowIt) {
-  auto inner = RawFile(DataPath()).PagesOfType(PageType::kBTreeInner);
+  auto inner = RawFile(DataPath()).PagesOfType(core::kInnerPage);
   ASSERT_FALSE(inner.empty());
   for (const auto& [id, first] : inner) {
     RawFile f(DataPath());

@@ -9,6 +9,7 @@
 
 #include "grove/db.h"
 
+#include "testutil/status_macros.h"
 #include "testutil/temp_dir.h"
 #include "util/coding.h"
 
@@ -28,6 +29,14 @@ inline Options SmallOptions(const std::string& dir, IoBackendKind backend = IoBa
   return o;
 }
 
+// A plain psync backend (the clean one a crashed directory is reopened on, or the inner one a
+// fault-injecting backend wraps).
+inline std::shared_ptr<IoBackend> Psync() {
+  auto io = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
+  EXPECT_TRUE(io.ok()) << io.status().ToString();
+  return io.ok() ? *io : nullptr;
+}
+
 inline std::string Key(uint64_t i) { return EncodeU64Key(i); }
 
 // A value that encodes its key and a version, with a length that varies with both.
@@ -37,17 +46,6 @@ inline std::string Value(uint64_t key, uint64_t version, size_t base_len = 16) {
   while (v.size() < len) v.push_back(static_cast<char>('a' + (v.size() + key) % 26));
   return v;
 }
-
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::grove::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::grove::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
 
 inline std::string BackendName(const ::testing::TestParamInfo<IoBackendKind>& info) {
   return info.param == IoBackendKind::kUring ? "uring" : "psync";

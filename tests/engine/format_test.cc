@@ -305,7 +305,7 @@ Images MakeImages(const std::vector<PageId>& ids, uint32_t epoch) {
   Images im{AlignedBuffer(std::max<size_t>(1, ids.size()) * kPageSize), {}};
   for (size_t i = 0; i < ids.size(); ++i) {
     char* p = im.buf.data() + i * kPageSize;
-    page::Init(p, PageType::kBTreeLeaf, ids[i]);
+    page::Init(p, PageType::kBlob, ids[i]);
     for (size_t j = kPageHeaderSize; j < kPageSize; ++j) {
       p[j] = static_cast<char>(ids[i] * 7 + epoch * 13 + j);
     }

@@ -21,12 +21,6 @@ namespace {
 
 using PowerLoss = FaultInjectionBackend::PowerLoss;
 
-std::shared_ptr<IoBackend> Psync() {
-  auto io = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
-  EXPECT_TRUE(io.ok());
-  return io.ok() ? *io : nullptr;
-}
-
 std::string FileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -21,12 +21,6 @@ namespace {
 
 using PowerLoss = FaultInjectionBackend::PowerLoss;
 
-std::shared_ptr<IoBackend> Psync() {
-  auto io = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
-  EXPECT_TRUE(io.ok());
-  return *io;
-}
-
 Options BufferedOptions(const std::string& dir, ParamMap params = {}) {
   Options o = SmallOptions(dir);
   o.index.variant = "buffered";

@@ -15,7 +15,8 @@
 #include <string>
 
 #include "engine/value_cell.h"
-#include "index/btree/node.h"
+#include "index/core/inner_node.h"
+#include "index/core/leaf_node.h"
 #include "page/page.h"
 #include "page/slotted_page.h"
 #include "util/coding.h"
@@ -47,20 +48,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   (void)PageTypeName(page::Type(page));
 
-  const SlottedPageView slots(page, btree::kSlotBase);
+  // Read as a tree node of the core: an inner node (type 17) or a leaf (anything else).
+  const bool inner = page::Type(page) == static_cast<uint16_t>(core::kInnerPage);
+  const SlottedPageView slots(page, inner ? core::kInnerSlotBase : core::kLeafSlotBase);
   if (slots.CheckStructure()[0] != '\0') return 0;
-  const btree::NodeView node(page);
-  const int n = node.count();
+  const int n = slots.count();
   Slice prev;
   for (int i = 0; i < n; ++i) {
-    const Slice k = node.key(i), p = node.payload(i);
+    const Slice k = slots.Key(i), p = slots.Payload(i);
     Check(k.data() >= page && k.data() + k.size() <= page + kPageSize);
     Check(p.data() >= page && p.data() + p.size() <= page + kPageSize);
     Check(i == 0 || prev.compare(k) < 0);
     prev = k;
-    if (!node.is_leaf() && p.size() == 8) (void)node.child(i);
-    if (node.is_leaf() && IsValidCell(p) && IsBlobCell(p)) (void)DecodeBlobCell(p);
+    if (inner && p.size() == 8) (void)core::InnerNodeView(page).child(i);
+    if (!inner && IsValidCell(p) && IsBlobCell(p)) (void)DecodeBlobCell(p);
   }
+  if (inner) (void)core::InnerNodeView(page).Check(8);
   (void)slots.FreeBytes();
   (void)slots.UsedBytes();
   // Lookups with keys taken from the input land on a valid slot index.
@@ -68,7 +71,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool found = false;
   const int pos = slots.LowerBound(probe, &found);
   Check(pos >= 0 && pos <= n);
-  const int child = node.ChildIndexFor(probe);
-  Check(child >= -1 && child < n);
+  if (inner) {
+    const int child = core::InnerNodeView(page).ChildIndexFor(probe);
+    Check(child >= -1 && child < n);
+  }
   return 0;
 }

@@ -9,12 +9,12 @@ namespace {
 
 TEST(PageTest, SealedPageVerifies) {
   alignas(4096) char p[kPageSize];
-  page::Init(p, PageType::kBTreeLeaf, 42);
+  page::Init(p, PageType::kBlob, 42);
   std::memcpy(p + 100, "payload", 7);
   page::Seal(p, 7);
   EXPECT_TRUE(page::Verify(p, 42).ok());
   EXPECT_EQ(page::Epoch(p), 7u);
-  EXPECT_EQ(page::Type(p), static_cast<uint16_t>(PageType::kBTreeLeaf));
+  EXPECT_EQ(page::Type(p), static_cast<uint16_t>(PageType::kBlob));
 }
 
 TEST(PageTest, EveryBitFlipIsDetected) {

@@ -14,7 +14,7 @@ constexpr uint16_t kBase = 40;
 class SlottedPageTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    page::Init(buf_, PageType::kBTreeLeaf, 1);
+    page::Init(buf_, PageType::kBlob, 1);
     SlottedPage::Init(buf_, kBase);
   }
   SlottedPage sp() { return SlottedPage(buf_, kBase); }
@@ -87,7 +87,7 @@ TEST_F(SlottedPageTest, FillsToCapacityAndMovesTail) {
   EXPECT_LT(p.FreeBytes(), SlottedPageView::CellBytes(8, 16));
 
   alignas(4096) char other[kPageSize];
-  page::Init(other, PageType::kBTreeLeaf, 2);
+  page::Init(other, PageType::kBlob, 2);
   SlottedPage::Init(other, kBase);
   SlottedPage q(other, kBase);
   p.MoveTailTo(n / 2, &q);

@@ -52,12 +52,6 @@ Options CrashOptions(const std::string& dir, std::shared_ptr<IoBackend> io, cons
   return o;
 }
 
-std::shared_ptr<IoBackend> Psync() {
-  auto b = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
-  EXPECT_TRUE(b.ok());
-  return *b;
-}
-
 Model ReadAll(Db* db) {
   Model m;
   auto it = db->NewIterator(ScanOptions());

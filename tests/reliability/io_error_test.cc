@@ -42,12 +42,6 @@ Options FaultOptions(const std::string& dir, std::shared_ptr<IoBackend> io) {
   return o;
 }
 
-std::shared_ptr<IoBackend> Psync() {
-  auto b = NewIoBackend({.kind = IoBackendKind::kPsync}, nullptr);
-  EXPECT_TRUE(b.ok());
-  return *b;
-}
-
 std::string Basename(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);

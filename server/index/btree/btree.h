@@ -1,31 +1,33 @@
 #pragma once
 
-// The baseline `btree` variant: a B+-tree of 4 KiB slotted pages (node.h) with update in place.
+// The baseline `btree` variant: the B+-tree core (index/core/tree.h) with one 4 KiB page per leaf
+// (index/core/leaf_node.h), updated in place. Layout in docs/formats/tree.md.
 //
-// Root: the root keeps its page id for the life of the tree. A root split moves the root's content
-// into a new child and turns the root into an inner node above it; a root with a single child
-// absorbs that child. So no separate root pointer needs latching.
+// Concurrency, on top of the core's latch coupling:
+//   * Readers descend with shared latches to the level-1 node and latch the leaf shared before
+//     they let go of it.
+//   * Writers first try optimistically: the same descent, then the leaf latched exclusively. If
+//     the leaf can absorb the change without a split or merge, that is all a write holds.
+//     Otherwise they restart with the core's pessimistic path (LatchPath) and latch the leaf under
+//     the exclusive level-1 node, so a split or merge holds exactly the pages it changes.
+//   * A leaf split latches the leaf's right sibling too (left to right), to link the new leaf in.
+//     A merge with a left sibling first releases the leaf (its level-1 node stays exclusive, so
+//     nobody can reach it meanwhile), then latches left, then the leaf, then the leaf after the
+//     pair.
+//   * Cursors copy one leaf's entries at a time and hold no latch between calls
+//   (core::BatchCursor).
 //
-// Concurrency (latch coupling on page latches):
-//   * Readers descend with shared latches, taking the child's latch before releasing the parent's.
-//   * Writers first try optimistically: shared latches down to the leaf's parent, an exclusive
-//     latch on the leaf. If the leaf can absorb the change without a split or merge, that is all a
-//     write holds. Otherwise they restart pessimistically: exclusive latches from the root, letting
-//     go of every ancestor as soon as a child is "safe" (cannot split on insert / cannot underflow
-//     on delete). A split or merge therefore holds exactly the pages it changes.
-//   * Latch order: top-down, and left-to-right among siblings. A merge with a left sibling first
-//     releases the node (its parent stays exclusively latched, so nobody can reach the node
-//     meanwhile), then latches left, then node.
-//   * Cursors copy one leaf's entries at a time and hold no latch between calls; they find the next
-//     leaf by descending again with the leaf's fence key, so they never follow a sibling pointer
-//     that may have gone stale.
+// Deletes reclaim space by merging: a leaf left below a quarter full merges with its right
+// sibling (or, for the last child, its left sibling) under the same level-1 node when the union
+// fits in one page; the emptied page is freed and the core merges inner nodes upward. Otherwise
+// it stays underfull (lazy: no redistribution).
 //
-// Deletes reclaim space by merging: a node left below a quarter full merges with its right sibling
-// (or, for the last child, its left sibling) under the same parent when the union fits in one page;
-// the emptied page is freed. Otherwise it stays underfull (lazy: no redistribution).
+// Bulk load writes leaves packed to `fill_factor` straight to disk through the DirectPageWriter in
+// contiguous runs of up to 256 pages, and the core builds the inner levels above them.
 //
-// Bulk load writes leaves and inner nodes packed to `fill_factor` straight to disk through the
-// DirectPageWriter, in contiguous runs of up to 256 pages, and installs the top node into the root.
+// SHORTCUT (prefetch: shortcut | shortcut_base, btree_shortcut.cc): the predictor learns every
+// level below the root from the inner nodes; leaf splits and merges are reported to it as level 0
+// and the core reports the inner levels.
 
 #include <atomic>
 #include <memory>
@@ -35,8 +37,9 @@
 #include "grove/index.h"
 
 #include "buffer/buffer_pool.h"
-#include "index/btree/node.h"
-#include "index/registry.h"
+#include "index/core/leaf_node.h"
+#include "index/core/tree.h"
+#include "index/variant.h"
 #include "predict/path_predictor.h"
 
 namespace grove {
@@ -61,95 +64,53 @@ class BTree final : public Index {
   Status Verify(IndexVerifier* verifier) override;
   IndexStats GetStats() override;
 
-  PageId root() const { return root_; }
+  PageId root() const { return tree_->root(); }
 
-  // How a descent chooses the child at each inner node.
-  enum class Seek { kAtOrAfter, kBefore, kLast };
-  // Fence keys of the leaf a descent reached: the leaf holds keys in [low, high).
-  struct Fences {
-    std::string low, high;
-    bool has_low = false, has_high = false;
-  };
-  using Path = std::array<PageId, predict::kMaxLevels>;
-  // Descends with shared latches to the leaf for `key` under `mode` and returns it latched. With
-  // `batch`, a prefetched page is used where the traversal asks for exactly that page; `path`
-  // receives the page visited at each level (index = node level).
-  StatusOr<PageReadGuard> DescendToLeaf(Slice key, Seek mode, IoCause cause, Fences* fences,
-                                        PrefetchBatch* batch = nullptr, Path* path = nullptr);
+  // Descends to the leaf for `key` under `mode` and returns it latched shared, with its fences.
+  // With `batch`, a prefetched page is used where the traversal asks for exactly that page;
+  // `path` receives the page visited at each level.
+  StatusOr<PageReadGuard> DescendToLeaf(Slice key, core::Seek mode, IoCause cause,
+                                        core::Fences* fences, PrefetchBatch* batch = nullptr,
+                                        core::Path* path = nullptr);
   // DescendToLeaf with SHORTCUT's one-shot path prefetch when `prefetch` is on (btree_shortcut.cc):
   // predict the page of every level, read the uncached ones in one submission, then traverse.
-  StatusOr<PageReadGuard> DescendPredicted(Slice key, Seek mode, IoCause cause, Fences* fences);
+  StatusOr<PageReadGuard> DescendPredicted(Slice key, core::Seek mode, IoCause cause,
+                                           core::Fences* fences);
 
  private:
-  BTree(const IndexContext& ctx, double fill_factor, PageId root,
-        const predict::ShortcutOptions& prefetch);
+  BTree(const IndexContext& ctx, double fill_factor, const predict::ShortcutOptions& prefetch);
+  // Creates (metadata null) or opens the core under this tree, reporting to the predictor.
+  Status AttachCore(const Slice* metadata);
 
   // --- SHORTCUT (btree_shortcut.cc) ---
-  // The shape the path models are trained on: every level below the root, nodes in key order
-  // with their lower fences, collected from inner nodes only.
   Status CollectShape(predict::TreeSnapshot* snap);
 
-  Retention RetentionFor(uint16_t level) const {
-    return level > 0 ? Retention::kHigh : Retention::kNormal;
-  }
-  bool InsertSafe(const btree::NodeView& n) const;
-  bool DeleteSafe(const btree::NodeView& n) const;
-  size_t MinFill(const btree::NodeView& n) const { return n.capacity() / 4; }
+  size_t MinFill(const core::LeafView& n) const { return n.capacity() / 4; }
+  // The largest cell a leaf may have to take, with the largest key.
+  size_t LargestCellBytes() const { return SlottedPageView::CellBytes(max_key_, max_cell_); }
 
-  // Latches the leaf for `key` exclusively with shared latches above it (the optimistic path).
-  StatusOr<PageWriteGuard> LatchLeafOptimistic(Slice key);
-  // Exclusive latches from the root; keeps only the nodes that may change. `safe` decides.
-  Status LatchPathPessimistic(Slice key, bool for_insert, std::vector<PageWriteGuard>* path);
-
-  // What a chain of splits along a latched path may need: the new nodes, and the right sibling of
-  // the leaf that splits (its left link changes). All of it is acquired before the first change,
-  // so that a failure (no free frame, an unreadable sibling) leaves the tree as it was.
-  struct SplitPlan {
-    std::vector<PageWriteGuard> spares;  // formatted new nodes, NewNode'd for their level
-    PageWriteGuard leaf_right;
-  };
-  // Plans the insert of a cell into path.back(); `leaf_fits` says whether the leaf takes it
-  // without a split. Ancestors are assumed to receive separators of max_key_ bytes, so the plan
-  // may hold more than the splits use. On failure the plan is empty and nothing changed.
-  Status PlanSplits(const std::vector<PageWriteGuard>& path, bool leaf_fits, SplitPlan* plan);
-  // Frees the new nodes the splits did not use and releases the sibling.
-  void ReleasePlan(SplitPlan* plan);
-  StatusOr<PageWriteGuard> TakeSpare(SplitPlan* plan, uint16_t level);
-
-  // Inserts (key, payload) into path.back(), splitting upwards as needed with planned nodes.
-  Status InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan, std::string key,
-                          std::string payload);
-  // Splits the node at path[i] while inserting (key, payload); returns the new right sibling's
-  // separator and id through *sep / *right.
-  Status SplitInsert(PageWriteGuard& node, SplitPlan* plan, Slice key, Slice payload,
-                     std::string* sep, PageId* right);
-  // Moves the root's content into a new child so that the root can take a separator.
-  Status GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan);
-  // Merges underfull nodes bottom-up along `path` after a removal from path.back().
-  Status Rebalance(std::vector<PageWriteGuard>* path, Slice key);
-  Status MergeSiblings(PageWriteGuard& left, PageWriteGuard& right, PageWriteGuard& parent,
-                       int sep_index);
-  Status ShrinkRoot(PageWriteGuard& root);
-  StatusOr<PageWriteGuard> NewNode(uint16_t level);
-  void FreeNode(PageWriteGuard& node);
-
-  Status VerifySubtree(PageId id, int expected_level, const Fences& fences, IndexVerifier* v,
-                       std::vector<PageId>* leaves, uint64_t* entries);
+  // Inserts or replaces within `leaf` when the cell fits there; false when a split is needed.
+  bool PutInPlace(PageWriteGuard& leaf, Slice key, Slice cell,
+                  std::optional<std::string>* old_cell);
+  // The pessimistic halves of Put and Delete (btree.cc).
+  Status PutWithSplit(Slice key, Slice cell, std::optional<std::string>* old_cell);
+  Status DeleteWithMerge(Slice key, std::optional<std::string>* old_cell);
+  StatusOr<PageWriteGuard> NewLeaf();
+  void FreeLeaf(PageWriteGuard& leaf);
 
   IndexContext ctx_;
   BufferPool* const pool_;
   const double fill_factor_;
-  const PageId root_;
   const size_t max_key_;
   const size_t max_cell_;
-  std::atomic<uint32_t> height_{1};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> leaf_pages_{1};
-  std::atomic<uint64_t> inner_pages_{0};
   std::atomic<uint64_t> splits_{0};
   std::atomic<uint64_t> merges_{0};
-  // Path prediction (prefetch: shortcut | shortcut_base); null when off. Declared last so that its
-  // background thread stops before the rest of the tree goes away.
+  std::unique_ptr<core::BTreeCore> tree_;
+  // Path prediction (prefetch: shortcut | shortcut_base); null when off. The core reports to it.
+  // Declared last so that its background thread (which reads the tree) stops before the tree
+  // goes away.
   std::unique_ptr<predict::PathPredictor> predictor_;
 };
 

@@ -1,124 +1,48 @@
-// BTree cursors: one leaf's worth of entries at a time, no latch held between calls.
-
-#include <fmt/format.h>
+// BTree cursors: one leaf's entries at a time (core::BatchCursor holds no latch between calls).
 
 #include "index/btree/btree.h"
+#include "index/core/cursor.h"
 
 namespace grove {
 namespace {
 
-using btree::NodeView;
-
-class BTreeCursor final : public IndexCursor {
+class BTreeCursor final : public core::BatchCursor {
  public:
-  BTreeCursor(BTree* tree, CursorOptions options) : tree_(tree), opts_(std::move(options)) {
-    Fill();
-  }
-
-  bool Valid() const override { return pos_ < entries_.size(); }
-  Slice key() const override { return entries_[pos_].first; }
-  Slice cell() const override { return entries_[pos_].second; }
-  Status status() const override { return status_; }
-
-  void Next() override {
-    if (++pos_ < entries_.size()) return;
-    Fill();
+  BTreeCursor(BTree* tree, CursorOptions options)
+      : core::BatchCursor(std::move(options)), tree_(tree) {
+    Start();
   }
 
  private:
-  // Refills entries_ from the next leaf that has qualifying keys, or marks the end.
-  void Fill() {
-    entries_.clear();
-    pos_ = 0;
-    if (done_ || !status_.ok()) return;
-    if (opts_.reverse) {
-      FillReverse();
-    } else {
-      FillForward();
+  Status ReadForward(const std::string& from, bool, std::vector<Entry>* out,
+                     core::Fences* leaf) override {
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, tree_->DescendPredicted(from, core::Seek::kAtOrAfter,
+                                                                    IoCause::kScan, leaf));
+    const core::LeafView n(g.data());
+    bool found;
+    for (int i = n.Find(from, &found); i < n.count(); ++i) {
+      out->push_back({std::string(n.key(i)), std::string(n.cell(i))});
     }
+    return Status::Ok();
   }
 
-  void FillForward() {
-    // Resume strictly after the last key returned: last + "\0" is the smallest larger key.
-    std::string target = started_ ? last_ + std::string(1, '\0') : opts_.lower;
-    started_ = true;
-    for (;;) {
-      BTree::Fences fences;
-      auto leaf = tree_->DescendPredicted(target, BTree::Seek::kAtOrAfter, IoCause::kScan, &fences);
-      if (!leaf.ok()) return Fail(leaf.status());
-      const NodeView n(leaf->data());
+  Status ReadReverse(bool bounded, const std::string& before, std::vector<Entry>* out,
+                     core::Fences* leaf) override {
+    GROVE_ASSIGN_OR_RETURN(
+        PageReadGuard g,
+        tree_->DescendPredicted(before, bounded ? core::Seek::kBefore : core::Seek::kLast,
+                                IoCause::kScan, leaf));
+    const core::LeafView n(g.data());
+    int i = n.count() - 1;
+    if (bounded) {
       bool found;
-      for (int i = n.slots().LowerBound(target, &found); i < n.count(); ++i) {
-        const Slice k = n.key(i);
-        if (opts_.has_upper && k >= opts_.upper) {
-          done_ = true;
-          break;
-        }
-        entries_.emplace_back(k, n.payload(i));
-      }
-      if (!entries_.empty()) {
-        last_ = entries_.back().first;
-        return;
-      }
-      if (done_ || !fences.has_high || (opts_.has_upper && fences.high >= opts_.upper)) {
-        done_ = true;
-        return;
-      }
-      target = fences.high;  // the next leaf starts there
+      i = n.Find(before, &found) - 1;
     }
-  }
-
-  void FillReverse() {
-    // Keys strictly below `bound` (or from the very end when there is none yet).
-    bool bounded = started_ || opts_.has_upper;
-    std::string bound = started_ ? last_ : opts_.upper;
-    started_ = true;
-    for (;;) {
-      BTree::Fences fences;
-      auto leaf = tree_->DescendPredicted(
-          bound, bounded ? BTree::Seek::kBefore : BTree::Seek::kLast, IoCause::kScan, &fences);
-      if (!leaf.ok()) return Fail(leaf.status());
-      const NodeView n(leaf->data());
-      int i = n.count() - 1;
-      if (bounded) {
-        bool found;
-        i = n.slots().LowerBound(bound, &found) - 1;
-      }
-      for (; i >= 0; --i) {
-        const Slice k = n.key(i);
-        if (k < opts_.lower) {
-          done_ = true;
-          break;
-        }
-        entries_.emplace_back(k, n.payload(i));
-      }
-      if (!entries_.empty()) {
-        last_ = entries_.back().first;
-        return;
-      }
-      if (done_ || !fences.has_low || fences.low <= opts_.lower) {
-        done_ = true;
-        return;
-      }
-      bound = fences.low;  // the previous leaf ends just below it
-      bounded = true;
-    }
-  }
-
-  void Fail(Status s) {
-    status_ = std::move(s);
-    entries_.clear();
-    done_ = true;
+    for (; i >= 0; --i) out->push_back({std::string(n.key(i)), std::string(n.cell(i))});
+    return Status::Ok();
   }
 
   BTree* const tree_;
-  const CursorOptions opts_;
-  std::vector<std::pair<std::string, std::string>> entries_;
-  size_t pos_ = 0;
-  std::string last_;
-  bool started_ = false;
-  bool done_ = false;
-  Status status_;
 };
 
 }  // namespace

@@ -11,25 +11,14 @@
 
 namespace grove {
 
+using core::Fences;
+using core::InnerNodeView;
 using hln::Entry;
 using hln::LeafImage;
 using hln::Subnode;
-using index_common::Fences;
-using index_common::InnerNode;
-using index_common::InnerNodeView;
-
-namespace {
-
-// A node of the level under construction, as its parent will reference it.
-struct ChildRef {
-  std::string low;  // its lower fence; empty for the first node of a level
-  std::string payload;
-};
-
-}  // namespace
 
 Status HlnTree::BulkLoad(const BulkSource& source) {
-  if (entries_.load() != 0 || leaves_.load() != 1 || height_.load() != 2) {
+  if (entries_.load() != 0 || leaves_.load() != 1 || tree_->height() != 2) {
     return Status::FailedPrecondition("bulk load needs an empty index");
   }
   if (ctx_.direct_writer == nullptr) return Status::Internal("bulk load without a page writer");
@@ -37,7 +26,7 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
   const double target = cfg_.fill_factor * n * hln::kSubnodeCapacity;
   const size_t max_cell = std::max<size_t>(ctx_.options->inline_value_bytes + 1, 32);
 
-  std::vector<ChildRef> level;
+  std::vector<core::ChildRef> level;
   uint64_t count = 0, used = 0;
   AlignedBuffer images(static_cast<size_t>(n) * kPageSize);
   // Writes one leaf holding `entries` (key order) with the given fences.
@@ -100,7 +89,7 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
         fits = bin_bytes + bytes <= hln::kSubnodeCapacity || bins < static_cast<size_t>(n);
       }
       if (!cur.empty() && (static_cast<double>(cur_bytes + bytes) > target || !fits)) {
-        const std::string sep = index_common::ShortestSeparator(cur.back().key, key);
+        const std::string sep = core::ShortestSeparator(cur.back().key, key);
         Fences leaf_f = f;
         leaf_f.high = sep;
         leaf_f.has_high = true;
@@ -129,62 +118,18 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
     GROVE_RETURN_IF_ERROR(write_leaf(std::move(cur), f));
   }
 
-  // The initial empty leaf goes; the tree is rebuilt above the new leaves.
+  // The initial empty leaf goes; the core builds the inner levels above the new leaves.
   PageId old_leaf;
   {
-    GROVE_ASSIGN_OR_RETURN(PageReadGuard root, pool_->FetchRead(root_));
-    old_leaf = InnerNodeView(root.data()).child(0);
+    GROVE_ASSIGN_OR_RETURN(core::ParentLatch p, tree_->DescendToParent("", core::Seek::kAtOrAfter,
+                                                                       IoCause::kBulkLoad, false));
+    old_leaf = DecodeLeafRef(p.leaf_payload()).leaf;
   }
   const uint64_t leaves = level.size();
-  uint64_t inners = 1;
-  uint16_t lvl = 1;
-  const size_t node_target =
-      static_cast<size_t>(cfg_.fill_factor * (kPageSize - index_common::kInnerSlotBase -
-                                              SlottedPageView::kRegionHeader));
-  for (;;) {
-    std::vector<AlignedBuffer> nodes;
-    std::vector<std::string> lows;
-    for (const ChildRef& c : level) {
-      const bool start = nodes.empty() ||
-                         InnerNodeView(nodes.back().data()).slots().UsedBytes() +
-                                 SlottedPageView::CellBytes(c.low.size(), c.payload.size()) >
-                             node_target ||
-                         !InnerNode(nodes.back().data()).HasRoomFor(c.low.size(), c.payload.size());
-      if (start) {
-        nodes.emplace_back(kPageSize);
-        page::Init(nodes.back().data(), hln::kInnerPage, kInvalidPageId);
-        InnerNode::Format(nodes.back().data(), lvl);
-        InnerNode(nodes.back().data()).mutable_slots().Insert(0, "", c.payload);
-        lows.push_back(c.low);
-        continue;
-      }
-      SlottedPage sp = InnerNode(nodes.back().data()).mutable_slots();
-      sp.Insert(sp.count(), c.low, c.payload);
-    }
-    if (nodes.size() == 1) {
-      GROVE_ASSIGN_OR_RETURN(PageWriteGuard root, pool_->FetchWrite(root_));
-      char* r = root.mutable_data();
-      page::Init(r, hln::kInnerPage, root_);
-      std::memcpy(r + kPageHeaderSize, nodes[0].data() + kPageHeaderSize,
-                  kPageSize - kPageHeaderSize);
-      break;
-    }
-    std::vector<ChildRef> next;
-    for (size_t j = 0; j < nodes.size(); ++j) {
-      GROVE_ASSIGN_OR_RETURN(const PageId id, ctx_.allocator->Allocate(1));
-      *reinterpret_cast<PageId*>(nodes[j].data() + 8) = id;  // own id (page.h layout)
-      GROVE_RETURN_IF_ERROR(ctx_.direct_writer->WriteRun(id, 1, nodes[j].data()));
-      next.push_back({lows[j], index_common::EncodeChild(id)});
-      ++inners;
-    }
-    level = std::move(next);
-    ++lvl;
-  }
+  GROVE_RETURN_IF_ERROR(tree_->BuildAbove(std::move(level), cfg_.fill_factor));
   for (int i = 0; i < n; ++i) pool_->Discard(old_leaf + i);
   ctx_.allocator->Free(old_leaf, n);
-  height_ = lvl + 1;
   leaves_ = leaves;
-  inner_pages_ = inners;
   entries_ = count;
   used_bytes_ = used;
   return predictor_ ? predictor_->Rebuild() : Status::Ok();

@@ -7,122 +7,63 @@
 
 #include <fmt/format.h>
 
+#include "index/core/cursor.h"
 #include "index/hln/hln_tree.h"
 
 namespace grove {
 namespace {
 
-using hln::Entry;
+using core::Fences;
+using core::InnerNodeView;
 using hln::SubnodeView;
-using index_common::Fences;
-using index_common::InnerNodeView;
 
-class HlnCursor final : public IndexCursor {
+class HlnCursor final : public core::BatchCursor {
  public:
-  HlnCursor(HlnTree* tree, CursorOptions options) : tree_(tree), opts_(std::move(options)) {
-    Fill();
-  }
-
-  bool Valid() const override { return pos_ < batch_.size(); }
-  Slice key() const override { return batch_[pos_].key; }
-  Slice cell() const override { return batch_[pos_].cell; }
-  Status status() const override { return status_; }
-  void Next() override {
-    if (++pos_ < batch_.size()) return;
-    Fill();
+  HlnCursor(HlnTree* tree, CursorOptions options)
+      : core::BatchCursor(std::move(options)), tree_(tree) {
+    Start();
   }
 
  private:
-  void Fill() {
-    batch_.clear();
-    pos_ = 0;
-    if (done_ || !status_.ok()) return;
-    Status s = opts_.reverse ? FillReverse() : FillForward();
-    if (!s.ok()) {
-      status_ = std::move(s);
-      batch_.clear();
-      done_ = true;
-    }
-  }
-
-  Status FillForward() {
-    // Resume strictly after the last key returned: last + "\0" is the smallest larger key.
-    std::string target = started_ ? last_ + std::string(1, '\0') : opts_.lower;
+  Status ReadForward(const std::string& target, bool first, std::vector<Entry>* out,
+                     Fences* leaf) override {
     // The first descent of a scan is a lookup like any other: with prefetch on, its predicted
     // pages are read in one submission. Later ones follow the leaf just read and are not.
     PrefetchBatch prefetch(tree_->pool());
     HlnTree::PathGuess guess;
-    HlnTree::Path path;
-    if (!started_) tree_->PredictPath(target, &prefetch, &guess);
-    started_ = true;
-    for (;;) {
-      GROVE_ASSIGN_OR_RETURN(
-          HlnTree::ParentLatch p,
-          tree_->DescendToParent(target, HlnTree::Seek::kAtOrAfter, IoCause::kScan, false,
-                                 guess.active ? &prefetch : nullptr, &path));
-      const hln::LeafRef ref = tree_->DecodeLeafRef(InnerNodeView(p.data()).payload(p.child));
-      const Fences lf = p.leaf_fences();
-      GROVE_RETURN_IF_ERROR(CollectForward(ref, lf, target, guess.active ? &prefetch : nullptr));
-      if (guess.active) {
-        if (!tree_->config().fnv) path[0] = tree_->PackedPage(ref, tree_->Guess(ref, lf, target));
-        tree_->Feedback(guess, path);
-        guess.active = false;  // the next leaf's descent is not predicted
-      }
-      for (size_t i = 0; i < batch_.size(); ++i) {
-        if (opts_.has_upper && batch_[i].key >= opts_.upper) {
-          batch_.resize(i);
-          done_ = true;
-          break;
-        }
-      }
-      if (!batch_.empty()) {
-        last_ = batch_.back().key;
-        return Status::Ok();
-      }
-      if (done_ || !lf.has_high || (opts_.has_upper && lf.high >= opts_.upper)) {
-        done_ = true;
-        return Status::Ok();
-      }
-      target = lf.high;  // the next leaf starts there
+    core::Path path;
+    if (first) tree_->PredictPath(target, &prefetch, &guess);
+    GROVE_ASSIGN_OR_RETURN(
+        core::ParentLatch p,
+        tree_->tree().DescendToParent(target, core::Seek::kAtOrAfter, IoCause::kScan, false,
+                                      guess.active ? &prefetch : nullptr, &path));
+    const hln::LeafRef ref = tree_->DecodeLeafRef(p.leaf_payload());
+    *leaf = p.leaf_fences();
+    GROVE_RETURN_IF_ERROR(
+        CollectForward(ref, *leaf, target, guess.active ? &prefetch : nullptr, out));
+    if (guess.active) {
+      if (!tree_->config().fnv) path[0] = tree_->PackedPage(ref, tree_->Guess(ref, *leaf, target));
+      tree_->Feedback(guess, path);
     }
+    return Status::Ok();
   }
 
-  Status FillReverse() {
-    // Keys strictly below `bound` (or from the very end when there is none yet).
-    bool bounded = started_ || opts_.has_upper;
-    std::string bound = started_ ? last_ : opts_.upper;
-    started_ = true;
-    for (;;) {
-      GROVE_ASSIGN_OR_RETURN(
-          HlnTree::ParentLatch p,
-          tree_->DescendToParent(bound, bounded ? HlnTree::Seek::kBefore : HlnTree::Seek::kLast,
-                                 IoCause::kScan, false));
-      const hln::LeafRef ref = tree_->DecodeLeafRef(InnerNodeView(p.data()).payload(p.child));
-      const Fences lf = p.leaf_fences();
-      GROVE_RETURN_IF_ERROR(CollectReverse(ref, lf, bounded, bound));
-      for (size_t i = 0; i < batch_.size(); ++i) {
-        if (batch_[i].key < opts_.lower) {
-          batch_.resize(i);
-          done_ = true;
-          break;
-        }
-      }
-      if (!batch_.empty()) {
-        last_ = batch_.back().key;
-        return Status::Ok();
-      }
-      if (done_ || !lf.has_low || lf.low <= opts_.lower) {
-        done_ = true;
-        return Status::Ok();
-      }
-      bound = lf.low;  // the previous leaf ends just below it
-      bounded = true;
-    }
+  Status ReadReverse(bool bounded, const std::string& before, std::vector<Entry>* out,
+                     Fences* leaf) override {
+    GROVE_ASSIGN_OR_RETURN(
+        core::ParentLatch p,
+        tree_->tree().DescendToParent(before, bounded ? core::Seek::kBefore : core::Seek::kLast,
+                                      IoCause::kScan, false));
+    const hln::LeafRef ref = tree_->DecodeLeafRef(p.leaf_payload());
+    *leaf = p.leaf_fences();
+    return CollectReverse(ref, *leaf, bounded, before, out);
   }
 
   // Whole leaf, in key order (hash: fnv).
   Status ReadSorted(const hln::LeafRef& ref, std::vector<Entry>* all) {
-    GROVE_ASSIGN_OR_RETURN(*all, tree_->ReadLeaf(ref, IoCause::kScan));
+    GROVE_ASSIGN_OR_RETURN(std::vector<hln::Entry> leaf, tree_->ReadLeaf(ref, IoCause::kScan));
+    all->reserve(leaf.size());
+    for (hln::Entry& e : leaf) all->push_back({std::move(e.key), std::move(e.cell)});
     std::sort(all->begin(), all->end(),
               [](const Entry& a, const Entry& b) { return a.key < b.key; });
     return Status::Ok();
@@ -147,7 +88,8 @@ class HlnCursor final : public IndexCursor {
     return Status::Ok();
   }
 
-  void MergeInto(std::vector<Entry> a, std::vector<Entry> b, bool descending) {
+  static void MergeInto(std::vector<Entry> a, std::vector<Entry> b, bool descending,
+                        std::vector<Entry>* out) {
     auto less = [](const Entry& x, const Entry& y) { return x.key < y.key; };
     std::vector<Entry> all;
     all.reserve(a.size() + b.size());
@@ -155,17 +97,17 @@ class HlnCursor final : public IndexCursor {
                std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()),
                std::back_inserter(all), less);
     if (descending) std::reverse(all.begin(), all.end());
-    batch_ = std::move(all);
+    *out = std::move(all);
   }
 
   Status CollectForward(const hln::LeafRef& ref, const Fences& lf, const std::string& target,
-                        PrefetchBatch* prefetch) {
+                        PrefetchBatch* prefetch, std::vector<Entry>* out) {
     if (tree_->config().fnv) {
       std::vector<Entry> all;
       GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
       auto it = std::lower_bound(all.begin(), all.end(), target,
                                  [](const Entry& e, const std::string& t) { return e.key < t; });
-      batch_.assign(std::make_move_iterator(it), std::make_move_iterator(all.end()));
+      out->assign(std::make_move_iterator(it), std::make_move_iterator(all.end()));
       return Status::Ok();
     }
     const int k = tree_->PackedCount(ref);
@@ -194,12 +136,12 @@ class HlnCursor final : public IndexCursor {
     if (ref.stash) {
       GROVE_RETURN_IF_ERROR(Overflow(ref, &target, true, have ? &max : nullptr, true, &over));
     }
-    MergeInto(std::move(packed), std::move(over), false);
+    MergeInto(std::move(packed), std::move(over), false, out);
     return Status::Ok();
   }
 
   Status CollectReverse(const hln::LeafRef& ref, const Fences& lf, bool bounded,
-                        const std::string& bound) {
+                        const std::string& bound, std::vector<Entry>* out) {
     if (tree_->config().fnv) {
       std::vector<Entry> all;
       GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
@@ -209,7 +151,7 @@ class HlnCursor final : public IndexCursor {
         all.erase(it, all.end());
       }
       std::reverse(all.begin(), all.end());
-      batch_ = std::move(all);
+      *out = std::move(all);
       return Status::Ok();
     }
     const int k = tree_->PackedCount(ref);
@@ -255,18 +197,11 @@ class HlnCursor final : public IndexCursor {
       GROVE_RETURN_IF_ERROR(
           Overflow(ref, s >= 0 ? &min : nullptr, true, bounded ? &bound : nullptr, false, &over));
     }
-    MergeInto(std::move(packed), std::move(over), true);
+    MergeInto(std::move(packed), std::move(over), true, out);
     return Status::Ok();
   }
 
   HlnTree* const tree_;
-  const CursorOptions opts_;
-  std::vector<Entry> batch_;
-  size_t pos_ = 0;
-  std::string last_;
-  bool started_ = false;
-  bool done_ = false;
-  Status status_;
 };
 
 }  // namespace

@@ -8,9 +8,9 @@
 
 namespace grove {
 
+using core::InnerNodeView;
 using hln::Entry;
 using hln::SubnodeView;
-using index_common::InnerNodeView;
 
 namespace {
 
@@ -122,9 +122,11 @@ StatusOr<HlnTree::Located> HlnTree::Locate(const hln::LeafRef& ref, int guess, S
   return left_phase(guess - 1, r);
 }
 
-StatusOr<bool> HlnTree::Lookup(Slice key, std::string* cell, PrefetchBatch* batch, Path* path) {
-  GROVE_ASSIGN_OR_RETURN(ParentLatch parent, DescendToParent(key, Seek::kAtOrAfter,
-                                                             IoCause::kDemand, false, batch, path));
+StatusOr<bool> HlnTree::Lookup(Slice key, std::string* cell, PrefetchBatch* batch,
+                               core::Path* path) {
+  GROVE_ASSIGN_OR_RETURN(
+      core::ParentLatch parent,
+      tree_->DescendToParent(key, core::Seek::kAtOrAfter, IoCause::kDemand, false, batch, path));
   const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
   const int guess = Guess(ref, parent.leaf_fences(), key);
   if (path != nullptr) (*path)[0] = PackedPage(ref, guess);
@@ -155,8 +157,9 @@ StatusOr<bool> HlnTree::Lookup(Slice key, std::string* cell, PrefetchBatch* batc
 Status HlnTree::Prepare(Slice key) {
   // Fault in what the write will touch: the owner subnode (and a stash node's overflow). Not
   // counted as a lookup.
-  GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
-                         DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+  GROVE_ASSIGN_OR_RETURN(
+      core::ParentLatch parent,
+      tree_->DescendToParent(key, core::Seek::kAtOrAfter, IoCause::kDemand, false));
   const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
   GROVE_ASSIGN_OR_RETURN(Located loc,
                          Locate(ref, Guess(ref, parent.leaf_fences(), key), key, IoCause::kDemand));
@@ -172,24 +175,16 @@ StatusOr<std::vector<Entry>> HlnTree::ReadLeaf(const hln::LeafRef& ref, IoCause 
   std::vector<PageId> ids;
   for (int i = 0; i < cfg_.leaf_pages; ++i) ids.push_back(ref.leaf + i);
   GROVE_RETURN_IF_ERROR(pool_->LoadMany(ids, cause));
-  std::vector<Entry> packed, overflow;
   SubnodeReader reader(pool_, cause, cfg_.leaf_pages);
   int reads = 0;
+  std::vector<PageReadGuard> guards;
+  std::vector<const char*> pages;
   for (int i = 0; i < cfg_.leaf_pages; ++i) {
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, reader.Read(ref.leaf + i, &reads));
-    const SubnodeView s(g.data());
-    auto& dst = ref.stash && i == 0 ? overflow : packed;
-    for (int j = 0; j < s.count(); ++j)
-      dst.push_back({std::string(s.key(j)), std::string(s.cell(j))});
+    pages.push_back(g.data());
+    guards.push_back(std::move(g));
   }
-  if (overflow.empty()) return packed;
-  std::vector<Entry> all;
-  all.reserve(packed.size() + overflow.size());
-  std::merge(std::make_move_iterator(packed.begin()), std::make_move_iterator(packed.end()),
-             std::make_move_iterator(overflow.begin()), std::make_move_iterator(overflow.end()),
-             std::back_inserter(all),
-             [&](const Entry& a, const Entry& b) { return order_.Less(a.key, b.key); });
-  return all;
+  return hln::LeafEntries(pages, ref.stash, order_);
 }
 
 }  // namespace grove

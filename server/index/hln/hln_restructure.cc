@@ -11,14 +11,13 @@
 
 namespace grove {
 
+using core::Fences;
+using core::InnerNode;
+using core::InnerNodeView;
 using hln::Entry;
 using hln::LeafImage;
 using hln::Subnode;
 using hln::SubnodeView;
-using index_common::Fences;
-using index_common::InnerCell;
-using index_common::InnerNode;
-using index_common::InnerNodeView;
 
 namespace {
 
@@ -30,34 +29,9 @@ size_t BytesOf(const std::vector<Entry>& entries) {
 
 std::vector<Entry> EntriesOf(const std::vector<PageWriteGuard>& subs, bool stash,
                              const hln::LeafOrder& order) {
-  std::vector<Entry> packed, overflow;
-  for (size_t i = 0; i < subs.size(); ++i) {
-    const SubnodeView s(subs[i].data());
-    auto& dst = stash && i == 0 ? overflow : packed;
-    for (int j = 0; j < s.count(); ++j)
-      dst.push_back({std::string(s.key(j)), std::string(s.cell(j))});
-  }
-  if (overflow.empty()) return packed;
-  std::vector<Entry> all;
-  all.reserve(packed.size() + overflow.size());
-  std::merge(std::make_move_iterator(packed.begin()), std::make_move_iterator(packed.end()),
-             std::make_move_iterator(overflow.begin()), std::make_move_iterator(overflow.end()),
-             std::back_inserter(all),
-             [&](const Entry& a, const Entry& b) { return order.Less(a.key, b.key); });
-  return all;
-}
-
-Fences Between(const Fences& outer, const std::string* low, const std::string* high) {
-  Fences f = outer;
-  if (low != nullptr) {
-    f.low = *low;
-    f.has_low = true;
-  }
-  if (high != nullptr) {
-    f.high = *high;
-    f.has_high = true;
-  }
-  return f;
+  std::vector<const char*> pages;
+  for (const PageWriteGuard& g : subs) pages.push_back(g.data());
+  return hln::LeafEntries(pages, stash, order);
 }
 
 }  // namespace
@@ -120,145 +94,6 @@ void HlnTree::WriteLeaf(std::vector<PageWriteGuard>* subs, const LeafImage& imag
   }
 }
 
-StatusOr<PageWriteGuard> HlnTree::NewInner(uint16_t level) {
-  GROVE_ASSIGN_OR_RETURN(const PageId id, ctx_.allocator->Allocate(1));
-  auto g = pool_->NewPage(id, hln::kInnerPage, Retention::kHigh);
-  if (!g.ok()) {
-    ctx_.allocator->Free(id, 1);
-    return g.status();
-  }
-  InnerNode::Format(g->mutable_data(), level);
-  inner_pages_.fetch_add(1, std::memory_order_relaxed);
-  return g;
-}
-
-// --- Inner splits (the B+-tree part) ---------------------------------------------------------
-
-Status HlnTree::PlanInnerSplits(const std::vector<PageWriteGuard>& path, size_t sep_len,
-                                SplitPlan* plan) {
-  for (size_t j = path.size(); j-- > 0;) {
-    const InnerNodeView n(path[j].data());
-    const bool last = j + 1 == path.size();
-    const size_t need = last ? SlottedPageView::CellBytes(sep_len, LeafPayloadBytes())
-                             : SlottedPageView::CellBytes(max_key_, 8);
-    if (n.free_bytes() >= need) break;
-    const int nodes = j == 0 && path[0].id() == root_ ? 2 : 1;
-    for (int k = 0; k < nodes; ++k) {
-      auto g = NewInner(n.level());
-      if (!g.ok()) {
-        ReleasePlan(plan);
-        return g.status();
-      }
-      plan->spares.push_back(std::move(*g));
-    }
-  }
-  return Status::Ok();
-}
-
-void HlnTree::ReleasePlan(SplitPlan* plan) {
-  for (PageWriteGuard& g : plan->spares) {
-    if (!g) continue;
-    const PageId id = g.id();
-    g.Discard();
-    ctx_.allocator->Free(id, 1);
-    inner_pages_.fetch_sub(1, std::memory_order_relaxed);
-  }
-  plan->spares.clear();
-}
-
-Status HlnTree::InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan,
-                                 std::string key, std::string payload) {
-  size_t i = path->size() - 1;
-  for (;;) {
-    InnerNode n((*path)[i].mutable_data());
-    if (n.HasRoomFor(key.size(), payload.size())) {
-      n.InsertChild(key, payload);
-      return Status::Ok();
-    }
-    if (i == 0) {
-      if ((*path)[0].id() != root_) {
-        return Status::Internal("hln: a safe ancestor could not absorb a separator");
-      }
-      GROVE_RETURN_IF_ERROR(GrowRoot(path, plan));
-      i = 1;
-      continue;
-    }
-    std::string sep;
-    PageId right;
-    GROVE_RETURN_IF_ERROR(SplitInner((*path)[i], plan, key, payload, &sep, &right));
-    key = std::move(sep);
-    payload = index_common::EncodeChild(right);
-    --i;
-  }
-}
-
-Status HlnTree::SplitInner(PageWriteGuard& node, SplitPlan* plan, Slice key, Slice payload,
-                           std::string* sep, PageId* right_id) {
-  const InnerNodeView v(node.data());
-  const uint16_t level = v.level();
-  std::vector<InnerCell> cells;
-  cells.reserve(v.count() + 1);
-  bool inserted = false;
-  for (int j = 0; j < v.count(); ++j) {
-    if (!inserted && key < v.key(j)) {
-      cells.emplace_back(key, payload);
-      inserted = true;
-    }
-    cells.emplace_back(v.key(j), v.payload(j));
-  }
-  if (!inserted) cells.emplace_back(key, payload);
-  const size_t m = index_common::InnerSplitPoint(cells, v.capacity());
-  if (m == 0) {
-    return Status::Internal(fmt::format("hln: inner page {} cannot be split", node.id()));
-  }
-  PageWriteGuard* right = nullptr;
-  for (PageWriteGuard& g : plan->spares) {
-    if (g && InnerNodeView(g.data()).level() == level) {
-      right = &g;
-      break;
-    }
-  }
-  if (right == nullptr) {
-    return Status::Internal(fmt::format("hln: an inner split at level {} was not planned", level));
-  }
-  InnerNode::Format(node.mutable_data(), level);
-  SlottedPage l = InnerNode(node.mutable_data()).mutable_slots();
-  for (size_t j = 0; j < m; ++j) l.Insert(l.count(), cells[j].first, cells[j].second);
-  SlottedPage r = InnerNode(right->mutable_data()).mutable_slots();
-  r.Insert(0, "", cells[m].second);  // the separator moves up; the right node starts below it
-  for (size_t j = m + 1; j < cells.size(); ++j)
-    r.Insert(r.count(), cells[j].first, cells[j].second);
-  *sep = cells[m].first;
-  *right_id = right->id();
-  right->Release();
-  if (predictor_) predictor_->OnSplit(level, node.id(), *right_id);
-  return Status::Ok();
-}
-
-Status HlnTree::GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan) {
-  PageWriteGuard& root = (*path)[0];
-  const uint16_t level = InnerNodeView(root.data()).level();
-  PageWriteGuard child;
-  for (PageWriteGuard& g : plan->spares) {
-    if (g && InnerNodeView(g.data()).level() == level) {
-      child = std::move(g);
-      break;
-    }
-  }
-  if (!child) return Status::Internal("hln: a root split was not planned");
-  // The child takes the root's whole content; only its own id differs.
-  std::memcpy(child.mutable_data() + kPageHeaderSize, root.data() + kPageHeaderSize,
-              kPageSize - kPageHeaderSize);
-  char* r = root.mutable_data();
-  page::Init(r, hln::kInnerPage, root_);
-  InnerNode::Format(r, level + 1);
-  InnerNode(r).InsertChild("", index_common::EncodeChild(child.id()));
-  height_.fetch_add(1, std::memory_order_relaxed);
-  if (predictor_) predictor_->OnShapeChange();
-  path->insert(path->begin() + 1, std::move(child));
-  return Status::Ok();
-}
-
 // --- Leaves ---------------------------------------------------------------------------------
 
 Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* old_cell,
@@ -266,10 +101,10 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
   std::vector<PageWriteGuard> path;
   Fences pf;
   if (full_path) {
-    GROVE_RETURN_IF_ERROR(LatchPathPessimistic(key, &path, &pf));
+    GROVE_RETURN_IF_ERROR(tree_->LatchPath(key, core::BTreeCore::Change::kInsert, &path, &pf));
   } else {
-    GROVE_ASSIGN_OR_RETURN(ParentLatch p,
-                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, true));
+    GROVE_ASSIGN_OR_RETURN(core::ParentLatch p, tree_->DescendToParent(key, core::Seek::kAtOrAfter,
+                                                                       IoCause::kDemand, true));
     pf = p.fences;
     path.push_back(std::move(p.excl));
   }
@@ -338,7 +173,7 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
     acc += entries[m].bytes();
   }
   m = std::clamp<size_t>(m, 1, entries.size() - 1);
-  const std::string sep = index_common::ShortestSeparator(entries[m - 1].key, entries[m].key);
+  const std::string sep = core::ShortestSeparator(entries[m - 1].key, entries[m].key);
   std::vector<Entry> left(std::make_move_iterator(entries.begin()),
                           std::make_move_iterator(entries.begin() + m));
   std::vector<Entry> right(std::make_move_iterator(entries.begin() + m),
@@ -353,8 +188,8 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
   if (!li || !ri) {
     return Status::Internal(fmt::format("hln: leaf {} cannot be split into two leaves", ref.leaf));
   }
-  const Fences left_f = Between(lf, nullptr, &sep);
-  const Fences right_f = Between(lf, &sep, nullptr);
+  const Fences left_f = lf.Between(nullptr, &sep);
+  const Fences right_f = lf.Between(&sep, nullptr);
   const hln::HintParams hp = HintParamsFor(false);
   const std::vector<int> lh = hln::HintsFor(*li, Space(left_f), hp);
   const std::vector<int> rh = hln::HintsFor(*ri, Space(right_f), hp);
@@ -362,13 +197,13 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
   std::vector<PageWriteGuard> fresh;
   GROVE_RETURN_IF_ERROR(NewLeaf(&fresh));
   const std::string right_payload = EncodeLeafRef(fresh[0].id(), false, rh);
-  SplitPlan plan;
+  core::BTreeCore::SplitPlan plan;
   if (!InnerNodeView(parent.data()).slots().HasRoomFor(sep.size(), right_payload.size())) {
     if (!full_path) {
       FreeLeaf(&fresh);
       return Status::Aborted("hln: the split needs inner splits");
     }
-    if (Status s = PlanInnerSplits(path, sep.size(), &plan); !s.ok()) {
+    if (Status s = tree_->PlanInsert(path, sep.size(), &plan); !s.ok()) {
       FreeLeaf(&fresh);
       return s;
     }
@@ -378,8 +213,9 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
   WriteLeaf(&fresh, *ri);
   InnerNode(parent.mutable_data()).SetPayload(ci, EncodeLeafRef(ref.leaf, false, lh));
   const PageId created = fresh[0].id();
-  Status s = InsertWithSplits(&path, &plan, sep, right_payload);
-  ReleasePlan(&plan);
+  subs.clear();
+  fresh.clear();
+  Status s = tree_->InsertChild(&path, &plan, sep, right_payload);
   NoteLeafSplit(ref, created);
   splits_.fetch_add(1, std::memory_order_relaxed);
   split_fill_ppm_.fetch_add(static_cast<uint64_t>(1e6 * static_cast<double>(before) / capacity),
@@ -393,8 +229,8 @@ Status HlnTree::Restructure(Slice key, Slice cell, std::optional<std::string>* o
 
 Status HlnTree::Tidy(Slice key) {
   tidies_.fetch_add(1, std::memory_order_relaxed);
-  GROVE_ASSIGN_OR_RETURN(ParentLatch p,
-                         DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, true));
+  GROVE_ASSIGN_OR_RETURN(core::ParentLatch p, tree_->DescendToParent(key, core::Seek::kAtOrAfter,
+                                                                     IoCause::kDemand, true));
   PageWriteGuard& parent = p.excl;
   const InnerNodeView pv(parent.data());
   const int ci = p.child;
@@ -439,16 +275,19 @@ Status HlnTree::Tidy(Slice key) {
       const hln::LeafRef& removed = li == ci ? oref : ref;
       const int stash_gone = (ref.stash ? 1 : 0) + (oref.stash ? 1 : 0);
       WriteLeaf(&keep, *image);
-      InnerNode pn(parent.mutable_data());
-      pn.SetPayload(li, EncodeLeafRef(kept, false, hints));
-      pn.RemoveChild(ri);
+      InnerNode(parent.mutable_data()).SetPayload(li, EncodeLeafRef(kept, false, hints));
       FreeLeaf(&gone);
+      keep.clear();
       NoteLeafRemoved(removed);
       merges_.fetch_add(1, std::memory_order_relaxed);
       leaves_.fetch_sub(1, std::memory_order_relaxed);
       stash_leaves_.fetch_sub(stash_gone, std::memory_order_relaxed);
       writes_rebalance_.fetch_add(cfg_.leaf_pages, std::memory_order_relaxed);
-      return Status::Ok();
+      // Only the level-1 node is latched: the core removes the child there and merges nothing
+      // above it (hln's inner nodes may stay underfull).
+      std::vector<PageWriteGuard> path;
+      path.push_back(std::move(p.excl));
+      return tree_->RemoveChild(&path, ri, key);
     }
   }
   // Otherwise spread the entries again so that no subnode is empty, when there are enough.

@@ -9,58 +9,29 @@
 
 #include <algorithm>
 
+#include "index/core/shortcut.h"
 #include "index/hln/hln_tree.h"
-#include "index/shortcut.h"
 #include "util/coding.h"
 
 namespace grove {
 
-using index_common::Fences;
-using index_common::InnerNodeView;
+using core::Fences;
+using core::InnerNodeView;
 
 Status HlnTree::CollectShape(predict::TreeSnapshot* snap) {
-  snap->levels.clear();
-  const uint32_t height = height_.load();
-  snap->levels.resize(height - 1);
-  // Breadth first over the inner nodes, each child inheriting its fences from its parent. Copies
-  // bypass the cache so that training does not change what is cached.
-  struct Node {
-    PageId id;
-    Fences fences;
-  };
-  std::vector<Node> current = {{root_, Fences()}};
-  AlignedBuffer buf(kPageSize);
-  for (int level = static_cast<int>(height) - 1; level >= 1; --level) {
-    std::vector<Node> next;
-    predict::LevelSnapshot& ls = snap->levels[level - 1];
-    for (const Node& it : current) {
-      GROVE_RETURN_IF_ERROR(pool_->ReadCopy(it.id, buf.data(), IoCause::kScan));
-      const InnerNodeView n(buf.data());
-      if (n.level() != level) {
-        return Status::Aborted("hln: the tree changed shape while its models were collected");
-      }
-      for (int i = 0; i < n.count(); ++i) {
-        const Fences cf = n.ChildFences(i, it.fences);
-        if (level > 1) {
-          next.push_back({n.child(i), cf});
-          ls.low_keys.push_back(cf.has_low ? Project(cf.low) : 0);
-          ls.pages.push_back(n.child(i));
-          continue;
-        }
-        if (cfg_.fnv) continue;  // hint positions are hash positions: nothing to learn
-        const hln::LeafRef ref = DecodeLeafRef(n.payload(i));
-        const hln::KeySpace space = Space(cf);
-        const std::vector<double> ends =
-            hln::PredictedBoundaries(ref.hints, HintParamsFor(ref.stash));
-        for (int p = 0; p < PackedCount(ref); ++p) {
-          ls.low_keys.push_back(space.ProjectedAt(p == 0 ? 0.0 : std::max(0.0, ends[p - 1])));
-          ls.pages.push_back(PackedPage(ref, p));
-        }
-      }
+  // The core collects the inner levels; a leaf contributes its packed subnodes, each starting
+  // where the hints predict (nothing with hash: fnv, where hint positions are hash positions).
+  return tree_->CollectShape(snap, [this](Slice payload, const Fences& cf,
+                                          predict::LevelSnapshot* level0) {
+    if (cfg_.fnv) return;
+    const hln::LeafRef ref = DecodeLeafRef(payload);
+    const hln::KeySpace space = Space(cf);
+    const std::vector<double> ends = hln::PredictedBoundaries(ref.hints, HintParamsFor(ref.stash));
+    for (int p = 0; p < PackedCount(ref); ++p) {
+      level0->low_keys.push_back(space.ProjectedAt(p == 0 ? 0.0 : std::max(0.0, ends[p - 1])));
+      level0->pages.push_back(PackedPage(ref, p));
     }
-    current = std::move(next);
-  }
-  return Status::Ok();
+  });
 }
 
 void HlnTree::PredictPath(Slice key, PrefetchBatch* batch, PathGuess* guess) {
@@ -71,7 +42,7 @@ void HlnTree::PredictPath(Slice key, PrefetchBatch* batch, PathGuess* guess) {
   guess->active = true;
 }
 
-void HlnTree::Feedback(const PathGuess& guess, const Path& path) {
+void HlnTree::Feedback(const PathGuess& guess, const core::Path& path) {
   if (guess.active) predictor_->Feedback(guess.prediction, path, guess.issued);
 }
 
@@ -80,7 +51,7 @@ StatusOr<bool> HlnTree::Get(Slice key, std::string* cell) {
   PrefetchBatch batch(pool_);
   PathGuess guess;
   PredictPath(key, &batch, &guess);
-  Path path;
+  core::Path path;
   StatusOr<bool> found = Lookup(key, cell, &batch, &path);
   if (found.ok()) Feedback(guess, path);
   return found;
@@ -96,7 +67,7 @@ Status HlnTree::BatchGet(const std::vector<Slice>& keys,
     PrefetchBatch batch(pool_);
     const shortcut::PredictedPaths p = shortcut::PredictAndIssue(pool_, *predictor_, keys, &batch);
     for (size_t i = 0; i < keys.size(); ++i) {
-      Path path;
+      core::Path path;
       GROVE_ASSIGN_OR_RETURN(const bool found, Lookup(keys[i], &cell, &batch, &path));
       predictor_->Feedback(p.predictions[i], path, p.issued[i]);
       if (found) (*cells)[i] = cell;
@@ -108,8 +79,9 @@ Status HlnTree::BatchGet(const std::vector<Slice>& keys,
   std::vector<PageId> guessed;
   guessed.reserve(keys.size());
   for (Slice key : keys) {
-    GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
-                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+    GROVE_ASSIGN_OR_RETURN(
+        core::ParentLatch parent,
+        tree_->DescendToParent(key, core::Seek::kAtOrAfter, IoCause::kDemand, false));
     const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
     guessed.push_back(PackedPage(ref, Guess(ref, parent.leaf_fences(), key)));
   }

@@ -4,19 +4,18 @@
 
 #include <fmt/format.h>
 
-#include "index/shortcut.h"
+#include "index/core/shortcut.h"
 #include "page/extent_allocator.h"
 #include "util/coding.h"
 
 namespace grove {
 
-using index_common::Fences;
-using index_common::InnerNode;
-using index_common::InnerNodeView;
+using core::Fences;
+using core::InnerNodeView;
 
 namespace {
 
-constexpr uint32_t kMetadataVersion = 1;
+constexpr uint32_t kMetadataVersion = 2;
 // A structure change pins and dirties up to two leaves at once; the cache must hold many of them
 // besides everything else (see docs/variants.md, "memory").
 constexpr uint64_t kMinCacheLeaves = 16;
@@ -76,8 +75,7 @@ VariantSpec HlnTree::Spec() {
       {"fill_factor", "0.9", false, "bulk load fills leaves to this fraction (0.5..1)"},
   };
   for (ParamSpec& p : shortcut::ParamSpecs()) spec.params.push_back(std::move(p));
-  spec.page_types = {{static_cast<uint16_t>(hln::kSubnodePage), "hln subnode"},
-                     {static_cast<uint16_t>(hln::kInnerPage), "hln inner node"}};
+  spec.page_types = {{static_cast<uint16_t>(hln::kSubnodePage), "hln subnode"}};
   spec.create = &HlnTree::Create;
   spec.open = &HlnTree::Open;
   spec.pages_per_op = [](const ParamMap& params) -> uint64_t {
@@ -89,35 +87,48 @@ VariantSpec HlnTree::Spec() {
 
 uint64_t HlnTree::PagesDirtiedPerOp() const { return PagesPerOp(cfg_); }
 
-HlnTree::HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root,
+HlnTree::HlnTree(const IndexContext& ctx, const hln::Config& cfg,
                  const predict::ShortcutOptions& prefetch)
-    : ctx_(ctx),
-      pool_(ctx.pool),
-      cfg_(cfg),
-      order_(cfg.fnv),
-      root_(root),
-      max_key_(ctx.options->max_key_bytes) {
+    : ctx_(ctx), pool_(ctx.pool), cfg_(cfg), order_(cfg.fnv), max_key_(ctx.options->max_key_bytes) {
   if (prefetch.mode != predict::PrefetchMode::kNone) {
     predictor_ = std::make_unique<predict::PathPredictor>(
         prefetch, [this](predict::TreeSnapshot* snap) { return CollectShape(snap); }, ctx.logger);
   }
 }
 
+core::TreeOptions HlnTree::CoreOptions() const {
+  core::TreeOptions o;
+  o.name = "hln";
+  o.max_key = max_key_;
+  o.leaf_payload_bytes = LeafPayloadBytes();
+  o.observer = predictor_.get();
+  return o;
+}
+
+Status HlnTree::AttachCore(Slice* metadata) {
+  if (metadata != nullptr) {
+    GROVE_ASSIGN_OR_RETURN(tree_, core::BTreeCore::Open(ctx_, CoreOptions(), metadata));
+  } else {
+    std::vector<PageWriteGuard> leaf;
+    GROVE_RETURN_IF_ERROR(NewLeaf(&leaf));
+    const std::vector<int> hints(cfg_.leaf_pages, 0);
+    auto tree =
+        core::BTreeCore::Create(ctx_, CoreOptions(), EncodeLeafRef(leaf[0].id(), false, hints));
+    if (!tree.ok()) {
+      FreeLeaf(&leaf);
+      return tree.status();
+    }
+    tree_ = std::move(*tree);
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<Index>> HlnTree::Create(const IndexContext& ctx, const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const hln::Config cfg, ParseConfig(params));
   GROVE_RETURN_IF_ERROR(CheckCache(ctx, cfg));
   GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions prefetch, shortcut::ParseOptions(params));
-  GROVE_ASSIGN_OR_RETURN(const PageId root, ctx.allocator->Allocate(1));
-  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, root, prefetch));
-  std::vector<PageWriteGuard> leaf;
-  GROVE_RETURN_IF_ERROR(tree->NewLeaf(&leaf));
-  GROVE_ASSIGN_OR_RETURN(PageWriteGuard g,
-                         ctx.pool->NewPage(root, hln::kInnerPage, Retention::kHigh));
-  InnerNode::Format(g.mutable_data(), 1);
-  const std::vector<int> hints(cfg.leaf_pages, 0);
-  InnerNode(g.mutable_data()).InsertChild("", tree->EncodeLeafRef(leaf[0].id(), false, hints));
-  g.Release();
-  leaf.clear();
+  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, prefetch));
+  GROVE_RETURN_IF_ERROR(tree->AttachCore(nullptr));
   if (tree->predictor_) GROVE_RETURN_IF_ERROR(tree->predictor_->Rebuild());
   return std::unique_ptr<Index>(std::move(tree));
 }
@@ -126,15 +137,20 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Open(const IndexContext& ctx, const Pa
                                                Slice metadata) {
   GROVE_ASSIGN_OR_RETURN(const hln::Config cfg, ParseConfig(params));
   GROVE_RETURN_IF_ERROR(CheckCache(ctx, cfg));
+  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions prefetch, shortcut::ParseOptions(params));
+  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, prefetch));
   Slice in = metadata;
-  uint32_t version, pages, bits, flags;
-  uint64_t root, height, entries, leaves, inners, stash_leaves, used, floor, ceiling;
-  if (!GetVarint32(&in, &version) || version != kMetadataVersion || !GetVarint64(&in, &root) ||
-      !GetVarint64(&in, &height) || !GetVarint64(&in, &entries) || !GetVarint64(&in, &leaves) ||
-      !GetVarint64(&in, &inners) || !GetVarint64(&in, &stash_leaves) || !GetVarint64(&in, &used) ||
-      !GetVarint32(&in, &pages) || !GetVarint32(&in, &bits) || !GetVarint32(&in, &flags) ||
-      !GetVarint64(&in, &floor) || !GetVarint64(&in, &ceiling) || !in.empty() ||
-      root == kInvalidPageId || height < 2 || height > 64) {
+  uint32_t version;
+  if (!GetVarint32(&in, &version) || version != kMetadataVersion) {
+    return Status::DataLoss("hln metadata in the manifest is of another format version");
+  }
+  GROVE_RETURN_IF_ERROR(tree->AttachCore(&in));
+  uint32_t pages, bits, flags;
+  uint64_t entries, leaves, stash_leaves, used, floor, ceiling;
+  if (!GetVarint64(&in, &entries) || !GetVarint64(&in, &leaves) ||
+      !GetVarint64(&in, &stash_leaves) || !GetVarint64(&in, &used) || !GetVarint32(&in, &pages) ||
+      !GetVarint32(&in, &bits) || !GetVarint32(&in, &flags) || !GetVarint64(&in, &floor) ||
+      !GetVarint64(&in, &ceiling) || !in.empty()) {
     return Status::DataLoss("hln metadata in the manifest is malformed");
   }
   if (pages != static_cast<uint32_t>(cfg.leaf_pages) ||
@@ -143,17 +159,13 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Open(const IndexContext& ctx, const Pa
     return Status::DataLoss(
         "hln metadata describes another layout than the superblock's layout parameters");
   }
-  GROVE_ASSIGN_OR_RETURN(const predict::ShortcutOptions prefetch, shortcut::ParseOptions(params));
-  auto tree = std::unique_ptr<HlnTree>(new HlnTree(ctx, cfg, root, prefetch));
-  tree->height_ = static_cast<uint32_t>(height);
   tree->entries_ = entries;
   tree->leaves_ = leaves;
-  tree->inner_pages_ = inners;
   tree->stash_leaves_ = stash_leaves;
   tree->used_bytes_ = used;
   tree->key_floor_ = floor;
   tree->key_ceiling_ = ceiling;
-  // Models are not persisted: training reads only the inner nodes, so rebuild them now.
+  // Models are not persisted: training reads only the inner nodes, so build them now.
   if (tree->predictor_) GROVE_RETURN_IF_ERROR(tree->predictor_->Rebuild());
   return std::unique_ptr<Index>(std::move(tree));
 }
@@ -161,11 +173,9 @@ StatusOr<std::unique_ptr<Index>> HlnTree::Open(const IndexContext& ctx, const Pa
 std::string HlnTree::SerializeMetadata() {
   std::string s;
   PutVarint32(&s, kMetadataVersion);
-  PutVarint64(&s, root_);
-  PutVarint64(&s, height_.load());
+  tree_->Serialize(&s);
   PutVarint64(&s, entries_.load());
   PutVarint64(&s, leaves_.load());
-  PutVarint64(&s, inner_pages_.load());
   PutVarint64(&s, stash_leaves_.load());
   PutVarint64(&s, used_bytes_.load());
   PutVarint32(&s, static_cast<uint32_t>(cfg_.leaf_pages));
@@ -179,8 +189,8 @@ std::string HlnTree::SerializeMetadata() {
 IndexStats HlnTree::GetStats() {
   IndexStats s;
   s.variant = "hln";
-  s.height = height_.load();
-  s.inner_pages = inner_pages_.load();
+  s.height = tree_->height();
+  s.inner_pages = tree_->inner_pages();
   const uint64_t leaves = leaves_.load();
   s.leaf_pages = leaves * cfg_.leaf_pages;
   s.inner_bytes = s.inner_pages * kPageSize;
@@ -251,66 +261,6 @@ void HlnTree::NoteKey(Slice key) {
 
 int HlnTree::Guess(const hln::LeafRef& ref, const Fences& leaf_fences, Slice key) const {
   return hln::GuessSubnode(Space(leaf_fences).Position(key), ref.hints, HintParamsFor(ref.stash));
-}
-
-StatusOr<HlnTree::ParentLatch> HlnTree::DescendToParent(Slice key, Seek mode, IoCause cause,
-                                                        bool exclusive, PrefetchBatch* batch,
-                                                        Path* path) {
-  for (;;) {
-    if (path != nullptr) path->fill(kInvalidPageId);
-    ParentLatch out;
-    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(root_, cause, Retention::kHigh));
-    if (InnerNodeView(g.data()).level() == 1 && exclusive) {
-      g.Release();
-      GROVE_ASSIGN_OR_RETURN(out.excl, pool_->FetchWrite(root_, cause, Retention::kHigh));
-      if (InnerNodeView(out.excl.data()).level() != 1) continue;  // the root grew meanwhile
-    } else {
-      out.shared = std::move(g);
-    }
-    for (;;) {
-      const InnerNodeView n(out.data());
-      int i = 0;
-      switch (mode) {
-        case Seek::kAtOrAfter:
-          i = n.ChildIndexFor(key);
-          break;
-        case Seek::kBefore:
-          i = std::max(0, n.ChildIndexBelow(key));
-          break;
-        case Seek::kLast:
-          i = n.count() - 1;
-          break;
-      }
-      if (n.level() == 1) {
-        out.child = i;
-        return out;
-      }
-      const PageId child = n.child(i);
-      const Fences child_fences = n.ChildFences(i, out.fences);
-      const uint16_t level = n.level();
-      if (level == 2 && exclusive) {
-        GROVE_ASSIGN_OR_RETURN(PageWriteGuard c, pool_->FetchWrite(child, cause, Retention::kHigh));
-        if (InnerNodeView(c.data()).level() != 1) {
-          return Status::DataLoss(fmt::format("hln: page {} at level 2 has child {} at level {}",
-                                              out.id(), child, InnerNodeView(c.data()).level()));
-        }
-        out.shared.Release();
-        out.excl = std::move(c);
-      } else {
-        // A prefetched image is admitted only here, where the child pointer names exactly its page.
-        GROVE_ASSIGN_OR_RETURN(PageReadGuard c,
-                               pool_->FetchRead(child, cause, Retention::kHigh, batch));
-        if (path != nullptr && level - 1 < predict::kMaxLevels) (*path)[level - 1] = child;
-        if (InnerNodeView(c.data()).level() + 1 != level) {
-          return Status::DataLoss(fmt::format("hln: page {} at level {} has child {} at level {}",
-                                              out.id(), level, child,
-                                              InnerNodeView(c.data()).level()));
-        }
-        out.shared = std::move(c);  // releases the parent after the child is latched
-      }
-      out.fences = child_fences;
-    }
-  }
 }
 
 }  // namespace grove

@@ -3,9 +3,9 @@
 // The `hln` variant: an HLN-tree (Brinkmann et al., "HLN-Tree: A Memory-efficient B+-Tree with
 // Huge Leaf Nodes and Locality Predictors", TOS 2025; ../shared/specs/hln-tree.md).
 //
-// Shape: ordinary B+-tree inner nodes (index/common/inner_node.h) above huge leaves. A leaf is one
-// extent of n = leaf_pages pages (4..256); each page is a 4 KiB subnode read, written and cached
-// on its own (subnode.h). The entry of a leaf in its level-1 ("last inner level") node carries
+// Shape: the B+-tree core (index/core/tree.h) above huge leaves. A leaf is one extent of
+// n = leaf_pages pages (4..256); each page is a 4 KiB subnode read, written and cached on its own
+// (subnode.h). The entry of a leaf in its level-1 ("last inner level") node carries
 // the leaf's first page, a stash flag and n * hint_bits hint bits (hints.h); the leaf's key range
 // is given by the separators around that entry. Lookups guess the subnode from the hints
 // (Algorithm 3) and walk to neighbours when the guess is wrong (checkSubNode); a wrong hint costs
@@ -19,9 +19,8 @@
 //                       | subnode 0 | subnode 1 | ... | subnode n-1 |  keys ascend across subnodes;
 //                       +-----------+-----------+-----+-------------+  stash node: 0 = overflow
 //
-// Root: the root keeps its page id for the life of the tree and is always an inner node (the
-// tree starts as a root of level 1 above one empty leaf). A root split moves the root's content
-// into a new child first, as in the btree.
+// The core owns the inner levels and the root (a new tree is a root of level 1 above one empty
+// leaf); its level-1 payloads carry the leaf references above.
 //
 // Concurrency. The level-1 node P above a leaf is the leaf's lock:
 //   * Every access to a leaf's subnodes happens while P is latched. Readers (Get, BatchGet,
@@ -33,14 +32,15 @@
 //     invariant holds at every instant.
 //   * Structure changes (rebalance, split, stash conversion, merge) hold P exclusively, which
 //     excludes every other access to all leaves under P, and the subnode latches of the leaves
-//     they rewrite. Splits that must insert into full inner nodes restart with exclusive latches
-//     from the root, keeping only the ancestors that may split (btree style).
+//     they rewrite. Splits that must insert into full inner nodes restart with the core's
+//     pessimistic path (LatchPath), keeping only the ancestors that may split.
 //   * Before a structure change reads a whole leaf it loads the leaf with one submission without
 //     any latch held, so that P is held exclusively mostly for CPU work.
 // Lock order: inner-node latches top-down -> leaf stripe -> subnode latches in page order ->
 // buffer pool internals. A thread holds at most one subnode latch except inside a structure
 // change (which holds P exclusively, so nobody else can wait for those subnodes while holding
-// something it needs).
+// something it needs) and in ReadLeaf, which holds a whole leaf's subnodes shared, in page order
+// (writers under a shared P hold one subnode at a time and wait for nothing while they do).
 //
 // Durability: every change happens inside an engine write (after its WAL record is durable);
 // pages are no-steal and checkpoints run with writers paused, so a structure change is either
@@ -64,11 +64,11 @@
 #include "grove/index.h"
 
 #include "buffer/buffer_pool.h"
-#include "index/common/inner_node.h"
+#include "index/core/tree.h"
 #include "index/hln/hints.h"
 #include "index/hln/leaf_layout.h"
 #include "index/hln/subnode.h"
-#include "index/registry.h"
+#include "index/variant.h"
 #include "predict/path_predictor.h"
 #include "util/mutex.h"
 
@@ -117,25 +117,7 @@ class HlnTree final : public Index {
   IndexStats GetStats() override;
 
   // --- Used by the cursor (hln_cursor.cc) ---
-  enum class Seek { kAtOrAfter, kBefore, kLast };
-  // The page visited at each level (index = node level; 0 = the first subnode the walk reads).
-  using Path = std::array<PageId, predict::kMaxLevels>;
-  // The level-1 node above the leaf a descent reached, latched shared or exclusively, with the
-  // leaf's position and fences. With `batch` (shared descents), a prefetched page is used where
-  // the traversal asks for exactly that page; `path` receives the inner pages visited.
-  struct ParentLatch {
-    PageReadGuard shared;
-    PageWriteGuard excl;
-    index_common::Fences fences;  // of the level-1 node itself
-    int child = 0;                // the leaf's cell in it
-    const char* data() const { return excl ? excl.data() : shared.data(); }
-    PageId id() const { return excl ? excl.id() : shared.id(); }
-    index_common::Fences leaf_fences() const {
-      return index_common::InnerNodeView(data()).ChildFences(child, fences);
-    }
-  };
-  StatusOr<ParentLatch> DescendToParent(Slice key, Seek mode, IoCause cause, bool exclusive,
-                                        PrefetchBatch* batch = nullptr, Path* path = nullptr);
+  core::BTreeCore& tree() { return *tree_; }
   hln::LeafRef DecodeLeafRef(Slice payload) const;
   // SHORTCUT (hln_shortcut.cc). PredictPath predicts the path to `key` and issues the uncached
   // predicted pages into `batch`; Feedback reports what the descent visited (path[0]: the first
@@ -146,7 +128,7 @@ class HlnTree final : public Index {
     bool active = false;
   };
   void PredictPath(Slice key, PrefetchBatch* batch, PathGuess* guess);
-  void Feedback(const PathGuess& guess, const Path& path);
+  void Feedback(const PathGuess& guess, const core::Path& path);
   const hln::Config& config() const { return cfg_; }
   const hln::LeafOrder& order() const { return order_; }
   BufferPool* pool() const { return pool_; }
@@ -168,11 +150,11 @@ class HlnTree final : public Index {
   }
   hln::HintParams HintParamsFor(bool stash) const;
   // Positions of keys in a leaf with these fences (see hln::KeySpace).
-  hln::KeySpace Space(const index_common::Fences& leaf_fences) const {
+  hln::KeySpace Space(const core::Fences& leaf_fences) const {
     return hln::KeySpace(cfg_.fnv, leaf_fences, key_floor_.load(std::memory_order_relaxed),
                          key_ceiling_.load(std::memory_order_relaxed));
   }
-  int Guess(const hln::LeafRef& ref, const index_common::Fences& leaf_fences, Slice key) const;
+  int Guess(const hln::LeafRef& ref, const core::Fences& leaf_fences, Slice key) const;
   // The walk (checkSubNode). REQUIRES: the leaf's parent is latched.
   StatusOr<Located> Locate(const hln::LeafRef& ref, int guess, Slice key, IoCause cause,
                            PrefetchBatch* batch = nullptr);
@@ -180,12 +162,16 @@ class HlnTree final : public Index {
   StatusOr<std::vector<hln::Entry>> ReadLeaf(const hln::LeafRef& ref, IoCause cause);
 
  private:
-  HlnTree(const IndexContext& ctx, const hln::Config& cfg, PageId root,
+  HlnTree(const IndexContext& ctx, const hln::Config& cfg,
           const predict::ShortcutOptions& prefetch);
+  // Creates (metadata null: a root above one empty leaf) or opens the core under this tree (its
+  // part of *metadata), reporting to the predictor.
+  Status AttachCore(Slice* metadata);
+  core::TreeOptions CoreOptions() const;
 
   // --- Reads (hln_read.cc) ---
   // Get, using prefetched pages from `batch` and recording the path when given.
-  StatusOr<bool> Lookup(Slice key, std::string* cell, PrefetchBatch* batch, Path* path);
+  StatusOr<bool> Lookup(Slice key, std::string* cell, PrefetchBatch* batch, core::Path* path);
 
   // --- SHORTCUT (hln_shortcut.cc) ---
   // The shape the path models are trained on: the inner nodes of every level below the root with
@@ -210,14 +196,10 @@ class HlnTree final : public Index {
   enum class Outcome { kDone, kRestructure, kTidy };
   // Upsert within one subnode (or the overflow subnode). REQUIRES: exclusive write access to the
   // leaf (P shared + its stripe, or P exclusive).
-  StatusOr<Outcome> TryUpsert(const hln::LeafRef& ref, const index_common::Fences& leaf_fences,
-                              Slice key, Slice cell, std::optional<std::string>* old_cell);
-  StatusOr<Outcome> TryDelete(const hln::LeafRef& ref, const index_common::Fences& leaf_fences,
-                              Slice key, std::optional<std::string>* old_cell);
-  // Latches, from the root, the path to the level-1 node for `key` exclusively, keeping only the
-  // nodes a split below them may change. *fences receives the level-1 node's fences.
-  Status LatchPathPessimistic(Slice key, std::vector<PageWriteGuard>* path,
-                              index_common::Fences* fences);
+  StatusOr<Outcome> TryUpsert(const hln::LeafRef& ref, const core::Fences& leaf_fences, Slice key,
+                              Slice cell, std::optional<std::string>* old_cell);
+  StatusOr<Outcome> TryDelete(const hln::LeafRef& ref, const core::Fences& leaf_fences, Slice key,
+                              std::optional<std::string>* old_cell);
 
   // --- Structure changes (hln_restructure.cc) ---
   // Rewrites the leaf for `key` with the upsert applied: rebalance, stash node or split. With
@@ -226,17 +208,6 @@ class HlnTree final : public Index {
   Status Restructure(Slice key, Slice cell, std::optional<std::string>* old_cell, bool full_path);
   // After a delete emptied a subnode: merge the leaf with a sibling or rebalance it.
   Status Tidy(Slice key);
-  struct SplitPlan {
-    std::vector<PageWriteGuard> spares;  // new inner nodes, formatted for their level
-  };
-  Status PlanInnerSplits(const std::vector<PageWriteGuard>& path, size_t sep_len, SplitPlan* plan);
-  Status InsertWithSplits(std::vector<PageWriteGuard>* path, SplitPlan* plan, std::string key,
-                          std::string payload);
-  Status SplitInner(PageWriteGuard& node, SplitPlan* plan, Slice key, Slice payload,
-                    std::string* sep, PageId* right);
-  Status GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan);
-  void ReleasePlan(SplitPlan* plan);
-  StatusOr<PageWriteGuard> NewInner(uint16_t level);
   // Writes `image` into the leaf's subnodes (guards in subnode order).
   void WriteLeaf(std::vector<PageWriteGuard>* subnodes, const hln::LeafImage& image);
   // Latches every subnode of a leaf exclusively (one load submission first).
@@ -247,24 +218,19 @@ class HlnTree final : public Index {
 
   // --- Verify (hln_verify.cc) ---
   struct VerifyTotals;
-  Status VerifyNode(PageId id, int level, const index_common::Fences& fences, IndexVerifier* v,
-                    VerifyTotals* totals);
-  void VerifyLeaf(const hln::LeafRef& ref, const index_common::Fences& fences, IndexVerifier* v,
+  void VerifyLeaf(Slice payload, const core::Fences& fences, IndexVerifier* v,
                   VerifyTotals* totals);
 
   IndexContext ctx_;
   BufferPool* const pool_;
   const hln::Config cfg_;
   const hln::LeafOrder order_;
-  const PageId root_;
   const size_t max_key_;
   std::array<Mutex, 256> leaf_locks_;
 
-  // Shape (persisted in the metadata).
-  std::atomic<uint32_t> height_{2};
+  // Shape (persisted in the metadata, with the core's).
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> leaves_{1};
-  std::atomic<uint64_t> inner_pages_{1};
   std::atomic<uint64_t> stash_leaves_{0};
   std::atomic<uint64_t> used_bytes_{0};  // cell and slot bytes in all leaves
   // Smallest and largest Project(key) ever inserted: the open ends of the first and last leaf.
@@ -281,8 +247,9 @@ class HlnTree final : public Index {
   // From the last Verify(): packed keys, and those whose hint-guessed subnode is not their own.
   std::atomic<uint64_t> verify_keys_guessed_{0}, verify_keys_misguessed_{0};
 
-  // Path prediction (prefetch: shortcut | shortcut_base); null when off. Declared last so that its
-  // background thread stops before the rest of the tree goes away.
+  std::unique_ptr<core::BTreeCore> tree_;
+  // Path prediction (prefetch: shortcut | shortcut_base); null when off. The core reports to it.
+  // Declared last so that its background thread stops before the rest of the tree goes away.
   std::unique_ptr<predict::PathPredictor> predictor_;
 };
 

@@ -9,9 +9,9 @@
 
 namespace grove {
 
+using core::Fences;
+using core::InnerNodeView;
 using hln::SubnodeView;
-using index_common::Fences;
-using index_common::InnerNodeView;
 
 namespace {
 
@@ -40,82 +40,43 @@ class RegionCheck : public SlottedPageView {
 }  // namespace
 
 struct HlnTree::VerifyTotals {
-  uint64_t entries = 0, leaves = 0, inner = 0, stash_leaves = 0, used = 0;
+  uint64_t entries = 0, leaves = 0, stash_leaves = 0, used = 0;
   uint64_t keys_guessed = 0, keys_misguessed = 0;
 };
 
 Status HlnTree::Verify(IndexVerifier* v) {
   VerifyTotals t;
-  GROVE_RETURN_IF_ERROR(VerifyNode(root_, static_cast<int>(height_.load()) - 1, Fences(), v, &t));
+  GROVE_RETURN_IF_ERROR(tree_->Verify(v, [&](Slice payload, const Fences& f) {
+    VerifyLeaf(payload, f, v, &t);
+    return Status::Ok();
+  }));
   verify_keys_guessed_ = t.keys_guessed;
   verify_keys_misguessed_ = t.keys_misguessed;
   if (t.entries != entries_.load() || t.used != used_bytes_.load()) {
     v->Problem(fmt::format("hln: {} entries of {} bytes found, counters say {} and {}", t.entries,
                            t.used, entries_.load(), used_bytes_.load()));
   }
-  if (t.leaves != leaves_.load() || t.inner != inner_pages_.load() ||
-      t.stash_leaves != stash_leaves_.load()) {
-    v->Problem(fmt::format(
-        "hln: {} leaves ({} stash nodes) and {} inner nodes found, counters say {} ({}) and {}",
-        t.leaves, t.stash_leaves, t.inner, leaves_.load(), stash_leaves_.load(),
-        inner_pages_.load()));
+  if (t.leaves != leaves_.load() || t.stash_leaves != stash_leaves_.load()) {
+    v->Problem(fmt::format("hln: {} leaves ({} stash nodes) found, counters say {} ({})", t.leaves,
+                           t.stash_leaves, leaves_.load(), stash_leaves_.load()));
   }
   return Status::Ok();
 }
 
-Status HlnTree::VerifyNode(PageId id, int level, const Fences& f, IndexVerifier* v,
-                           VerifyTotals* t) {
-  auto g = pool_->FetchRead(id, IoCause::kScan, Retention::kHigh);
-  if (!g.ok()) {
-    v->Problem(fmt::format("hln: inner page {} unreadable: {}", id, g.status().ToString()));
-    return g.status().IsDataLoss() ? Status::Ok() : g.status();
-  }
-  v->ClaimPages(id, 1, "hln inner node");
-  ++t->inner;
-  const InnerNodeView n(g->data());
-  if (page::Type(g->data()) != static_cast<uint16_t>(hln::kInnerPage) || n.level() != level) {
-    v->Problem(fmt::format("hln: page {} has type {} level {}, expected an inner node at level {}",
-                           id, page::Type(g->data()), n.level(), level));
-    return Status::Ok();
-  }
-  if (std::string why = n.Check(level == 1 ? LeafPayloadBytes() : 8); !why.empty()) {
-    v->Problem(fmt::format("hln: inner page {}: {}", id, why));
-    return Status::Ok();
-  }
-  for (int i = 1; i < n.count(); ++i) {
-    if (!f.Contains(n.key(i))) {
-      v->Problem(
-          fmt::format("hln: inner page {} cell {}: separator outside the node's fences", id, i));
+void HlnTree::VerifyLeaf(Slice payload, const Fences& f, IndexVerifier* v, VerifyTotals* t) {
+  const hln::LeafRef ref = DecodeLeafRef(payload);
+  const int limit = HintParamsFor(ref.stash).steps_max();
+  for (int h : ref.hints) {
+    if (h < -limit || h > limit) {
+      v->Problem(fmt::format("hln: leaf {} has a hint of {} beyond +-{}", ref.leaf, h, limit));
+      break;
     }
   }
-  // Copy the children, then release the node before descending.
-  std::vector<std::pair<std::string, Fences>> children;
-  for (int i = 0; i < n.count(); ++i) children.emplace_back(n.payload(i), n.ChildFences(i, f));
-  g->Release();
-  for (auto& [payload, cf] : children) {
-    if (level > 1) {
-      GROVE_RETURN_IF_ERROR(VerifyNode(DecodeFixed64(payload.data()), level - 1, cf, v, t));
-      continue;
-    }
-    const hln::LeafRef ref = DecodeLeafRef(payload);
-    const int limit = HintParamsFor(ref.stash).steps_max();
-    for (int h : ref.hints) {
-      if (h < -limit || h > limit) {
-        v->Problem(fmt::format("hln: leaf {} has a hint of {} beyond +-{}", ref.leaf, h, limit));
-        break;
-      }
-    }
-    if ((payload[8] & ~1) != 0) {
-      v->Problem(fmt::format("hln: leaf {} has unknown entry flags {}", ref.leaf,
-                             static_cast<int>(payload[8])));
-    }
-    VerifyLeaf(ref, cf, v, t);
+  if ((payload[8] & ~1) != 0) {
+    v->Problem(fmt::format("hln: leaf {} has unknown entry flags {}", ref.leaf,
+                           static_cast<int>(payload[8])));
   }
-  return Status::Ok();
-}
 
-void HlnTree::VerifyLeaf(const hln::LeafRef& ref, const Fences& f, IndexVerifier* v,
-                         VerifyTotals* t) {
   const int n = cfg_.leaf_pages;
   v->ClaimPages(ref.leaf, static_cast<uint32_t>(n), "hln leaf");
   ++t->leaves;

@@ -8,10 +8,10 @@
 
 namespace grove {
 
+using core::Fences;
+using core::InnerNodeView;
 using hln::Subnode;
 using hln::SubnodeView;
-using index_common::Fences;
-using index_common::InnerNodeView;
 
 StatusOr<HlnTree::Outcome> HlnTree::TryUpsert(const hln::LeafRef& ref, const Fences& leaf_fences,
                                               Slice key, Slice cell,
@@ -113,8 +113,9 @@ Status HlnTree::Put(const WriteContext&, Slice key, Slice cell,
   old_cell->reset();
   PageId leaf;
   {
-    GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
-                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+    GROVE_ASSIGN_OR_RETURN(
+        core::ParentLatch parent,
+        tree_->DescendToParent(key, core::Seek::kAtOrAfter, IoCause::kDemand, false));
     const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
     MutexLock lock(&LeafLock(ref.leaf));
     GROVE_ASSIGN_OR_RETURN(const Outcome o,
@@ -136,8 +137,9 @@ Status HlnTree::Delete(const WriteContext&, Slice key, std::optional<std::string
   old_cell->reset();
   Outcome o;
   {
-    GROVE_ASSIGN_OR_RETURN(ParentLatch parent,
-                           DescendToParent(key, Seek::kAtOrAfter, IoCause::kDemand, false));
+    GROVE_ASSIGN_OR_RETURN(
+        core::ParentLatch parent,
+        tree_->DescendToParent(key, core::Seek::kAtOrAfter, IoCause::kDemand, false));
     const hln::LeafRef ref = DecodeLeafRef(InnerNodeView(parent.data()).payload(parent.child));
     MutexLock lock(&LeafLock(ref.leaf));
     GROVE_ASSIGN_OR_RETURN(o, TryDelete(ref, parent.leaf_fences(), key, old_cell));
@@ -152,37 +154,6 @@ Status HlnTree::Delete(const WriteContext&, Slice key, std::optional<std::string
     }
   }
   return Status::Ok();
-}
-
-Status HlnTree::LatchPathPessimistic(Slice key, std::vector<PageWriteGuard>* path, Fences* fences) {
-  path->clear();
-  Fences f;
-  GROVE_ASSIGN_OR_RETURN(PageWriteGuard g,
-                         pool_->FetchWrite(root_, IoCause::kDemand, Retention::kHigh));
-  path->push_back(std::move(g));
-  for (;;) {
-    const InnerNodeView n(path->back().data());
-    if (n.level() == 1) {
-      *fences = f;
-      return Status::Ok();
-    }
-    const int i = n.ChildIndexFor(key);
-    const PageId child = n.child(i);
-    const Fences cf = n.ChildFences(i, f);
-    GROVE_ASSIGN_OR_RETURN(PageWriteGuard c,
-                           pool_->FetchWrite(child, IoCause::kDemand, Retention::kHigh));
-    const InnerNodeView cn(c.data());
-    if (cn.level() + 1 != n.level()) {
-      return Status::DataLoss(fmt::format("hln: page {} at level {} has child {} at level {}",
-                                          path->back().id(), n.level(), child, cn.level()));
-    }
-    const size_t payload = cn.level() == 1 ? LeafPayloadBytes() : 8;
-    if (cn.free_bytes() >= SlottedPageView::CellBytes(max_key_, payload)) {
-      path->clear();  // a split below cannot reach the ancestors
-    }
-    path->push_back(std::move(c));
-    f = cf;
-  }
 }
 
 }  // namespace grove

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "index/hln/hints.h"
 
@@ -93,6 +94,25 @@ std::optional<std::vector<size_t>> Distribute(const std::vector<Entry>& entries,
   return DistributeSizes(SizesOf(entries), k, capacity);
 }
 
+std::vector<Entry> LeafEntries(const std::vector<const char*>& subnodes, bool stash,
+                               const LeafOrder& order) {
+  std::vector<Entry> packed, overflow;
+  for (size_t i = 0; i < subnodes.size(); ++i) {
+    const SubnodeView s(subnodes[i]);
+    auto& dst = stash && i == 0 ? overflow : packed;
+    for (int j = 0; j < s.count(); ++j)
+      dst.push_back({std::string(s.key(j)), std::string(s.cell(j))});
+  }
+  if (overflow.empty()) return packed;
+  std::vector<Entry> all;
+  all.reserve(packed.size() + overflow.size());
+  std::merge(std::make_move_iterator(packed.begin()), std::make_move_iterator(packed.end()),
+             std::make_move_iterator(overflow.begin()), std::make_move_iterator(overflow.end()),
+             std::back_inserter(all),
+             [&](const Entry& a, const Entry& b) { return order.Less(a.key, b.key); });
+  return all;
+}
+
 std::optional<LeafImage> PlanNormal(std::vector<Entry> entries, int n) {
   auto starts = Distribute(entries, n, kSubnodeCapacity);
   if (!starts) return std::nullopt;
@@ -179,7 +199,7 @@ std::optional<LeafImage> PlanStash(std::vector<Entry> entries, int n) {
   return img;
 }
 
-KeySpace::KeySpace(bool fnv, const index_common::Fences& fences, uint64_t floor, uint64_t ceiling)
+KeySpace::KeySpace(bool fnv, const core::Fences& fences, uint64_t floor, uint64_t ceiling)
     : fnv_(fnv) {
   if (fnv) {
     range_ = 18446744073709551616.0;  // 2^64

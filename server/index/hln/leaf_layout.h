@@ -14,7 +14,7 @@
 
 #include "grove/slice.h"
 
-#include "index/common/inner_node.h"
+#include "index/core/inner_node.h"
 #include "index/hln/hints.h"
 #include "index/hln/subnode.h"
 
@@ -40,6 +40,11 @@ struct LeafImage {
 std::optional<std::vector<size_t>> Distribute(const std::vector<Entry>& entries, int k,
                                               size_t capacity);
 
+// Every entry of a leaf in leaf order, from its subnode pages in subnode order (a stash node's
+// overflow subnode, page 0, merged in).
+std::vector<Entry> LeafEntries(const std::vector<const char*>& subnodes, bool stash,
+                               const LeafOrder& order);
+
 // A normal leaf of n subnodes. nullopt when the entries cannot be spread so that every subnode
 // fits.
 std::optional<LeafImage> PlanNormal(std::vector<Entry> entries, int n);
@@ -56,8 +61,7 @@ std::optional<LeafImage> PlanStash(std::vector<Entry> entries, int n);
 // that the edge leaves of a key space far smaller than 2^64 are not squeezed towards 0.
 class KeySpace {
  public:
-  KeySpace(bool fnv, const index_common::Fences& fences, uint64_t floor = 0,
-           uint64_t ceiling = UINT64_MAX);
+  KeySpace(bool fnv, const core::Fences& fences, uint64_t floor = 0, uint64_t ceiling = UINT64_MAX);
   double Position(Slice key) const;
   // The projected key (Project(), the first 8 bytes) at `position` in [0, 1]: the inverse of
   // Position for key order. Meaningless for fnv, where positions are hash positions.

@@ -219,9 +219,9 @@ std::vector<std::vector<PageId>> BTreeHarness::Levels() {
       auto g = pool_->FetchRead(id);
       EXPECT_TRUE(g.ok()) << g.status().ToString();
       if (!g.ok()) return levels;
-      const btree::NodeView n(g->data());
-      if (n.is_leaf()) return levels;
-      for (int i = -1; i < n.count(); ++i) next.push_back(n.child(i));
+      if (page::Type(g->data()) != static_cast<uint16_t>(core::kInnerPage)) return levels;
+      const core::InnerNodeView n(g->data());
+      for (int i = 0; i < n.count(); ++i) next.push_back(n.child(i));
     }
     levels.push_back(std::move(next));
   }

@@ -25,24 +25,15 @@
 
 #include "buffer/buffer_pool.h"
 #include "index/btree/btree.h"
-#include "index/btree/node.h"
+#include "index/core/inner_node.h"
+#include "index/core/leaf_node.h"
 #include "index/registry.h"
 #include "page/epoch_table.h"
 #include "page/extent_allocator.h"
+#include "testutil/status_macros.h"
 #include "testutil/temp_dir.h"
 
 namespace grove::testing {
-
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const ::grove::Status s_ = (expr);                      \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
-#define EXPECT_OK(expr)                                     \
-  do {                                                      \
-    const ::grove::Status s_ = (expr);                      \
-    EXPECT_TRUE(s_.ok()) << #expr << ": " << s_.ToString(); \
-  } while (0)
 
 using Model = std::map<std::string, std::string>;
 
@@ -104,7 +95,7 @@ class BTreeHarness {
   // Pages the index holds: allocated pages minus epoch-map pages.
   uint64_t AllocatedPages() const;
 
-  // Root-to-leaf walk of the tree's pages by level: levels[0] holds the root.
+  // Root-to-leaf walk of the tree's pages by level: levels[0] holds the root, the last the leaves.
   std::vector<std::vector<PageId>> Levels();
 
  private:

@@ -21,8 +21,10 @@
 namespace grove::testing {
 namespace {
 
-using btree::Node;
-using btree::NodeView;
+using core::InnerNode;
+using core::InnerNodeView;
+using core::Leaf;
+using core::LeafView;
 
 std::string K(uint64_t i) { return EncodeU64Key(i); }
 
@@ -41,12 +43,12 @@ Entries ToEntries(const Model& m) { return Entries(m.begin(), m.end()); }
 TEST(BTreeTest, SplitsGrowTheTreeAndKeepItValid) {
   BTreeHarness h;
   ASSERT_OK(h.Create());
-  EXPECT_EQ(h.index()->GetStats().height, 1u);
+  EXPECT_EQ(h.index()->GetStats().height, 2u) << "a root above one leaf";
   std::vector<uint64_t> keys(30000);
   for (size_t i = 0; i < keys.size(); ++i) keys[i] = i * 3;
   std::shuffle(keys.begin(), keys.end(), std::mt19937_64(1));
   Model model;
-  std::vector<uint32_t> heights{1};
+  std::vector<uint32_t> heights{2};
   for (uint64_t k : keys) {
     h.Put(K(k), Cell(k));
     model[K(k)] = Cell(k);
@@ -58,7 +60,7 @@ TEST(BTreeTest, SplitsGrowTheTreeAndKeepItValid) {
       ExpectClean(h, model);  // right after each root split
     }
   }
-  EXPECT_GE(heights.size(), 3u) << "30000 keys need at least three levels";
+  EXPECT_GE(heights.back(), 3u) << "30000 keys need at least three levels";
   EXPECT_GT(h.index()->GetStats().extra.at("splits_total"), 100.0);
   ExpectClean(h, model);
   for (uint64_t k = 0; k < 90000; k += 7) {
@@ -81,7 +83,7 @@ TEST(BTreeTest, SplitsGrowTheTreeAndKeepItValid) {
   ExpectClean(h, model);
 }
 
-TEST(BTreeTest, DeletingEverythingShrinksToOneRootLeaf) {
+TEST(BTreeTest, DeletingEverythingShrinksToARootAboveOneLeaf) {
   BTreeHarness h;
   ASSERT_OK(h.Create());
   const PageId root = h.btree()->root();
@@ -102,13 +104,13 @@ TEST(BTreeTest, DeletingEverythingShrinksToOneRootLeaf) {
   }
   EXPECT_FALSE(h.Delete(K(keys[0]))) << "deleting a missing key reports nothing";
   const IndexStats s = h.index()->GetStats();
-  EXPECT_EQ(s.height, 1u);
+  EXPECT_EQ(s.height, 2u);
   EXPECT_EQ(s.leaf_pages, 1u);
-  EXPECT_EQ(s.inner_pages, 0u);
+  EXPECT_EQ(s.inner_pages, 1u);
   EXPECT_EQ(s.entries, 0u);
   EXPECT_GT(s.extra.at("merges_total"), 100.0);
   EXPECT_EQ(h.btree()->root(), root) << "the root keeps its page";
-  EXPECT_EQ(h.AllocatedPages(), 1u) << "every other page went back to the allocator";
+  EXPECT_EQ(h.AllocatedPages(), 2u) << "every other page went back to the allocator";
   ExpectClean(h, model);
   EXPECT_TRUE(h.Scan().empty());
 
@@ -171,8 +173,8 @@ TEST(BTreeTest, SeparatorsAreSuffixTruncated) {
     for (PageId id : levels[l]) {
       auto g = h.pool()->FetchRead(id);
       ASSERT_TRUE(g.ok());
-      const NodeView n(g->data());
-      for (int i = 0; i < n.count(); ++i, ++separators) {
+      const InnerNodeView n(g->data());
+      for (int i = 1; i < n.count(); ++i, ++separators) {
         const Slice sep = n.key(i);
         // The shortest key between two neighbours: the prefix, the bytes up to the first
         // difference, and one more; never the 60-byte tail.
@@ -186,11 +188,11 @@ TEST(BTreeTest, SeparatorsAreSuffixTruncated) {
   ExpectClean(h, model);
 
   // The function itself.
-  EXPECT_EQ(btree::ShortestSeparator("abc", "abd"), "abd");
-  EXPECT_EQ(btree::ShortestSeparator("abc", "abzzz"), "abz");
-  EXPECT_EQ(btree::ShortestSeparator("ab", "abc"), "abc");
-  EXPECT_EQ(btree::ShortestSeparator("a", "b123"), "b");
-  EXPECT_EQ(btree::ShortestSeparator(std::string("a\0", 2), "a\x01x"), std::string("a\x01"));
+  EXPECT_EQ(core::ShortestSeparator("abc", "abd"), "abd");
+  EXPECT_EQ(core::ShortestSeparator("abc", "abzzz"), "abz");
+  EXPECT_EQ(core::ShortestSeparator("ab", "abc"), "abc");
+  EXPECT_EQ(core::ShortestSeparator("a", "b123"), "b");
+  EXPECT_EQ(core::ShortestSeparator(std::string("a\0", 2), "a\x01x"), std::string("a\x01"));
 }
 
 // --- Cursors ---------------------------------------------------------------------------------
@@ -365,16 +367,19 @@ TEST_P(BTreeBulkLoadTest, NodesArePackedToTheFillFactor) {
   EXPECT_EQ(stats.height, levels.size());
   EXPECT_EQ(stats.leaf_pages, levels.back().size());
   ASSERT_GE(levels.size(), 3u);
-  const double capacity = kPageSize - btree::kSlotBase - SlottedPageView::kRegionHeader;
-  const double target = fill * capacity;
   for (size_t l = 0; l < levels.size(); ++l) {
+    const bool leaves = l + 1 == levels.size();
+    const double capacity = kPageSize - (leaves ? core::kLeafSlotBase : core::kInnerSlotBase) -
+                            SlottedPageView::kRegionHeader;
+    const double target = fill * capacity;
     // The largest cell of the level: a leaf entry, or an 8-byte separator with its child id.
-    const double cell = l + 1 == levels.size() ? SlottedPageView::CellBytes(8, 30)
-                                               : SlottedPageView::CellBytes(8, 8);
+    const double cell =
+        leaves ? SlottedPageView::CellBytes(8, 30) : SlottedPageView::CellBytes(8, 8);
     for (size_t j = 0; j + 1 < levels[l].size(); ++j) {  // the last node takes the remainder
       auto g = h.pool()->FetchRead(levels[l][j]);
       ASSERT_TRUE(g.ok());
-      const double used = static_cast<double>(NodeView(g->data()).used_bytes());
+      const double used = static_cast<double>(leaves ? LeafView(g->data()).used_bytes()
+                                                     : InnerNodeView(g->data()).used_bytes());
       EXPECT_LE(used, target) << "level " << l << " node " << j;
       EXPECT_GT(used, target - cell) << "level " << l << " node " << j;
     }
@@ -424,7 +429,7 @@ TEST(BTreeTest, BulkLoadChecksItsInput) {
     EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   }
   {
-    // Input that fits one leaf stays in the root.
+    // Input that fits one leaf: one leaf under the root.
     BTreeHarness h;
     ASSERT_OK(h.Create());
     int n = 0;
@@ -436,7 +441,8 @@ TEST(BTreeTest, BulkLoadChecksItsInput) {
     }));
     Model model;
     for (int i = 0; i < 20; ++i) model[K(i)] = Cell(i);
-    EXPECT_EQ(h.index()->GetStats().height, 1u);
+    EXPECT_EQ(h.index()->GetStats().height, 2u);
+    EXPECT_EQ(h.index()->GetStats().leaf_pages, 1u);
     ExpectClean(h, model);
   }
 }
@@ -468,7 +474,7 @@ TEST(BTreeTest, VerifyReportsKeysOutOfOrder) {
   const auto levels = BuildForDamage(h, &model);
   auto g = h.pool()->FetchWrite(levels.back()[5]);
   ASSERT_TRUE(g.ok());
-  char* slots = g->mutable_data() + btree::kSlotBase + SlottedPageView::kRegionHeader;
+  char* slots = g->mutable_data() + core::kLeafSlotBase + SlottedPageView::kRegionHeader;
   std::swap_ranges(slots, slots + 2, slots + 2);  // slot 0 <-> slot 1
   g->Release();
   ExpectProblem(h, "not strictly ascending");
@@ -483,18 +489,18 @@ TEST(BTreeTest, VerifyReportsASeparatorThatDoesNotBoundItsChild) {
   ASSERT_TRUE(g.ok());
   std::string first_key;
   {
-    auto child = h.pool()->FetchRead(NodeView(g->data()).child(1));
+    auto child = h.pool()->FetchRead(InnerNodeView(g->data()).child(1));
     ASSERT_TRUE(child.ok());
-    first_key = std::string(NodeView(child->data()).key(0));
+    first_key = std::string(LeafView(child->data()).key(0));
   }
   // Raise separator 1 just above its child's first key: still sorted, but the child now holds a
   // key below its lower fence.
-  SlottedPage sp = Node(g->mutable_data()).mutable_slots();
+  SlottedPage sp = InnerNode(g->mutable_data()).mutable_slots();
   const std::string payload(sp.Payload(1));
   sp.Remove(1);
   sp.Insert(1, first_key + std::string(1, '\0'), payload);
   g->Release();
-  ExpectProblem(h, "outside the node's fence keys");
+  ExpectProblem(h, "outside the leaf's fences");
 }
 
 TEST(BTreeTest, VerifyReportsABrokenSiblingLink) {
@@ -503,7 +509,7 @@ TEST(BTreeTest, VerifyReportsABrokenSiblingLink) {
   const auto levels = BuildForDamage(h, &model);
   auto g = h.pool()->FetchWrite(levels.back()[2]);
   ASSERT_TRUE(g.ok());
-  Node(g->mutable_data()).set_right(levels.back()[4]);
+  Leaf(g->mutable_data()).set_right(levels.back()[4]);
   g->Release();
   ExpectProblem(h, fmt::format("leaf {} links", levels.back()[2]));
 }
@@ -515,14 +521,14 @@ TEST(BTreeTest, VerifyReportsAChildAtTheWrongLevelAndAnUnreadablePage) {
   {
     auto g = h.pool()->FetchWrite(levels.back()[7]);
     ASSERT_TRUE(g.ok());
-    *reinterpret_cast<uint16_t*>(g->mutable_data() + btree::kLevelOffset) = 3;
+    *reinterpret_cast<uint16_t*>(g->mutable_data() + core::kLeafLevelOffset) = 3;
   }
-  ExpectProblem(h, "expected 0");
+  ExpectProblem(h, "expected a leaf");
   // A leaf whose image on disk is damaged: reported, not a crash and not an error status.
   {
     auto g = h.pool()->FetchWrite(levels.back()[7]);
     ASSERT_TRUE(g.ok());
-    *reinterpret_cast<uint16_t*>(g->mutable_data() + btree::kLevelOffset) = 0;
+    *reinterpret_cast<uint16_t*>(g->mutable_data() + core::kLeafLevelOffset) = 0;
   }
   ASSERT_OK(h.Checkpoint());
   h.DropCleanPages();
@@ -566,7 +572,7 @@ TEST(BTreeTest, MetadataRoundTripsThroughOpen) {
   const IndexRegistry registry = (*IndexRegistry::Builtins());
   const VariantSpec* spec = registry.Find("btree");
   ASSERT_NE(spec, nullptr);
-  const ParamMap params = {{"fill_factor", "0.9"}};
+  const ParamMap params = *registry.Resolve("btree", {});
   for (const std::string& bad :
        {std::string(), std::string("\x05"), metadata + "x", std::string(metadata.size(), '\0')}) {
     auto opened = spec->open(h.context(), params, bad);

@@ -58,8 +58,8 @@ TEST(HlnLayout, StashFillsPackedSubnodesThenOverflow) {
 }
 
 // Fences of a leaf holding the integer keys [low, high).
-index_common::Fences Between(uint64_t low, uint64_t high) {
-  index_common::Fences f;
+core::Fences Between(uint64_t low, uint64_t high) {
+  core::Fences f;
   f.low = EncodeU64Key(low);
   f.high = EncodeU64Key(high);
   f.has_low = f.has_high = true;
@@ -71,10 +71,10 @@ TEST(HlnLayout, KeySpacePositions) {
   EXPECT_DOUBLE_EQ(s.Position(EncodeU64Key(1000)), 0.0);
   EXPECT_DOUBLE_EQ(s.Position(EncodeU64Key(1500)), 0.5);
   EXPECT_LT(s.Position(EncodeU64Key(1999)), 1.0);
-  const KeySpace open(false, index_common::Fences());
+  const KeySpace open(false, core::Fences());
   EXPECT_DOUBLE_EQ(open.Position(EncodeU64Key(1ull << 63)), 0.5);
   // Fences sharing their first 8 bytes give no range: everything is guessed at 0.
-  index_common::Fences same;
+  core::Fences same;
   same.low = "prefix__a";
   same.high = "prefix__b";
   same.has_low = same.has_high = true;
@@ -92,7 +92,7 @@ TEST(HlnLayout, ProjectedAtInvertsPosition) {
     EXPECT_EQ(s.ProjectedAt(s.Position(EncodeU64Key(k))), Project(EncodeU64Key(k))) << k;
   }
   // The open top of the key space saturates instead of wrapping around.
-  const KeySpace open(false, index_common::Fences());
+  const KeySpace open(false, core::Fences());
   EXPECT_EQ(open.ProjectedAt(1.0), UINT64_MAX);
   EXPECT_EQ(open.ProjectedAt(0.25), 1ull << 62);
 }
@@ -102,7 +102,7 @@ TEST(HlnLayout, KeyHashIsFnv1aOverTheReversedKey) {
   EXPECT_EQ(KeyHash(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(KeyHash("a"), 0xaf63dc4c8601ec8cull);
   EXPECT_EQ(KeyHash("raboof"), 0x85944171f73967e8ull);
-  const KeySpace h(true, index_common::Fences());
+  const KeySpace h(true, core::Fences());
   EXPECT_DOUBLE_EQ(h.Position("a"),
                    static_cast<double>(0xaf63dc4c8601ec8cull) / 18446744073709551616.0);
   const LeafOrder order(true);
@@ -114,7 +114,7 @@ TEST(HlnLayout, KeyHashIsFnv1aOverTheReversedKey) {
 }
 
 TEST(HlnLayout, EdgeLeavesUseTheKeyFloorAndCeiling) {
-  const KeySpace first(false, index_common::Fences(), 1000, 2000);
+  const KeySpace first(false, core::Fences(), 1000, 2000);
   EXPECT_DOUBLE_EQ(first.Position(EncodeU64Key(1000)), 0.0);
   EXPECT_NEAR(first.Position(EncodeU64Key(1500)), 0.5, 1e-3);
 }
@@ -134,7 +134,7 @@ TEST(HlnLayout, HintsPredictPlannedLeaves) {
       const LeafOrder order(fnv);
       std::sort(entries.begin(), entries.end(),
                 [&](const Entry& a, const Entry& b) { return order.Less(a.key, b.key); });
-      index_common::Fences f;
+      core::Fences f;
       f.high = EncodeU64Key(static_cast<uint64_t>(n) * 150 * 7919);
       f.has_high = true;
       const KeySpace space(fnv, f);

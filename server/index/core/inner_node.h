@@ -1,9 +1,9 @@
 #pragma once
 
-// Inner nodes shared by tree variants whose inner levels are ordinary B+-tree nodes (today: hln).
-// Every child is a cell, including the first, whose key is empty (it holds everything below the
-// second separator), so that every child can carry the same payload shape. After the common page
-// header:
+// Inner nodes of the B+-tree core (tree.h), the one inner-node format of every tree variant
+// (btree, hln; docs/formats/tree.md). Every child is a cell, including the first, whose key is
+// empty (it holds everything below the second separator), so that every child can carry the same
+// payload shape. After the common page header (type kInnerPage):
 //
 //   24      26      28        32
 //   +-------+-------+---------+------------------------------------------------------------+
@@ -15,8 +15,8 @@
 //   cells    key_0 is empty; key_1 < key_2 < ... are separators. Child i holds the keys in
 //            [key_i, key_{i+1}); child 0's lower bound and the last child's upper bound are the
 //            node's own fences, inherited from its ancestors.
-//   payload  starts with the child's page id (u64); a variant may append fixed-size extras per
-//            level (hln: leaf flags and hint bits in level-1 nodes).
+//   payload  starts with the child's page id (u64); a variant may append fixed-size extras to the
+//            payloads of level-1 nodes (hln: leaf flags and hint bits).
 //
 // The view does no locking: callers hold the page latch.
 
@@ -32,7 +32,11 @@
 #include "page/slotted_page.h"
 #include "util/coding.h"
 
-namespace grove::index_common {
+namespace grove::core {
+
+// The core's page types (claimed once, by the registry, for every variant on the core).
+inline constexpr PageType kLeafPage = static_cast<PageType>(16);   // leaf_node.h
+inline constexpr PageType kInnerPage = static_cast<PageType>(17);  // this file
 
 inline constexpr uint16_t kInnerLevelOffset = 24;
 inline constexpr uint16_t kInnerSlotBase = 32;
@@ -44,6 +48,8 @@ struct Fences {
   bool Contains(Slice key) const {
     return (!has_low || key >= Slice(low)) && (!has_high || key < Slice(high));
   }
+  // These fences with the low and/or high bound replaced (null: kept).
+  Fences Between(const std::string* new_low, const std::string* new_high) const;
 };
 
 class InnerNodeView {
@@ -73,6 +79,7 @@ class InnerNodeView {
   Fences ChildFences(int i, const Fences& mine) const;
 
   size_t free_bytes() const { return slots().FreeBytes(); }
+  size_t used_bytes() const { return slots().UsedBytes(); }
   size_t capacity() const { return slots().Capacity(); }
 
   // Structural self-check: slotted structure, an empty first key, payloads of `payload_bytes`
@@ -106,12 +113,13 @@ class InnerNode : public InnerNodeView {
 };
 
 // A cell copied out of a node.
-using InnerCell = std::pair<std::string, std::string>;
+using Cell = std::pair<std::string, std::string>;
 
 // Where to split `cells` (which no longer fit in one node) into [0, m) and [m, size): the point
-// closest to half of the bytes at which both halves fit in `capacity`, counting the right half's
-// first key as empty (it moves up as the separator). Returns 0 when no such point exists.
-size_t InnerSplitPoint(const std::vector<InnerCell>& cells, size_t capacity);
+// closest to half of the bytes at which both halves fit in `capacity`. With
+// `right_key_moves_up` (inner nodes) the right half's first key goes up as the separator and its
+// cell keeps an empty key. Returns 0 when no such point exists.
+size_t SplitPoint(const std::vector<Cell>& cells, size_t capacity, bool right_key_moves_up);
 
 // The shortest key s with a < s <= b (suffix truncation of separators). REQUIRES: a < b.
 std::string ShortestSeparator(Slice a, Slice b);
@@ -122,4 +130,4 @@ inline std::string EncodeChild(PageId id) {
   return s;
 }
 
-}  // namespace grove::index_common
+}  // namespace grove::core

@@ -1,10 +1,23 @@
-#include "index/common/inner_node.h"
+#include "index/core/inner_node.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-namespace grove::index_common {
+namespace grove::core {
+
+Fences Fences::Between(const std::string* new_low, const std::string* new_high) const {
+  Fences f = *this;
+  if (new_low != nullptr) {
+    f.low = *new_low;
+    f.has_low = true;
+  }
+  if (new_high != nullptr) {
+    f.high = *new_high;
+    f.has_high = true;
+  }
+  return f;
+}
 
 Fences InnerNodeView::ChildFences(int i, const Fences& mine) const {
   Fences f = mine;
@@ -45,16 +58,19 @@ void InnerNode::InsertChild(Slice separator, Slice payload) {
   mutable_slots().Insert(pos, separator, payload);
 }
 
-size_t InnerSplitPoint(const std::vector<InnerCell>& cells, size_t capacity) {
+size_t SplitPoint(const std::vector<Cell>& cells, size_t capacity, bool right_key_moves_up) {
   std::vector<size_t> prefix(cells.size() + 1, 0);
   for (size_t j = 0; j < cells.size(); ++j) {
     prefix[j + 1] =
         prefix[j] + SlottedPageView::CellBytes(cells[j].first.size(), cells[j].second.size());
   }
+  // The first point past the middle is not enough: with cells near the largest the options
+  // allow, the cell that crosses the middle can push the left half past a page.
   size_t best = 0, best_gap = SIZE_MAX;
   for (size_t m = 1; m < cells.size(); ++m) {
     const size_t left = prefix[m];
-    const size_t right = prefix.back() - prefix[m] - cells[m].first.size();
+    const size_t right =
+        prefix.back() - prefix[m] - (right_key_moves_up ? cells[m].first.size() : 0);
     if (left > capacity || right > capacity) continue;
     const size_t gap = left > right ? left - right : right - left;
     if (gap < best_gap) {
@@ -71,4 +87,4 @@ std::string ShortestSeparator(Slice a, Slice b) {
   return std::string(b.substr(0, std::min(b.size(), i + 1)));
 }
 
-}  // namespace grove::index_common
+}  // namespace grove::core

@@ -1,4 +1,4 @@
-#include "index/shortcut.h"
+#include "index/core/shortcut.h"
 
 #include <fmt/format.h>
 

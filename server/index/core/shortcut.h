@@ -1,6 +1,6 @@
 #pragma once
 
-// SHORTCUT glue shared by the variants whose inner levels are B+-tree levels (btree, hln): the
+// SHORTCUT glue shared by the variants on the B+-tree core (btree, hln): the
 // `prefetch` parameters, issuing a lookup's predicted pages in one submission, and the predictor's
 // statistics. The models themselves live in predict/path_predictor.h; what a "node" of each level
 // is (a btree node, an hln subnode) is the variant's business, through its TreeSnapshot.
@@ -11,7 +11,7 @@
 #include "grove/index.h"
 
 #include "buffer/buffer_pool.h"
-#include "index/registry.h"
+#include "index/variant.h"
 #include "predict/path_predictor.h"
 
 namespace grove::shortcut {

@@ -1,0 +1,55 @@
+#pragma once
+
+// What a variant declares to the registry (registry.h): its name, parameters, page types and
+// factories, and the helpers variants parse their parameters with. Kept apart from the registry
+// so that variants build on it without depending on the registry, which depends on them.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grove/index.h"
+
+namespace grove {
+
+using ParamMap = std::map<std::string, std::string>;
+
+struct ParamSpec {
+  std::string name;
+  std::string default_value;
+  bool layout = false;  // persisted and fixed for the life of the data directory
+  std::string help;     // allowed values and meaning
+};
+
+struct PageTypeClaim {
+  uint16_t type = 0;  // >= kFirstIndexPageType
+  std::string name;   // for messages: "hln subnode"
+};
+
+struct VariantSpec {
+  std::string name;
+  std::string summary;
+  std::vector<ParamSpec> params;
+  // The page types only this variant writes (shared ones are claimed by their layer).
+  std::vector<PageTypeClaim> page_types;
+  std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&)> create;
+  std::function<StatusOr<std::unique_ptr<Index>>(const IndexContext&, const ParamMap&, Slice)> open;
+  // Index::PagesDirtiedPerOp() for resolved parameters, known before the index is open (groved's
+  // startup check of its write room). Empty: kDefaultPagesPerOp.
+  std::function<uint64_t(const ParamMap&)> pages_per_op;
+};
+
+inline constexpr uint16_t kFirstIndexPageType = 16;
+
+// Helpers for variants parsing their parameters; errors name the parameter.
+StatusOr<double> ParseDoubleParam(const ParamMap& params, const std::string& name, double lo,
+                                  double hi);
+StatusOr<uint64_t> ParseUintParam(const ParamMap& params, const std::string& name, uint64_t lo,
+                                  uint64_t hi);
+StatusOr<std::string> ParseEnumParam(const ParamMap& params, const std::string& name,
+                                     const std::vector<std::string>& allowed);
+
+}  // namespace grove

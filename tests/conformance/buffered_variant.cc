@@ -424,10 +424,4 @@ VariantSpec BufferedVariantSpec() {
   return spec;
 }
 
-std::shared_ptr<const IndexRegistry> RegistryWithBuffered() {
-  auto r = std::make_shared<IndexRegistry>(*IndexRegistry::Builtins());
-  r->Register(BufferedVariantSpec()).IgnoreError();  // the name is not a built-in one
-  return r;
-}
-
 }  // namespace grove::testing

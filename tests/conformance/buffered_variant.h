@@ -24,15 +24,10 @@
 // that no write to that key can slip between the move and the release of the replaced cell. Lock
 // order: mu_ -> btree page latches.
 
-#include <memory>
-
-#include "index/registry.h"
+#include "index/variant.h"
 
 namespace grove::testing {
 
 VariantSpec BufferedVariantSpec();
-
-// The built-in variants plus "buffered".
-std::shared_ptr<const IndexRegistry> RegistryWithBuffered();
 
 }  // namespace grove::testing

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "conformance/buffered_variant.h"
+#include "conformance/sorted_variant.h"
 #include "engine/db_test_util.h"
 
 namespace grove::testing {
@@ -26,6 +27,14 @@ VariantCase Hln(std::string name, ParamMap params) {
 
 }  // namespace
 
+std::shared_ptr<const IndexRegistry> TestVariantRegistry() {
+  auto r = std::make_shared<IndexRegistry>(*IndexRegistry::Builtins());
+  // Their names and page types are none of the built-ins'.
+  r->Register(BufferedVariantSpec()).IgnoreError();
+  r->Register(SortedVariantSpec()).IgnoreError();
+  return r;
+}
+
 std::vector<VariantCase> ConformanceCases() {
   std::vector<VariantCase> cases = {
       {.name = "btree", .variant = "btree", .btree_structure = true},
@@ -38,8 +47,9 @@ std::vector<VariantCase> ConformanceCases() {
           {{"leaf_pages", "4"}, {"hash", "fnv"}, {"stash", "true"}, {"hint_bits", "2"}}),
       {.name = "buffered",
        .variant = "buffered",
-       .registry = RegistryWithBuffered(),
+       .registry = TestVariantRegistry(),
        .deterministic_io = false},
+      {.name = "sorted", .variant = "sorted", .registry = TestVariantRegistry()},
   };
   const char* all = std::getenv("GROVE_CONFORMANCE");
   if (all != nullptr && std::string(all) == "all") {

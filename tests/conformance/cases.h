@@ -47,6 +47,10 @@ struct VariantCase {
   bool deterministic_io = true;
 };
 
+// The built-in variants and the test variants: "buffered" (buffered_variant.h) and "sorted" (the
+// worked example of docs/variants.md, sorted_variant.h).
+std::shared_ptr<const IndexRegistry> TestVariantRegistry();
+
 // Every case of the suite (the long list with GROVE_CONFORMANCE=all).
 std::vector<VariantCase> ConformanceCases();
 

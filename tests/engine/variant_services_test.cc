@@ -11,7 +11,7 @@
 #include <map>
 #include <thread>
 
-#include "conformance/buffered_variant.h"
+#include "conformance/cases.h"
 #include "engine/db_impl.h"
 #include "engine/db_test_util.h"
 #include "io/fault_backend.h"
@@ -25,7 +25,7 @@ Options BufferedOptions(const std::string& dir, ParamMap params = {}) {
   Options o = SmallOptions(dir);
   o.index.variant = "buffered";
   o.index.params = std::move(params);
-  o.index.registry = RegistryWithBuffered();
+  o.index.registry = TestVariantRegistry();
   return o;
 }
 

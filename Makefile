@@ -14,6 +14,9 @@
 #   make test-deploy the deployment tests only (ctest -L deploy): image, monitoring stack, manifests
 #   make torture     the kill -9 torture test (docs/reliability.md); CYCLES=N kills per wal.sync
 #                    mode (default: the test's own, 20 for always, 8 for batch and none)
+#   make conformance-all  the variant conformance suite with every case (GROVE_CONFORMANCE=all:
+#                    every hln leaf size and hint width, SHORTCUT-BASE) and crash points at every
+#                    IO (GROVE_CRASH_POINTS=all); docs/variants.md, docs/reliability.md
 #   make bench       the benchmark suite (~15 min): btree vs RocksDB vs the device, writes
 #                    docs/benchmarks.md and docs/img/bench-*.png (build-bench/, Release; not a test)
 #   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
@@ -28,7 +31,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference fuzz torture
+.PHONY: bench-build bench bench-reference fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -75,6 +78,11 @@ CYCLES ?=
 
 torture: deps build
 	$(if $(CYCLES),GROVE_TORTURE_CYCLES=$(CYCLES)) $(BUILD_DIR)/tests/reliability/torture_test
+
+# The binaries run directly: ctest lists each test case when it is built, without the long list.
+conformance-all: deps build
+	GROVE_CONFORMANCE=all $(BUILD_DIR)/tests/conformance/conformance_test
+	GROVE_CONFORMANCE=all GROVE_CRASH_POINTS=all $(BUILD_DIR)/tests/reliability/crash_points_test
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz

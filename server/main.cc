@@ -59,7 +59,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const uint64_t pages_per_op = registry->PagesPerOp(index.variant, index.params);
-  if (std::string w = grove::config::WriteRoomWarning(config->engine, pages_per_op); !w.empty()) {
+  // The write room is a share of the buffer pool, which a variant may give part of cache_bytes.
+  grove::Options pool_view = config->engine;
+  pool_view.cache_bytes =
+      static_cast<uint64_t>(static_cast<double>(pool_view.cache_bytes) *
+                            registry->BufferPoolShare(index.variant, index.params));
+  if (std::string w = grove::config::WriteRoomWarning(pool_view, pages_per_op); !w.empty()) {
     log->warn(w);
   }
 

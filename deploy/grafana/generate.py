@@ -298,6 +298,42 @@ def build():
     d.timeseries("Last recovery: duration", "Time the last start took to recover.", "s",
                  [(f"grove_recovery_duration_seconds{{{SEL}}}", "{{instance}}")])
 
+    # ---- TreeLine (variant-specific figures; empty for other variants) ----
+    def tl(name):
+        return f'grove_index_variant_stat{{{SEL},variant="treeline",name="{name}"}}'
+
+    def tl_rate(name):
+        return f"rate({tl(name)}[{RI}])"
+
+    d.row("TreeLine")
+    d.timeseries("Record cache", "Bytes held against the record cache's capacity, and dirty "
+                 "entries (writes that have not reached their page).", "bytes",
+                 [(f"sum({tl('cache_bytes')})", "held"),
+                  (f"sum({tl('cache_capacity_bytes')})", "capacity")])
+    d.timeseries("Record cache entries", "Entries and dirty entries of the record cache.",
+                 "short",
+                 [(f"sum({tl('cache_entries')})", "entries"),
+                  (f"sum({tl('cache_dirty_entries')})", "dirty")])
+    d.timeseries("Record cache hits and evictions/s", "Lookups the cache answered or missed; "
+                 "clean and dirty evictions (a dirty one costs a page write-back).", "ops",
+                 [(f"sum({tl_rate('cache_hits_total')})", "hits"),
+                  (f"sum({tl_rate('cache_misses_total')})", "misses"),
+                  (f"sum({tl_rate('cache_clean_evictions_total')})", "clean evictions"),
+                  (f"sum({tl_rate('cache_dirty_evictions_total')})", "dirty evictions")])
+    d.timeseries("Write-backs/s", "Page write-backs and the records they carried: records per "
+                 "write-back is the batching the record cache buys.", "ops",
+                 [(f"sum({tl_rate('writebacks_total')})", "write-backs"),
+                  (f"sum({tl_rate('writeback_records_total')})", "records")])
+    d.timeseries("Reorganisations/s", "Segment reorganisations and overflow pages created.",
+                 "ops",
+                 [(f"sum({tl_rate('reorganisations_total')})", "reorganisations"),
+                  (f"sum({tl_rate('overflows_created_total')})", "overflows created")])
+    d.timeseries("Segments and pages", "Segments, data pages and overflow pages; segment "
+                 "efficiency is the share of data pages in multi-page segments.", "short",
+                 [(f"sum({tl('segments')})", "segments"),
+                  (f"sum({tl('data_pages')})", "data pages"),
+                  (f"sum({tl('overflow_pages')})", "overflow pages")])
+
     return {
         "uid": UID,
         "title": "Grove",

@@ -59,6 +59,8 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     m.variant = variant_;
     m.params = params_string_;
     index_->ListMemoryOnlyCells(&memory_cells);
+    // Inline cells hold their value themselves: only blob cells have pages to free at recovery.
+    std::erase_if(memory_cells, [](const std::string& c) { return !IsBlobCell(c); });
     metadata = index_->SerializeMetadata();
     m.index_metadata = metadata;
     m.memory_only_cells = memory_cells;
@@ -79,6 +81,13 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     return cause.WithContext(fmt::format("checkpoint {}", epoch));
   };
   if (!s.ok()) return abort(s);
+  // The checkpoint holds state it does not write (writes only the index's memory holds) or holds
+  // part of a batch: the records from its redo point on must be durable before it is (with
+  // wal.sync always they already are). This holds for a checkpoint that finds nothing to write
+  // too: the state it stands for lives in those records alone.
+  if (redo < snapshot_next_lsn && wal_ && options_.wal.sync != SyncMode::kAlways) {
+    if (Status ws = wal_->Sync(); !ws.ok()) return abort(ws);
+  }
   if (ids.empty() && maps.empty() && redo == redo_lsn_.load() &&
       metadata == durable_index_metadata_ && memory_cells == durable_memory_cells_ &&
       reason != CheckpointReason::kCreate) {
@@ -87,12 +96,6 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     index_->OnCheckpointAbandoned(epoch);
     last_checkpoint_nanos_ = NowNanos();
     return Status::Ok();
-  }
-  // The checkpoint holds state it does not write (writes only the index's memory holds) or holds
-  // part of a batch: the records from its redo point on must be durable before it is (with
-  // wal.sync always they already are).
-  if (redo < snapshot_next_lsn && wal_ && options_.wal.sync != SyncMode::kAlways) {
-    if (Status ws = wal_->Sync(); !ws.ok()) return abort(ws);
   }
 
   PageImages pages;

@@ -168,6 +168,7 @@ class DbImpl final : public Db, private IndexServices {
   EpochTable epochs_;
   ExtentAllocator allocator_;
   std::unique_ptr<BufferPool> pool_;
+  uint64_t variant_memory_bytes_ = 0;  // cache_bytes beyond the pool's share (IndexContext)
   std::unique_ptr<DirectWriter> direct_;
   std::unique_ptr<ValueStore> values_;
   std::unique_ptr<Index> index_;

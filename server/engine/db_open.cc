@@ -74,6 +74,7 @@ IndexContext DbImpl::MakeIndexContext() {
   ctx.options = &options_;
   ctx.logger = logger_.get();
   ctx.services = this;
+  ctx.memory_bytes = variant_memory_bytes_;
   return ctx;
 }
 
@@ -120,8 +121,12 @@ Status DbImpl::OpenImpl() {
     GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(data_path, data_opts));
   }
   GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
+  // The variant may keep part of cache_bytes for memory of its own (a record cache).
+  const uint64_t pool_bytes = static_cast<uint64_t>(static_cast<double>(options_.cache_bytes) *
+                                                    registry.BufferPoolShare(variant_, params));
+  variant_memory_bytes_ = options_.cache_bytes - pool_bytes;
   pool_ = std::make_unique<BufferPool>(
-      BufferPoolOptions{.capacity_bytes = options_.cache_bytes,
+      BufferPoolOptions{.capacity_bytes = pool_bytes,
                         .high_retention_fraction = options_.inner_cache_fraction},
       io_.get(), data_file_.get(), &epochs_);
   direct_ = std::make_unique<DirectWriter>(this);

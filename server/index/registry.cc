@@ -9,6 +9,7 @@
 #include "index/btree/btree.h"
 #include "index/core/tree.h"
 #include "index/hln/hln_tree.h"
+#include "index/treeline/treeline.h"
 #include "page/page.h"
 
 namespace grove {
@@ -18,6 +19,7 @@ StatusOr<IndexRegistry> IndexRegistry::Builtins() {
   GROVE_RETURN_IF_ERROR(r.ClaimPageTypes("the B+-tree core", core::PageTypes()));
   GROVE_RETURN_IF_ERROR(r.Register(BTree::Spec()));
   GROVE_RETURN_IF_ERROR(r.Register(HlnTree::Spec()));
+  GROVE_RETURN_IF_ERROR(r.Register(TreeLine::Spec()));
   return r;
 }
 
@@ -79,6 +81,14 @@ uint64_t IndexRegistry::PagesPerOp(const std::string& variant, const ParamMap& g
   StatusOr<ParamMap> params = Resolve(variant, given);
   if (spec == nullptr || !spec->pages_per_op || !params.ok()) return kDefaultPagesPerOp;
   return spec->pages_per_op(*params);
+}
+
+double IndexRegistry::BufferPoolShare(const std::string& variant, const ParamMap& given) const {
+  const VariantSpec* spec = Find(variant);
+  StatusOr<ParamMap> params = Resolve(variant, given);
+  if (spec == nullptr || !spec->buffer_pool_share || !params.ok()) return 1.0;
+  const double share = spec->buffer_pool_share(*params);
+  return share > 0 && share <= 1 ? share : 1.0;
 }
 
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {

@@ -40,6 +40,10 @@ struct VariantSpec {
   // Index::PagesDirtiedPerOp() for resolved parameters, known before the index is open (groved's
   // startup check of its write room). Empty: kDefaultPagesPerOp.
   std::function<uint64_t(const ParamMap&)> pages_per_op;
+  // The share of Options::cache_bytes that goes to the buffer pool for resolved parameters; the
+  // rest is the variant's own memory (IndexContext::memory_bytes: TreeLine's record cache). Empty:
+  // all of it is the buffer pool.
+  std::function<double(const ParamMap&)> buffer_pool_share;
 };
 
 inline constexpr uint16_t kFirstIndexPageType = 16;

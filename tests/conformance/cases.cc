@@ -25,6 +25,19 @@ VariantCase Hln(std::string name, ParamMap params) {
   return c;
 }
 
+VariantCase TreeLineCase(std::string name, ParamMap params) {
+  VariantCase c;
+  c.name = std::move(name);
+  c.variant = "treeline";
+  c.params = std::move(params);
+  c.min_cache_bytes = 4 << 20;  // a buffer pool of 1 MiB at the default share
+  // A base page, then its overflow page.
+  c.max_reads_per_get = 2;
+  c.max_mean_reads_per_get = 1.2;
+  c.deterministic_io = false;  // the background thread writes back and reorganises
+  return c;
+}
+
 }  // namespace
 
 std::shared_ptr<const IndexRegistry> TestVariantRegistry() {
@@ -50,6 +63,11 @@ std::vector<VariantCase> ConformanceCases() {
        .registry = TestVariantRegistry(),
        .deterministic_io = false},
       {.name = "sorted", .variant = "sorted", .registry = TestVariantRegistry()},
+      TreeLineCase("treeline", {}),
+      TreeLineCase("treeline_uncached", {{"cache", "false"}}),
+      // A record cache of a tenth of the budget: write-backs, overflow pages and
+      // reorganisations all through the suite, crash points included.
+      TreeLineCase("treeline_small_cache", {{"buffer_pool_share", "0.9"}}),
   };
   const char* all = std::getenv("GROVE_CONFORMANCE");
   if (all != nullptr && std::string(all) == "all") {
@@ -62,6 +80,12 @@ std::vector<VariantCase> ConformanceCases() {
     cases.push_back(Hln("hln_l256", {{"leaf_pages", "256"}}));
     cases.push_back(Hln("hln_no_hints", {{"leaf_pages", "4"}, {"hint_bits", "0"}}));
     cases.push_back(Hln("hln_shortcut", {{"prefetch", "shortcut"}}));
+    cases.push_back(TreeLineCase("treeline_pages", {{"grouping", "false"}}));
+    cases.push_back(TreeLineCase("treeline_unbatched", {{"batched_writeback", "false"}}));
+    cases.push_back(TreeLineCase("treeline_optimistic", {{"optimistic_caching", "true"}}));
+    cases.push_back(TreeLineCase("treeline_forecast", {{"forecasting", "true"},
+                                                       {"forecast_epoch_inserts", "100"},
+                                                       {"forecast_partitions", "8"}}));
   }
   return cases;
 }
@@ -79,7 +103,12 @@ uint64_t BatchEntriesThatFit(const VariantCase& c, const Options& o) {
   const IndexRegistry builtins = *IndexRegistry::Builtins();
   const IndexRegistry& r = c.registry ? *c.registry : builtins;
   const uint64_t per_op = WorstCaseWritePages(1, 0, r.PagesPerOp(c.variant, c.params)) - 8;
-  const uint64_t room = WriteRoomPages(o) / 4;  // the engine's limit for a batch applied at once
+  // The write room is a share of the buffer pool, which may have only part of cache_bytes.
+  Options pool_view = o;
+  pool_view.cache_bytes = static_cast<uint64_t>(static_cast<double>(o.cache_bytes) *
+                                                r.BufferPoolShare(c.variant, c.params));
+  const uint64_t room = WriteRoomPages(pool_view) / 4;  // the limit for a batch applied at once
+  if (per_op == 0) return o.max_batch_entries;          // writes that dirty no page always fit
   return room > 8 + per_op ? (room - 8) / per_op : 1;
 }
 

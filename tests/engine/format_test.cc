@@ -204,7 +204,10 @@ Manifest MakeManifest() {
   m.index_metadata = std::string("\x01\x02\x00\xff", 4);
   m.blob_values = 7;
   m.blob_pages = 1u << 20;
-  m.memory_only_cells = {std::string("\x01cell-one", 9), std::string(17, '\x01')};
+  m.memory_only_cells = {std::string("\x01"
+                                     "cell-one",
+                                     9),
+                         std::string(17, '\x01')};
   return m;
 }
 

@@ -129,6 +129,9 @@ struct IndexContext {
   const Options* options = nullptr;
   Logger* logger = nullptr;
   IndexServices* services = nullptr;
+  // Memory of the variant's own beyond the buffer pool (cache_bytes minus the pool's share,
+  // VariantSpec::buffer_pool_share); 0 for variants that leave all of it to the pool.
+  uint64_t memory_bytes = 0;
 };
 
 // Bounds and direction of a cursor: keys in [lower, upper).

@@ -69,6 +69,7 @@ class [[nodiscard]] Status {
   bool IsNotFound() const { return code() == StatusCode::kNotFound; }
   bool IsDataLoss() const { return code() == StatusCode::kDataLoss; }
   bool IsResourceExhausted() const { return code() == StatusCode::kResourceExhausted; }
+  bool IsUnavailable() const { return code() == StatusCode::kUnavailable; }
 
   // "DATA_LOSS: page 12: checksum mismatch"
   std::string ToString() const;

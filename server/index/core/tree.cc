@@ -142,6 +142,30 @@ StatusOr<ParentLatch> BTreeCore::DescendToParent(Slice key, Seek mode, IoCause c
 
 Status BTreeCore::LatchPath(Slice key, Change change, std::vector<PageWriteGuard>* path,
                             Fences* fences) {
+  return LatchPathIf(
+      key,
+      [&](const InnerNodeView& n) {
+        return change == Change::kInsert ? n.free_bytes() >= RoomForChild(n.level())
+                                         : RemoveSafe(n);
+      },
+      path, fences);
+}
+
+Status BTreeCore::LatchPathToReplace(Slice key, size_t cells, size_t cell_bytes,
+                                     std::vector<PageWriteGuard>* path, Fences* fences) {
+  // A level-1 node that takes all the new cells does not split; one that splits sends up fewer
+  // separators than it has new cells, and so on upwards.
+  return LatchPathIf(
+      key,
+      [&](const InnerNodeView& n) {
+        return n.level() == 1 ? n.free_bytes() >= cell_bytes
+                              : n.free_bytes() >= cells * RoomForChild(n.level());
+      },
+      path, fences);
+}
+
+Status BTreeCore::LatchPathIf(Slice key, const std::function<bool(const InnerNodeView&)>& safe,
+                              std::vector<PageWriteGuard>* path, Fences* fences) {
   path->clear();
   Fences f;
   GROVE_ASSIGN_OR_RETURN(PageWriteGuard g,
@@ -160,10 +184,7 @@ Status BTreeCore::LatchPath(Slice key, Change change, std::vector<PageWriteGuard
                            pool_->FetchWrite(child, IoCause::kDemand, Retention::kHigh));
     GROVE_RETURN_IF_ERROR(
         CheckChild(options_.name.c_str(), path->back().id(), n.level(), child, c.data()));
-    const InnerNodeView cn(c.data());
-    const bool safe =
-        change == Change::kInsert ? cn.free_bytes() >= RoomForChild(cn.level()) : RemoveSafe(cn);
-    if (safe) path->clear();  // a change below cannot reach the ancestors
+    if (safe(InnerNodeView(c.data()))) path->clear();  // a change below cannot reach them
     path->push_back(std::move(c));
     f = cf;
   }
@@ -307,6 +328,187 @@ Status BTreeCore::GrowRoot(std::vector<PageWriteGuard>* path, SplitPlan* plan) {
   height_.fetch_add(1, std::memory_order_relaxed);
   if (options_.observer) options_.observer->OnShapeChange();
   path->insert(path->begin() + 1, std::move(child));
+  return Status::Ok();
+}
+
+// --- Replacing a range of children -----------------------------------------------------------
+
+namespace {
+
+size_t CellsBytes(const std::vector<Cell>& cells, size_t from, size_t to) {
+  size_t b = 0;
+  for (size_t j = from; j < to; ++j) {
+    // A chunk's first cell keeps an empty key: its key moves up as the separator.
+    b += SlottedPageView::CellBytes(cells[j].first.size(), cells[j].second.size());
+  }
+  return b;
+}
+
+// Splits `cells` into consecutive chunks that each fit `capacity` (counting every chunk's first
+// key as empty), as few as possible and about equally full. Returns the chunk starts.
+std::vector<size_t> Chunk(const std::vector<Cell>& cells, size_t capacity) {
+  const size_t total = CellsBytes(cells, 0, cells.size());
+  for (size_t k = std::max<size_t>(1, (total + capacity - 1) / capacity);; ++k) {
+    const size_t target = (total + k - 1) / k;
+    std::vector<size_t> starts = {0};
+    size_t bytes = 0;
+    bool fits = true;
+    for (size_t j = 0; j < cells.size(); ++j) {
+      const size_t key = j == starts.back() ? 0 : cells[j].first.size();
+      const size_t cell = SlottedPageView::CellBytes(key, cells[j].second.size());
+      if (j > starts.back() && (bytes + cell > capacity || bytes >= target)) {
+        starts.push_back(j);
+        bytes = SlottedPageView::CellBytes(0, cells[j].second.size());
+        continue;
+      }
+      bytes += cell;
+      if (bytes > capacity) fits = false;
+    }
+    if (fits && starts.size() <= k) return starts;
+  }
+}
+
+// Writes `cells[from, to)` into a formatted inner node; the first cell's key goes in empty.
+void FillInner(char* page, uint16_t level, const std::vector<Cell>& cells, size_t from, size_t to) {
+  InnerNode::Format(page, level);
+  SlottedPage sp = InnerNode(page).mutable_slots();
+  for (size_t j = from; j < to; ++j) {
+    sp.Insert(sp.count(), j == from ? Slice() : Slice(cells[j].first), cells[j].second);
+  }
+}
+
+}  // namespace
+
+Status BTreeCore::ReplaceChildren(std::vector<PageWriteGuard>* path, int first, int count,
+                                  std::vector<Cell> cells) {
+  const InnerNodeView p(path->back().data());
+  if (first < 0 || count < 1 || first + count > p.count() || cells.empty()) {
+    return Status::Internal(fmt::format("{}: replacing children [{}, {}) of a node of {}",
+                                        options_.name, first, first + count, p.count()));
+  }
+  // The new cells of the level-1 node: its own up to `first`, the new children (the first keeps
+  // the replaced range's lower bound), the rest of its own.
+  std::vector<Cell> level;
+  for (int j = 0; j < first; ++j) level.emplace_back(p.key(j), p.payload(j));
+  cells[0].first.assign(p.key(first));
+  for (Cell& c : cells) level.push_back(std::move(c));
+  for (int j = first + count; j < p.count(); ++j) level.emplace_back(p.key(j), p.payload(j));
+
+  // Dry run, bottom-up: how each level chunks, and so how many new nodes it needs; the payload of
+  // a new node's cell in its parent is a page id, 8 bytes whatever the id.
+  struct Step {
+    std::vector<Cell> cells;
+    std::vector<size_t> starts;
+  };
+  std::vector<Step> steps;
+  bool grow = false;
+  for (size_t i = path->size(); i-- > 0;) {
+    const InnerNodeView n((*path)[i].data());
+    Step step{std::move(level), {}};
+    step.starts = Chunk(step.cells, n.capacity());
+    const bool split = step.starts.size() > 1;
+    if (split && i == 0 && (*path)[0].id() != root_) {
+      return Status::Internal(
+          fmt::format("{}: a replacement must split the top of a partial path", options_.name));
+    }
+    steps.push_back(std::move(step));
+    if (!split) break;
+    if (i == 0) {
+      grow = true;
+      break;
+    }
+    // The parent's cells for the next round: its own, with a placeholder cell for every new node
+    // right after this node's.
+    const InnerNodeView parent((*path)[i - 1].data());
+    int at = -1;
+    for (int j = 0; j < parent.count(); ++j) {
+      if (parent.child(j) == (*path)[i].id()) at = j;
+    }
+    if (at < 0) {
+      return Status::Internal(fmt::format("{}: page {} is not a child of {}", options_.name,
+                                          (*path)[i].id(), (*path)[i - 1].id()));
+    }
+    std::vector<Cell> up;
+    for (int j = 0; j <= at; ++j) up.emplace_back(parent.key(j), parent.payload(j));
+    const Step& s = steps.back();
+    for (size_t c = 1; c < s.starts.size(); ++c) {
+      up.emplace_back(s.cells[s.starts[c]].first, EncodeChild(kInvalidPageId));
+    }
+    for (int j = at + 1; j < parent.count(); ++j) up.emplace_back(parent.key(j), parent.payload(j));
+    level = std::move(up);
+  }
+
+  // Acquire every new node: per split level one per chunk beyond the first; a root that grows
+  // gives its content to new children, one per chunk.
+  std::vector<std::vector<PageWriteGuard>> fresh(steps.size());
+  auto give_back = [&] {
+    for (auto& v : fresh) {
+      for (PageWriteGuard& g : v) FreeInner(g);
+    }
+  };
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const size_t i = path->size() - 1 - k;
+    const uint16_t lvl = InnerNodeView((*path)[i].data()).level();
+    const size_t need = steps[k].starts.size() - 1 + (grow && k + 1 == steps.size() ? 1 : 0);
+    for (size_t c = 0; c < need; ++c) {
+      auto g = NewInner(lvl);
+      if (!g.ok()) {
+        give_back();
+        return g.status();
+      }
+      fresh[k].push_back(std::move(*g));
+    }
+  }
+
+  // Apply, bottom-up. Each split level's new nodes get their ids into the parent's cells.
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const size_t i = path->size() - 1 - k;
+    PageWriteGuard& node = (*path)[i];
+    const uint16_t lvl = InnerNodeView(node.data()).level();
+    Step& s = steps[k];
+    const bool root_grows = grow && k + 1 == steps.size();
+    // With the root growing, chunk 0 also goes to a new node and the root points at them all.
+    std::vector<PageId> ids;
+    size_t next_fresh = 0;
+    for (size_t c = 0; c < s.starts.size(); ++c) {
+      const size_t from = s.starts[c];
+      const size_t to = c + 1 < s.starts.size() ? s.starts[c + 1] : s.cells.size();
+      if (c == 0 && !root_grows) {
+        FillInner(node.mutable_data(), lvl, s.cells, from, to);
+        ids.push_back(node.id());
+        continue;
+      }
+      PageWriteGuard& g = fresh[k][next_fresh++];
+      FillInner(g.mutable_data(), lvl, s.cells, from, to);
+      if (options_.observer && !root_grows) options_.observer->OnSplit(lvl, ids.back(), g.id());
+      ids.push_back(g.id());
+    }
+    if (root_grows) {
+      char* r = node.mutable_data();
+      page::Init(r, kInnerPage, root_);
+      InnerNode::Format(r, lvl + 1);
+      SlottedPage sp = InnerNode(r).mutable_slots();
+      for (size_t c = 0; c < ids.size(); ++c) {
+        sp.Insert(sp.count(), c == 0 ? Slice() : Slice(s.cells[s.starts[c]].first),
+                  EncodeChild(ids[c]));
+      }
+      height_.fetch_add(1, std::memory_order_relaxed);
+      if (options_.observer) options_.observer->OnShapeChange();
+      break;
+    }
+    if (k + 1 < steps.size()) {
+      // The parent's placeholders for the new nodes, in order after this node's cell.
+      std::vector<Cell>& up = steps[k + 1].cells;
+      size_t c = 1;
+      for (Cell& cell : up) {
+        if (c < ids.size() && DecodeFixed64(cell.second.data()) == kInvalidPageId &&
+            cell.first == s.cells[s.starts[c]].first) {
+          cell.second = EncodeChild(ids[c++]);
+        }
+      }
+    }
+  }
+  path->clear();
   return Status::Ok();
 }
 

@@ -127,6 +127,11 @@ class BTreeCore {
   // *fences receives its fences.
   enum class Change { kInsert, kRemove };
   Status LatchPath(Slice key, Change change, std::vector<PageWriteGuard>* path, Fences* fences);
+  // The same for ReplaceChildren with `cells` new children of `cell_bytes` in all (their
+  // separators and payloads): the level-1 node is kept alone when it has that much room; above it,
+  // a node is kept unless it has room for as many more separators of max_key bytes.
+  Status LatchPathToReplace(Slice key, size_t cells, size_t cell_bytes,
+                            std::vector<PageWriteGuard>* path, Fences* fences);
 
   // What inserting one child into path.back() may need: a new inner node per level that splits
   // and two for the root. Acquired before anything changes, so that a failure (no free frame,
@@ -143,6 +148,16 @@ class BTreeCore {
                      std::string payload);
   // Frees the spares of a plan that was not used.
   void ReleasePlan(SplitPlan* plan);
+
+  // Replaces children [first, first + count) of path.back() with `cells` (separator -> leaf
+  // payload, in key order), splitting inner nodes upward and growing the root as needed: a leaf
+  // reorganisation that turns some leaves into others at once, so that no reader sees the range
+  // half replaced. The first new child keeps the replaced first child's lower bound (cells[0]'s
+  // key is ignored); the others' keys must lie strictly inside the replaced range, ascending.
+  // Every new inner node is acquired before anything changes: on failure nothing did. REQUIRES: a
+  // path from LatchPathToReplace for these cells, count >= 1, !cells.empty(). Releases `path`.
+  Status ReplaceChildren(std::vector<PageWriteGuard>* path, int first, int count,
+                         std::vector<Cell> cells);
 
   // Removes child `index` (>= 1) of path.back() (its leaf is already gone), then Rebalance().
   // `key` is a key the removed child held.
@@ -179,6 +194,9 @@ class BTreeCore {
   // Bytes a node at `level` must have free to take one more child.
   size_t RoomForChild(uint16_t level) const;
   bool RemoveSafe(const InnerNodeView& n) const;
+  // LatchPath with `safe` saying which nodes a change below cannot reach beyond.
+  Status LatchPathIf(Slice key, const std::function<bool(const InnerNodeView&)>& safe,
+                     std::vector<PageWriteGuard>* path, Fences* fences);
   size_t MinFill(const InnerNodeView& n) const { return n.capacity() / 4; }
 
   StatusOr<PageWriteGuard> NewInner(uint16_t level);

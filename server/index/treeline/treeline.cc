@@ -1,0 +1,393 @@
+// TreeLine: parameters, create/open, metadata, statistics and the background thread.
+
+#include "index/treeline/treeline.h"
+
+#include <fmt/format.h>
+
+#include "page/extent_allocator.h"
+#include "util/clock.h"
+#include "util/coding.h"
+
+namespace grove {
+
+using treeline::RecordCache;
+
+namespace treeline {
+
+StatusOr<Config> ParseConfig(const ParamMap& params) {
+  Config c;
+  auto flag = [&](const char* name, bool* out) -> Status {
+    GROVE_ASSIGN_OR_RETURN(const std::string v, ParseEnumParam(params, name, {"true", "false"}));
+    *out = v == "true";
+    return Status::Ok();
+  };
+  GROVE_ASSIGN_OR_RETURN(c.goal, ParseDoubleParam(params, "goal", 0.05, 1.0));
+  if (auto it = params.find("epsilon"); it != params.end() && it->second != "auto") {
+    GROVE_ASSIGN_OR_RETURN(c.epsilon, ParseDoubleParam(params, "epsilon", 0.0, 0.5));
+    if (c.goal + 2 * c.epsilon > 1.0) {
+      return Status::InvalidArgument(fmt::format(
+          "index.params.epsilon: goal {} + 2 x epsilon {} exceeds what a page holds (1)", c.goal,
+          c.epsilon));
+    }
+  }
+  GROVE_RETURN_IF_ERROR(flag("grouping", &c.grouping));
+  GROVE_RETURN_IF_ERROR(flag("cache", &c.cache));
+  GROVE_RETURN_IF_ERROR(flag("optimistic_caching", &c.optimistic));
+  GROVE_RETURN_IF_ERROR(flag("batched_writeback", &c.batched_writeback));
+  GROVE_RETURN_IF_ERROR(flag("forecasting", &c.forecasting));
+  GROVE_ASSIGN_OR_RETURN(c.forecast_epoch,
+                         ParseUintParam(params, "forecast_epoch_inserts", 100, 1ull << 40));
+  GROVE_ASSIGN_OR_RETURN(const uint64_t parts,
+                         ParseUintParam(params, "forecast_partitions", 1, 1000000));
+  c.forecast_partitions = static_cast<uint32_t>(parts);
+  GROVE_ASSIGN_OR_RETURN(c.forecast_future_epochs,
+                         ParseDoubleParam(params, "forecast_future_epochs", 0.0, 1000.0));
+  GROVE_ASSIGN_OR_RETURN(const uint64_t radius, ParseUintParam(params, "radius", 0, 64));
+  c.radius = static_cast<int>(radius);
+  GROVE_ASSIGN_OR_RETURN(c.pool_share, ParseDoubleParam(params, "buffer_pool_share", 0.05, 1.0));
+  return c;
+}
+
+}  // namespace treeline
+
+using treeline::Segment;
+
+namespace {
+
+constexpr uint32_t kMetadataVersion = 1;
+
+// After a reorganisation fails, the next waits this long (a failing disk would otherwise be
+// retried in a busy loop).
+constexpr uint64_t kReorganisationPauseNanos = 200'000'000;
+
+RecordCache::Options CacheOptions(const IndexContext& ctx, const treeline::Config& cfg) {
+  RecordCache::Options o;
+  o.capacity_bytes = cfg.cache ? ctx.memory_bytes : 0;
+  return o;
+}
+
+treeline::InsertForecaster::Options ForecastOptions(const treeline::Config& cfg) {
+  treeline::InsertForecaster::Options o;
+  o.epoch_inserts = cfg.forecast_epoch;
+  o.partitions = cfg.forecast_partitions;
+  o.future_epochs = cfg.forecast_future_epochs;
+  return o;
+}
+
+// A reorganisation of one full segment dirties some 50 pages at once; the write room is a share of
+// the pool, so the pool needs a few times that.
+constexpr uint64_t kMinPoolPages = 256;
+
+Status CheckPool(const IndexContext& ctx) {
+  if (ctx.pool->capacity_pages() < kMinPoolPages) {
+    return Status::InvalidArgument(fmt::format(
+        "cache_bytes: treeline needs a buffer pool of at least {} KiB (cache_bytes x "
+        "index.params.buffer_pool_share); it has {} KiB",
+        kMinPoolPages * kPageSize / 1024, ctx.pool->capacity_pages() * kPageSize / 1024));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+VariantSpec TreeLine::Spec() {
+  VariantSpec spec;
+  spec.name = "treeline";
+  spec.summary =
+      "TreeLine: record cache with same-page batched write-back, page groups placed by linear "
+      "models, overflow pages, reorganisation, insert forecasting";
+  spec.params = {
+      {"goal", "0.815", false,
+       "records per page at reorganisation, as a share of what fits (0.05..1; the paper's 44 of "
+       "54)"},
+      {"epsilon", "auto", false,
+       "model error as a share of what fits a page (0..0.5), or auto: (1 - goal) / 2; goal + 2 x "
+       "epsilon <= 1"},
+      {"grouping", "true", false, "page groups of 2..16 pages; false: every segment one page"},
+      {"cache", "true", false, "the record cache; false: every write goes to its page at once"},
+      {"optimistic_caching", "false", false,
+       "admit the other records of a page a read fetched, at priority 1"},
+      {"batched_writeback", "true", false,
+       "write back every dirty record of an evicted record's page at once"},
+      {"forecasting", "false", false, "insert forecasting at reorganisation"},
+      {"forecast_epoch_inserts", "100000", false, "inserts per forecasting epoch"},
+      {"forecast_partitions", "1000", false, "histogram partitions (b); the sample holds 10 x b"},
+      {"forecast_future_epochs", "1", false,
+       "epochs of inserts a reorganisation leaves room for (f)"},
+      {"radius", "5", false, "neighbouring segments a reorganisation may take on each side (r)"},
+      {"buffer_pool_share", "0.25", false,
+       "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes); the "
+       "rest is the record cache (0.05..1)"},
+  };
+  spec.page_types = {{static_cast<uint16_t>(treeline::kDataPage), "treeline page"}};
+  spec.create = &TreeLine::Create;
+  spec.open = &TreeLine::Open;
+  // Writes go to the record cache; without it, each write goes to its base and overflow page.
+  spec.pages_per_op = [](const ParamMap& params) -> uint64_t {
+    StatusOr<treeline::Config> c = treeline::ParseConfig(params);
+    return c.ok() && !c->cache ? 2 : 0;
+  };
+  spec.buffer_pool_share = [](const ParamMap& params) -> double {
+    StatusOr<treeline::Config> c = treeline::ParseConfig(params);
+    return c.ok() ? c->pool_share : 1.0;
+  };
+  return spec;
+}
+
+TreeLine::TreeLine(const IndexContext& ctx, const treeline::Config& cfg)
+    : ctx_(ctx),
+      pool_(ctx.pool),
+      cfg_(cfg),
+      cache_(CacheOptions(ctx, cfg)),
+      forecaster_(ForecastOptions(cfg)) {}
+
+TreeLine::~TreeLine() { Shutdown(); }
+
+Status TreeLine::AttachCore(Slice* metadata) {
+  core::TreeOptions o;
+  o.name = "treeline";
+  o.max_key = ctx_.options->max_key_bytes;
+  o.leaf_payload_bytes = Segment::kEncodedBytes;
+  if (metadata != nullptr) {
+    uint32_t version;
+    if (!GetVarint32(metadata, &version) || version != kMetadataVersion) {
+      return Status::DataLoss("treeline metadata in the manifest is of another format version");
+    }
+    GROVE_ASSIGN_OR_RETURN(tree_, core::BTreeCore::Open(ctx_, o, metadata));
+    uint64_t entries, segments, single, pages, overflow;
+    if (!GetVarint64(metadata, &entries) || !GetVarint64(metadata, &segments) ||
+        !GetVarint64(metadata, &single) || !GetVarint64(metadata, &pages) ||
+        !GetVarint64(metadata, &overflow) || !metadata->empty()) {
+      return Status::DataLoss("treeline metadata in the manifest is malformed");
+    }
+    page_entries_ = entries;
+    segments_ = segments;
+    segments_single_ = single;
+    data_pages_ = pages;
+    overflow_pages_ = overflow;
+  } else {
+    // An empty tree: one empty one-page segment under the root.
+    GROVE_ASSIGN_OR_RETURN(const PageId page, ctx_.allocator->Allocate(1));
+    auto g = pool_->NewPage(page, treeline::kDataPage);
+    if (!g.ok()) {
+      ctx_.allocator->Free(page, 1);
+      return g.status();
+    }
+    treeline::DataPage::Format(g->mutable_data(), 0, 1, false);
+    Segment seg;
+    seg.first = page;
+    GROVE_ASSIGN_OR_RETURN(tree_, core::BTreeCore::Create(ctx_, o, seg.Encode()));
+  }
+  background_ = std::thread([this] { BackgroundLoop(); });
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Index>> TreeLine::Create(const IndexContext& ctx, const ParamMap& params) {
+  GROVE_ASSIGN_OR_RETURN(const treeline::Config cfg, treeline::ParseConfig(params));
+  GROVE_RETURN_IF_ERROR(CheckPool(ctx));
+  auto t = std::unique_ptr<TreeLine>(new TreeLine(ctx, cfg));
+  GROVE_RETURN_IF_ERROR(t->AttachCore(nullptr));
+  return std::unique_ptr<Index>(std::move(t));
+}
+
+StatusOr<std::unique_ptr<Index>> TreeLine::Open(const IndexContext& ctx, const ParamMap& params,
+                                                Slice metadata) {
+  GROVE_ASSIGN_OR_RETURN(const treeline::Config cfg, treeline::ParseConfig(params));
+  GROVE_RETURN_IF_ERROR(CheckPool(ctx));
+  auto t = std::unique_ptr<TreeLine>(new TreeLine(ctx, cfg));
+  Slice in = metadata;
+  GROVE_RETURN_IF_ERROR(t->AttachCore(&in));
+  return std::unique_ptr<Index>(std::move(t));
+}
+
+std::string TreeLine::SerializeMetadata() {
+  std::string s;
+  PutVarint32(&s, kMetadataVersion);
+  tree_->Serialize(&s);
+  PutVarint64(&s, page_entries_.load());
+  PutVarint64(&s, segments_.load());
+  PutVarint64(&s, segments_single_.load());
+  PutVarint64(&s, data_pages_.load());
+  PutVarint64(&s, overflow_pages_.load());
+  return s;
+}
+
+treeline::BuildOptions TreeLine::BuildOptionsFor(double goal_scale) const {
+  treeline::BuildOptions o;
+  o.grouping = cfg_.grouping;
+  o.goal_fill = cfg_.goal;
+  o.epsilon_fill = cfg_.epsilon;
+  o.goal_scale = goal_scale;
+  o.page_capacity = treeline::kPageCapacity;
+  return o;
+}
+
+void TreeLine::PageRange(const Segment& seg, int i, const core::Fences& fences, std::string* low,
+                         std::string* high, bool* has_high) const {
+  *low = fences.has_low ? fences.low : std::string();
+  if (i > 0) {
+    const std::string p = treeline::KeyAtProjection(seg.LowOf(i));
+    if (p > *low) *low = p;
+  }
+  *has_high = fences.has_high;
+  if (fences.has_high) *high = fences.high;
+  if (i + 1 < seg.pages) {
+    const uint64_t next = seg.LowOf(i + 1);
+    if (next != UINT64_MAX) {
+      const std::string p = treeline::KeyAtProjection(next);
+      if (!*has_high || p < *high) {
+        *high = p;
+        *has_high = true;
+      }
+    }
+  }
+}
+
+IndexStats TreeLine::GetStats() {
+  IndexStats s;
+  s.variant = "treeline";
+  s.height = tree_->height();
+  s.inner_pages = tree_->inner_pages();
+  s.inner_bytes = s.inner_pages * kPageSize;
+  s.leaf_pages = data_pages_.load() + overflow_pages_.load();
+  s.entries = page_entries_.load();
+  const RecordCache::Stats c = cache_.GetStats();
+  auto& x = s.extra;
+  x["segments"] = static_cast<double>(segments_.load());
+  x["data_pages"] = static_cast<double>(data_pages_.load());
+  x["overflow_pages"] = static_cast<double>(overflow_pages_.load());
+  x["segment_efficiency"] =
+      data_pages_.load() == 0
+          ? 0.0
+          : 1.0 - static_cast<double>(segments_single_.load()) / data_pages_.load();
+  x["cache_entries"] = static_cast<double>(c.entries);
+  x["cache_dirty_entries"] = static_cast<double>(c.dirty);
+  x["cache_bytes"] = static_cast<double>(c.bytes);
+  x["cache_capacity_bytes"] = static_cast<double>(c.capacity_bytes);
+  x["cache_hits_total"] = static_cast<double>(c.hits);
+  x["cache_misses_total"] = static_cast<double>(c.misses);
+  x["cache_clean_evictions_total"] = static_cast<double>(c.clean_evictions);
+  x["cache_dirty_evictions_total"] = static_cast<double>(c.dirty_evictions);
+  x["cache_admissions_total"] = static_cast<double>(c.admissions);
+  x["writebacks_total"] = static_cast<double>(writebacks_.load());
+  x["writeback_records_total"] = static_cast<double>(writeback_records_.load());
+  x["records_per_writeback"] =
+      writebacks_.load() == 0 ? 0.0
+                              : static_cast<double>(writeback_records_.load()) / writebacks_.load();
+  x["overflows_created_total"] = static_cast<double>(overflows_created_.load());
+  x["reorganisations_total"] = static_cast<double>(reorganisations_.load());
+  x["reorg_segments_in_total"] = static_cast<double>(reorg_segments_in_.load());
+  x["reorg_segments_out_total"] = static_cast<double>(reorg_segments_out_.load());
+  x["page_reads_total"] = static_cast<double>(page_reads_.load());
+  x["overflow_reads_total"] = static_cast<double>(overflow_reads_.load());
+  x["forecast_epochs_total"] = static_cast<double>(forecaster_.finished_epochs());
+  return s;
+}
+
+bool TreeLine::Busy(PageId segment) const {
+  MutexLock lock(&state_mu_);
+  return busy_.count(segment) > 0;
+}
+
+void TreeLine::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    bg_kick_ = true;
+  }
+  bg_cv_.notify_all();
+}
+
+void TreeLine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    bg_stop_ = true;
+  }
+  bg_cv_.notify_all();
+  drained_cv_.notify_all();
+  if (background_.joinable()) background_.join();
+}
+
+void TreeLine::BackgroundLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(bg_mu_);
+      if (!bg_stop_ && !bg_kick_) bg_cv_.wait_for(lock, std::chrono::milliseconds(5));
+      if (bg_stop_) return;
+      bg_kick_ = false;
+    }
+    // Full segments first: their records wait in the cache until they are reorganised. After a
+    // failure, reorganisations pause for a while (the queue keeps filling meanwhile).
+    std::vector<ReorgTask> tasks;
+    if (NowNanos() >= reorg_pause_until_ns_) {
+      MutexLock lock(&state_mu_);
+      tasks.swap(reorg_queue_);
+      queued_.clear();
+    }
+    for (const ReorgTask& task : tasks) {
+      if (!RunReorganisation(task)) {
+        reorg_pause_until_ns_ = NowNanos() + kReorganisationPauseNanos;
+        break;
+      }
+    }
+    const bool progress = FlushRound();
+    drained_cv_.notify_all();
+    if (progress && cache_.Excess() > 0) {
+      std::lock_guard<std::mutex> lock(bg_mu_);
+      bg_kick_ = true;  // more to do at once
+    }
+  }
+}
+
+bool TreeLine::RunReorganisation(const ReorgTask& task) {
+  // The unit's room starts at one full segment's worth and grows as the reorganisation learns
+  // what it needs; when even waiting cannot give that much, the segment is rebuilt alone.
+  constexpr uint64_t kInitialPages = 2 * treeline::kMaxSegmentPages + 8;
+  uint64_t need = kInitialPages;
+  int radius = cfg_.radius;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const uint64_t asked = need;
+    Status s = ctx_.services->RunMaintenance(
+        asked, [&](WriteRoom* room) { return Reorganise(task, radius, room, &need); });
+    if (s.ok() || s.IsUnavailable()) return true;  // done, or closing / fail-stopped
+    if (!s.IsResourceExhausted()) {
+      NoteBackgroundError("reorganisation", s);
+      return false;
+    }
+    if (need <= asked) {  // even `asked` can never be had: rebuild the segment alone
+      if (radius == 0) break;
+      radius = 0;
+      need = kInitialPages;
+    }
+  }
+  NoteBackgroundError("reorganisation",
+                      Status::ResourceExhausted(fmt::format("no write room for {} pages", need)));
+  return false;
+}
+
+bool TreeLine::FlushRound() {
+  // Eviction the writers could not do, and records too old to hold the WAL back: the redo point
+  // stays behind the oldest dirty record.
+  const uint64_t window = std::max<uint64_t>(100000, 4 * cache_.dirty_entries());
+  auto too_old = [&] {
+    const Lsn oldest = cache_.OldestDirtyLsn();
+    return oldest != kMaxLsn && oldest + window < latest_lsn_.load();
+  };
+  if (cache_.Excess() == 0 && !too_old()) return false;
+  int written = 0;
+  Status s = ctx_.services->RunMaintenance(8, [&](WriteRoom* room) -> Status {
+    uint64_t prepaid = 0;
+    for (int n = 0; n < 64; ++n) {
+      std::optional<std::string> victim = cache_.Evict();
+      if (!victim && too_old()) victim = cache_.OldestDirtyKey();
+      if (!victim) break;
+      GROVE_ASSIGN_OR_RETURN(const WriteBackResult r, WriteBack(*victim, room, &prepaid));
+      if (r != WriteBackResult::kDone) break;  // the next round, after reorganisations
+      ++written;
+    }
+    return Status::Ok();
+  });
+  if (!s.ok() && !s.IsUnavailable()) NoteBackgroundError("write-back", s);
+  return written > 0;
+}
+
+}  // namespace grove

@@ -8,7 +8,7 @@
 #   buffer pool and the rest to its record cache; btree and RocksDB get all of it as page/block
 #   cache. The device pass reads random 4 KiB pages of a file as large as btree's data file.
 #
-# Every knob can be overridden from the environment, e.g. VALUE=1000 scripts/bench-treeline.sh.
+# Every knob can be overridden from the environment, e.g. VALUE=1016 scripts/bench-treeline.sh.
 # Outputs docs/bench-data/treeline-<VALUE>.jsonl and -commands.txt; scripts/treeline_report.py
 # turns the JSON lines into the tables of docs/benchmarks.md. Not a test: nothing here runs in CI.
 set -euo pipefail
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-build-bench/client/bench/grove-bench}
 DATA=${DATA:-build-bench/data}
 RECORDS=${RECORDS:-500K}
-VALUE=${VALUE:-64}
+VALUE=${VALUE:-56}                    # 64-byte records (8-byte keys); 1016: 1 KiB records
 FRACTION=${FRACTION:-0.33}
 THREADS=${THREADS:-4}
 LOAD_THREADS=${LOAD_THREADS:-8}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables from scripts/bench-treeline.sh's JSON lines (docs/benchmarks.md, "TreeLine").
 
-    scripts/treeline_report.py docs/bench-data/treeline-64.jsonl
+    scripts/treeline_report.py docs/bench-data/treeline-56.jsonl
 """
 import json
 import sys

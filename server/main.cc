@@ -62,8 +62,7 @@ int main(int argc, char** argv) {
   // The write room is a share of the buffer pool, which a variant may give part of cache_bytes.
   grove::Options pool_view = config->engine;
   pool_view.cache_bytes =
-      static_cast<uint64_t>(static_cast<double>(pool_view.cache_bytes) *
-                            registry->BufferPoolShare(index.variant, index.params));
+      registry->BufferPoolBytes(index.variant, index.params, pool_view.cache_bytes);
   if (std::string w = grove::config::WriteRoomWarning(pool_view, pages_per_op); !w.empty()) {
     log->warn(w);
   }

@@ -122,8 +122,7 @@ Status DbImpl::OpenImpl() {
   }
   GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
   // The variant may keep part of cache_bytes for memory of its own (a record cache).
-  const uint64_t pool_bytes = static_cast<uint64_t>(static_cast<double>(options_.cache_bytes) *
-                                                    registry.BufferPoolShare(variant_, params));
+  const uint64_t pool_bytes = registry.BufferPoolBytes(variant_, params, options_.cache_bytes);
   variant_memory_bytes_ = options_.cache_bytes - pool_bytes;
   pool_ = std::make_unique<BufferPool>(
       BufferPoolOptions{.capacity_bytes = pool_bytes,

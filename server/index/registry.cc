@@ -83,12 +83,14 @@ uint64_t IndexRegistry::PagesPerOp(const std::string& variant, const ParamMap& g
   return spec->pages_per_op(*params);
 }
 
-double IndexRegistry::BufferPoolShare(const std::string& variant, const ParamMap& given) const {
+uint64_t IndexRegistry::BufferPoolBytes(const std::string& variant, const ParamMap& given,
+                                        uint64_t cache_bytes) const {
   const VariantSpec* spec = Find(variant);
   StatusOr<ParamMap> params = Resolve(variant, given);
-  if (spec == nullptr || !spec->buffer_pool_share || !params.ok()) return 1.0;
+  if (spec == nullptr || !spec->buffer_pool_share || !params.ok()) return cache_bytes;
   const double share = spec->buffer_pool_share(*params);
-  return share > 0 && share <= 1 ? share : 1.0;
+  if (!(share > 0 && share <= 1)) return cache_bytes;
+  return static_cast<uint64_t>(static_cast<double>(cache_bytes) * share);
 }
 
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {

@@ -53,8 +53,10 @@ class IndexRegistry {
   // open; kDefaultPagesPerOp for variants without one, unknown variants or invalid parameters
   // (those fail with their own message when the engine opens).
   uint64_t PagesPerOp(const std::string& variant, const ParamMap& given) const;
-  // VariantSpec::buffer_pool_share likewise (1 when the variant has none), clamped to (0, 1].
-  double BufferPoolShare(const std::string& variant, const ParamMap& given) const;
+  // The buffer pool's part of `cache_bytes` (VariantSpec::buffer_pool_share, clamped to (0, 1];
+  // all of it when the variant has none); the rest is the variant's own memory.
+  uint64_t BufferPoolBytes(const std::string& variant, const ParamMap& given,
+                           uint64_t cache_bytes) const;
   // The layout parameters of `resolved`, canonical "k=v;k=v" (persisted in the superblock).
   std::string LayoutString(const std::string& variant, const ParamMap& resolved) const;
 

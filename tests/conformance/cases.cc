@@ -105,8 +105,7 @@ uint64_t BatchEntriesThatFit(const VariantCase& c, const Options& o) {
   const uint64_t per_op = WorstCaseWritePages(1, 0, r.PagesPerOp(c.variant, c.params)) - 8;
   // The write room is a share of the buffer pool, which may have only part of cache_bytes.
   Options pool_view = o;
-  pool_view.cache_bytes = static_cast<uint64_t>(static_cast<double>(o.cache_bytes) *
-                                                r.BufferPoolShare(c.variant, c.params));
+  pool_view.cache_bytes = r.BufferPoolBytes(c.variant, c.params, o.cache_bytes);
   const uint64_t room = WriteRoomPages(pool_view) / 4;  // the limit for a batch applied at once
   if (per_op == 0) return o.max_batch_entries;          // writes that dirty no page always fit
   return room > 8 + per_op ? (room - 8) / per_op : 1;

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -216,6 +217,7 @@ def run(args, src, prometheus, promtool, work, procs, start):
     # ---- dashboard queries ------------------------------------------------------------------
     print(f"dashboard queries ({len(queries)}), Grafana variables: {dc.GRAFANA_VARS}:")
     nan_panels = []
+    served = cfg["index"]["variant"]
     for dash, title, expr in queries:
         q = dc.substitute(expr)
         res = api("/api/v1/query", query=q)
@@ -223,6 +225,12 @@ def run(args, src, prometheus, promtool, work, procs, start):
             check(False, f"{title}: {q}: {res.get('error')}")
             continue
         series = res["data"]["result"]
+        # A variant's own row (grove_index_variant_stat{variant="..."}) has data only while that
+        # variant serves; for the others the query must be valid and select nothing.
+        m = re.search(r'variant="([a-z0-9_]+)"', q)
+        if m and m.group(1) != served:
+            check(len(series) == 0, f"{title}: valid, empty while {served} serves  {q}")
+            continue
         values = [float(s["value"][1]) for s in series]
         shown = ", ".join(f"{v:.4g}" for v in values[:4]) + (" ..." if len(values) > 4 else "")
         if values and all(math.isnan(v) for v in values):

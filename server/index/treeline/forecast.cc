@@ -64,9 +64,4 @@ uint64_t InsertForecaster::finished_epochs() const {
   return epochs_;
 }
 
-uint64_t InsertForecaster::inserts() const {
-  MutexLock lock(&mu_);
-  return seen_;
-}
-
 }  // namespace grove::treeline

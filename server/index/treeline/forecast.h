@@ -38,7 +38,6 @@ class InsertForecaster {
   double Forecast(uint64_t low, uint64_t high) const EXCLUDES(mu_);
 
   uint64_t finished_epochs() const EXCLUDES(mu_);
-  uint64_t inserts() const EXCLUDES(mu_);
 
  private:
   // Equi-depth boundaries from the sorted sample: partition i holds [edges[i], edges[i + 1]).

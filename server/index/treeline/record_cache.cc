@@ -59,10 +59,9 @@ std::optional<std::string> RecordCache::Write(Slice key, std::optional<std::stri
   MutexLock lock(&mu_);
   std::optional<std::string> replaced;
   auto it = index_.find(std::string_view(key));
-  uint32_t slot;
   if (was_value != nullptr) *was_value = it != index_.end() && slots_[it->second].cell.has_value();
   if (it != index_.end()) {
-    slot = it->second;
+    const uint32_t slot = it->second;
     Slot& s = slots_[slot];
     if (s.dirty && s.pinned) {
       // The pinned cell is on its way to new pages: it is theirs, or the reorganisation's to
@@ -79,31 +78,44 @@ std::optional<std::string> RecordCache::Write(Slice key, std::optional<std::stri
     SetDirty(slot, lsn);
     return replaced;
   }
-  slot = NewSlot();
-  Slot& s = slots_[slot];
-  s.key.assign(key);
-  s.cell = std::move(cell);
-  s.valid = true;
-  s.priority = o_.p_mid;
-  index_.emplace(s.key, slot);
-  bytes_ += BytesOf(s);
-  ++valid_;
-  SetDirty(slot, lsn);
+  SetDirty(NewEntry(key, std::move(cell), o_.p_mid), lsn);
   return std::nullopt;
+}
+
+int64_t RecordCache::Step() {
+  const size_t i = hand_++ % slots_.size();
+  Slot& s = slots_[i];
+  if (!s.valid) return -1;
+  if (s.priority > 0) {
+    --s.priority;
+    return -1;
+  }
+  return static_cast<int64_t>(i);
 }
 
 int64_t RecordCache::NextCandidate() {
   if (valid_ == 0) return -1;
   for (;;) {
-    const size_t i = hand_++ % slots_.size();
-    Slot& s = slots_[i];
-    if (!s.valid) continue;
-    if (s.priority > 0) {
-      --s.priority;
-      continue;
-    }
-    return static_cast<int64_t>(i);
+    if (const int64_t c = Step(); c >= 0) return c;
   }
+}
+
+void RecordCache::EvictClean(uint32_t slot) {
+  Drop(slot);
+  ++clean_evictions_;
+}
+
+uint32_t RecordCache::NewEntry(Slice key, std::optional<std::string> cell, uint8_t priority) {
+  const uint32_t slot = NewSlot();
+  Slot& s = slots_[slot];
+  s.key.assign(key);
+  s.cell = std::move(cell);
+  s.valid = true;
+  s.priority = priority;
+  index_.emplace(s.key, slot);
+  bytes_ += BytesOf(s);
+  ++valid_;
+  return slot;
 }
 
 void RecordCache::AdmitClean(Slice key, Slice cell, uint8_t priority, uint64_t page,
@@ -115,20 +127,10 @@ void RecordCache::AdmitClean(Slice key, Slice cell, uint8_t priority, uint64_t p
   for (size_t tries = 0; bytes_ + need > o_.capacity_bytes && tries < 2 * o_.lookahead; ++tries) {
     const int64_t c = NextCandidate();
     if (c < 0) break;
-    if (slots_[c].dirty) continue;
-    Drop(static_cast<uint32_t>(c));
-    ++clean_evictions_;
+    if (!slots_[c].dirty) EvictClean(static_cast<uint32_t>(c));
   }
   if (bytes_ + need > o_.capacity_bytes) return;
-  const uint32_t slot = NewSlot();
-  Slot& s = slots_[slot];
-  s.key.assign(key);
-  s.cell = std::string(cell);
-  s.valid = true;
-  s.priority = priority;
-  index_.emplace(s.key, slot);
-  bytes_ += BytesOf(s);
-  ++valid_;
+  NewEntry(key, std::string(cell), priority);
   ++admissions_;
 }
 
@@ -138,23 +140,15 @@ std::optional<std::string> RecordCache::Evict() {
     const int64_t c = NextCandidate();
     if (c < 0) return std::nullopt;
     if (!slots_[c].dirty) {
-      Drop(static_cast<uint32_t>(c));
-      ++clean_evictions_;
+      EvictClean(static_cast<uint32_t>(c));
       continue;
     }
     // A dirty candidate costs a write-back: look a little further for a clean one at 0.
     bool evicted = false;
     for (size_t k = 0; k < o_.lookahead && !evicted; ++k) {
-      const size_t i = hand_++ % slots_.size();
-      Slot& s = slots_[i];
-      if (!s.valid) continue;
-      if (s.priority > 0) {
-        --s.priority;
-        continue;
-      }
-      if (!s.dirty) {
-        Drop(static_cast<uint32_t>(i));
-        ++clean_evictions_;
+      const int64_t i = Step();
+      if (i >= 0 && !slots_[i].dirty) {
+        EvictClean(static_cast<uint32_t>(i));
         evicted = true;
       }
     }

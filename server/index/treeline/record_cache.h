@@ -169,9 +169,14 @@ class RecordCache {
   void Drop(uint32_t slot) REQUIRES(mu_);
   void SetDirty(uint32_t slot, Lsn lsn) REQUIRES(mu_);
   void SetClean(uint32_t slot) REQUIRES(mu_);
-  // Moves the hand to the next valid slot, taking one priority on the way; the slot at 0 it
-  // stops at, or -1 when the cache is empty.
+  // Moves the hand one slot: that slot when it is valid at priority 0, else -1 (a valid slot
+  // above 0 loses one priority).
+  int64_t Step() REQUIRES(mu_);
+  // Steps until a slot at 0; -1 when the cache is empty.
   int64_t NextCandidate() REQUIRES(mu_);
+  void EvictClean(uint32_t slot) REQUIRES(mu_);
+  // A new entry, clean (the caller marks it dirty).
+  uint32_t NewEntry(Slice key, std::optional<std::string> cell, uint8_t priority) REQUIRES(mu_);
 
   const Options o_;
   mutable Mutex mu_;

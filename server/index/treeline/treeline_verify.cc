@@ -1,5 +1,5 @@
 // TreeLine::Verify: the core's inner levels, then every segment's pages against its model and
-// fences, and the record cache's dirty records (docs/formats/treeline.md, "Verify").
+// fences, and the record cache's dirty records (docs/formats/treeline.md).
 
 #include <fmt/format.h>
 

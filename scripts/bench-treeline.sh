@@ -2,7 +2,8 @@
 # TreeLine against btree, RocksDB and the device, in one run on this machine (docs/benchmarks.md,
 # "TreeLine").
 #
-#   LOAD by Put (inserts in random order), then YCSB A, B, C, F, D, E with uniform and zipfian
+#   LOAD (bulk by default, as the paper starts every run from a loaded database; LOAD_METHOD=put
+#   inserts in random order instead), then YCSB A, B, C, F, D, E with uniform and zipfian
 #   requests (D reads 'latest'); the memory budget is a third of the data (the paper's setting),
 #   direct IO, wal.sync always for every engine. TreeLine gives a quarter of its budget to the
 #   buffer pool and the rest to its record cache; btree and RocksDB get all of it as page/block
@@ -16,7 +17,8 @@ cd "$(dirname "$0")/.."
 
 BENCH=${BENCH:-build-bench/client/bench/grove-bench}
 DATA=${DATA:-build-bench/data}
-RECORDS=${RECORDS:-500K}
+RECORDS=${RECORDS:-4M}                # 256 MiB of 64-byte records; use 1M for 1 KiB records
+LOAD_METHOD=${LOAD_METHOD:-bulk}
 VALUE=${VALUE:-56}                    # 64-byte records (8-byte keys); 1016: 1 KiB records
 FRACTION=${FRACTION:-0.33}
 THREADS=${THREADS:-4}
@@ -43,7 +45,7 @@ run() {
 }
 
 common=(--records "$RECORDS" --value-size "$VALUE" --cache-fraction "$FRACTION"
-  --insert-budget "$INSERT_BUDGET" --duration "$DURATION" --warmup "$WARMUP" --direct-io true
+  --insert-budget "$INSERT_BUDGET" --load-method "$LOAD_METHOD" --duration "$DURATION" --warmup "$WARMUP" --direct-io true
   --label "treeline-$VALUE" --json "$RESULTS" --progress off)
 
 for target in $TARGETS; do

@@ -20,6 +20,8 @@
 #   make bench       the benchmark suite (~15 min): btree vs RocksDB vs the device, writes
 #                    docs/benchmarks.md and docs/img/bench-*.png (build-bench/, Release; not a test)
 #   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
+#   make bench-treeline   TreeLine vs btree vs RocksDB at 64 B and 1 KiB, the factor analysis and
+#                    insert forecasting (~60 min): docs/benchmarks.md's TreeLine section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
@@ -31,7 +33,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -101,6 +103,15 @@ bench: bench-build
 
 bench-reference: bench-build
 	$(BENCH_ENV) scripts/bench-reference.sh
+
+bench-treeline: bench-build
+	$(BENCH_ENV) RECORDS=4M VALUE=56 scripts/bench-treeline.sh
+	$(BENCH_ENV) RECORDS=1M VALUE=1016 scripts/bench-treeline.sh
+	$(BENCH_ENV) scripts/bench-treeline-factors.sh
+	/usr/bin/python3 scripts/treeline_report.py --section docs/bench-data > docs/bench-data/treeline.md
+	for v in 56 1016; do /usr/bin/python3 scripts/plot.py docs/bench-data/treeline-$$v.jsonl --out docs/img \
+	  --prefix treeline-$$v; done
+	/usr/bin/python3 scripts/bench_report.py
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

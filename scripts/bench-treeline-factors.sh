@@ -33,6 +33,9 @@ P_VALUE=${P_VALUE:-56}
 P_OPS=${P_OPS:-600K}
 P_KEYS=${P_KEYS:-osm}
 P_EPOCH=${P_EPOCH:-25000}
+# Epochs a reorganisation leaves room for: the run's inserts (half of P_OPS) over the epoch, as the
+# paper's run looks 100 epochs of 100k inserts ahead on 33M keys (a third of the data).
+P_FUTURE=${P_FUTURE:-12}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
@@ -72,6 +75,7 @@ if [[ ,$PARTS, == *,forecast,* ]]; then
   # The insert reserve holds every insert of the run (half of P_OPS) with room to spare.
   for forecasting in false true; do
     target="embedded:treeline?forecasting=$forecasting&forecast_epoch_inserts=$P_EPOCH"
+    target+="&forecast_future_epochs=$P_FUTURE"
     dir="$DATA/tlp-$forecasting"
     rm -rf "$dir"
     run "$BENCH" --target "$target" --dir "$dir" --records "$P_RECORDS" --value-size "$P_VALUE" \

@@ -38,6 +38,7 @@ class EmbeddedSession final : public Session {
       options.upper = std::string(end);
       options.has_upper = true;
     }
+    if (limit != UINT32_MAX) options.expected_entries = limit;
     GROVE_ASSIGN_OR_RETURN(auto it, db_->NewIterator(options));
     uint64_t n = 0;
     uint64_t bytes = 0;  // touch every value so that no target can skip reading it

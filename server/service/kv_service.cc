@@ -198,6 +198,8 @@ grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest
   scan.has_upper = !request->end().empty();
   scan.reverse = request->reverse();
   scan.keys_only = request->keys_only();
+  // The limit's entries and one more, which tells `more`; no limit given: unknown.
+  scan.expected_entries = request->limit() == 0 ? 0 : uint64_t{request->limit()} + 1;
   StatusOr<std::unique_ptr<Iterator>> it = call.db()->NewIterator(scan);
   if (!it.ok()) return EngineError(it.status(), "scan");
   Iterator& iter = **it;

@@ -140,6 +140,7 @@ struct CursorOptions {
   std::string upper;
   bool has_upper = false;
   bool reverse = false;
+  uint64_t expected_entries = 0;  // ScanOptions::expected_entries: a hint, 0 = unknown
 };
 
 // Entries in key order (or reverse). Holds no latch between calls.

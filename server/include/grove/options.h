@@ -102,6 +102,10 @@ struct ScanOptions {
   bool has_upper = false;  // whether `upper` bounds the scan
   bool reverse = false;    // visit keys from the largest to the smallest
   bool keys_only = false;  // do not read out-of-line values (value() is empty)
+  // How many entries the caller means to read, when it knows (a scan with a limit); 0: unknown.
+  // Only a hint: the iterator still goes as far as it is moved. Variants that read several pages
+  // with one IO (TreeLine's page groups) size their first read by it.
+  uint64_t expected_entries = 0;
 };
 
 // Write admission. Pages are no-steal (only a checkpoint writes them), so a Write() reserves room

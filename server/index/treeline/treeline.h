@@ -119,10 +119,12 @@ class TreeLine final : public Index {
   // --- Used by the cursor (treeline_read.cc) ---
   core::BTreeCore& tree() { return *tree_; }
   treeline::RecordCache& cache() { return cache_; }
-  // Pages a cursor's first read of a segment takes: enough for kScanRecordsHint records at the
-  // tree's current records per page (page_entries_ over data and overflow pages), 1..16.
+  // Pages a cursor's read of a segment takes to return about `records` records from a key
+  // somewhere inside its first page, at the tree's current records per page (page_entries_ over
+  // data and overflow pages), 1..16. kScanRecordsHint stands in when the caller gave no
+  // CursorOptions::expected_entries.
   static constexpr uint64_t kScanRecordsHint = 64;
-  int FirstScanPages() const;
+  int ScanPagesFor(uint64_t records) const;
   // Pages [first, last] of `seg`, base and overflow, latched shared (in `guards`, base pages in
   // order, then overflow pages), with their records merged per page, ascending. Base pages are
   // read with one IO, overflow pages with another. REQUIRES: the caller holds the segment's

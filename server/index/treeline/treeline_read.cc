@@ -157,14 +157,16 @@ Status TreeLine::ReadPages(const Segment& seg, int first, int last, IoCause caus
   return Status::Ok();
 }
 
-int TreeLine::FirstScanPages() const {
-  const uint64_t pages = data_pages_.load(std::memory_order_relaxed) +
-                         overflow_pages_.load(std::memory_order_relaxed);
-  const uint64_t records = page_entries_.load(std::memory_order_relaxed);
-  if (pages == 0 || records < pages) return treeline::kMaxSegmentPages;
-  const uint64_t per_page = records / pages;
-  return static_cast<int>(std::clamp<uint64_t>((kScanRecordsHint + per_page - 1) / per_page, 1,
-                                               treeline::kMaxSegmentPages));
+int TreeLine::ScanPagesFor(uint64_t records) const {
+  const uint64_t pages =
+      data_pages_.load(std::memory_order_relaxed) + overflow_pages_.load(std::memory_order_relaxed);
+  const uint64_t entries = page_entries_.load(std::memory_order_relaxed);
+  if (pages == 0 || entries < pages) return treeline::kMaxSegmentPages;
+  const uint64_t per_page = entries / pages;
+  // The start key lies half a page in, on average.
+  const uint64_t want = records + per_page / 2;
+  return static_cast<int>(
+      std::clamp<uint64_t>((want + per_page - 1) / per_page, 1, treeline::kMaxSegmentPages));
 }
 
 // --- Cursor
@@ -205,12 +207,13 @@ class TreeLineCursor final : public core::BatchCursor {
   // that no write-back moves a record from the cache to a page between the two reads).
   //
   // A read takes at most a window of those pages: for the cursor's first read, the pages that
-  // hold about 64 records (TreeLine::FirstScanPages), doubling with every read after it. Most
-  // scans are short (YCSB E asks for 50 records on average: one or two pages of small records,
-  // a whole segment of 1 KiB ones), and reading 16 pages to return a few would spend the
-  // device's bandwidth on pages nobody asked for, while a long scan still reaches whole-segment
-  // reads. A batch that stops inside the segment ends at the next page's lowest key (its
-  // projection boundary, Segment::LowOf); the next read starts there.
+  // hold the entries the caller expects (CursorOptions::expected_entries, else 64;
+  // TreeLine::ScanPagesFor), doubling with every read after it. Most scans are short (YCSB E
+  // asks for 50 records on average: one or two pages of small records, a whole segment of 1 KiB
+  // ones), and reading 16 pages to return a few would spend the device's bandwidth on pages
+  // nobody asked for, while a long scan still reaches whole-segment reads. A batch that stops
+  // inside the segment ends at the next page's lowest key (its projection boundary,
+  // Segment::LowOf); the next read starts there.
 
   Status ReadForward(const std::string& from, bool, std::vector<Entry>* out,
                      core::Fences* leaf) override {
@@ -221,7 +224,10 @@ class TreeLineCursor final : public core::BatchCursor {
     const Segment seg = Segment::Decode(p.leaf_payload());
     const int start = seg.PageFor(from);
     int last = seg.pages - 1;
-    if (reads_ == 0) first_window_ = index_->FirstScanPages();
+    if (reads_ == 0) {
+      const uint64_t expected = options().expected_entries;
+      first_window_ = index_->ScanPagesFor(expected != 0 ? expected : TreeLine::kScanRecordsHint);
+    }
     const int window = first_window_ << std::min(reads_++, 4);
     if (last >= start + window) {
       // Keys at or above `cut` project to the pages after the ones read; `from` is below it.

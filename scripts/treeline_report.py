@@ -205,7 +205,7 @@ def section(d):
             continue
         n = runs[0]["config"]["records"]
         out += [f"### {title}", "",
-                f"{n:,} records, dense keys inserted in random order.", "",
+                f"{n:,} records, dense keys.", "",
                 capture(main_tables, runs), "",
                 f"![throughput](img/treeline-{value}-throughput.png)", "",
                 f"![IO per operation](img/treeline-{value}-io.png)", "",

@@ -1,0 +1,171 @@
+#pragma once
+
+// InnerPart: AULID's learned inner nodes (Lan et al., 2023, section 3.3), mapping 64-bit keys to
+// leaf pages. It holds a sorted set of entries (key, leaf) with distinct keys, the way the paper's
+// inner part holds the largest key of every leaf but the last. aulid.h says what the keys and
+// leaves are for the variant; here they are just sorted pairs.
+//
+// Shape: a root mixed node (its model and statistics in the metanode, here `root()`), whose
+// slots are NULL, DATA (one entry), PACKED (a packed array of 2..64 entries in a slab object),
+// BRANCH (a two-layer B+-tree of up to 4 pages of 254 entries, its root in the slot) or MIXED (a
+// child mixed node, its model in the slot). A mixed node's model (FMCD, learned/fmcd.h) sends a
+// key to one slot; a slot holds every entry whose key the model sends there.
+//
+// Build (BuildMixedNode in the paper): FMCD fit, then per slot by the number of entries it gets:
+// 1 -> DATA, 2..64 -> PACKED of the smallest class, 65..1016 -> BRANCH, more -> a child mixed
+// node built the same way. In LIPP-B+ mode (`Options::lipp`), every conflict makes a child.
+//
+// Route(key) finds the entry to follow for a key: the first entry whose key is >= it (kEntry); or
+// an entry whose key is below it, whose leaf run the caller must step past through leaf links
+// (kPast: the paper's predecessor case, when ScanFward finds no DATA slot after the predicted one
+// in the page already read, or a packed array or branch page holds only smaller keys); or none
+// (kTail: the key is above every entry). A NULL slot is resolved by scanning forward to the next
+// entry (into the leftmost entry of a node slot, out to the parent past a node's end).
+//
+// Insert (Algorithm 1's inner part): into the slot the models choose. NULL -> DATA; DATA -> a
+// packed array of both (LIPP-B+: a child mixed node); a full packed array moves to the next
+// class, and past 64 becomes a branch; a branch child that is full splits while there are fewer
+// than 4 children, then the branch redistributes, and a branch of 1016 becomes a child mixed node
+// (a conversion). Statistics of the mixed nodes on the path (size, entries at depth >= 3) follow,
+// and Insert reports the topmost node that Algorithm 2 (Adjust) would rebuild: size >= beta x
+// init_size and l3 items >= alpha x size. Rebuild() rebuilds it over the same entries.
+//
+// Remove and Repoint change one entry; a packed array or branch left with one entry becomes DATA
+// and a child mixed node left empty becomes NULL.
+//
+// Costs are known before changes: PagesForInsert(key) is what Insert(key) will dirty (a
+// conversion included), PagesForRebuild() what Rebuild will; callers reserve that room first.
+//
+// Thread safety: none. Route may run concurrently with Route; everything else needs exclusive
+// access (aulid.h's inner lock). Pages are reached through guards (Route: read guards released
+// before it returns; changes: the PageSink's write guards).
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "grove/index.h"
+
+#include "buffer/buffer_pool.h"
+#include "index/aulid/node_space.h"
+#include "index/aulid/slot.h"
+
+namespace grove::aulid {
+
+struct InnerOptions {
+  bool lipp = false;         // LIPP-B+ ablation: every conflict creates a child mixed node
+  bool scan_forward = true;  // ScanFward: a predecessor DATA slot looks right within its page
+  bool adjust = true;        // Algorithm 2
+  double alpha = 0.05;       // rebuild when entries at depth >= 3 reach alpha x size ...
+  double beta = 1.2;         // ... and the node grew to beta x its size when built
+};
+
+// Inner structure changes by type (the paper's SMO counts).
+struct InnerCounters {
+  uint64_t creates = 0;     // mixed nodes created by conversion (or LIPP-B+ conflicts)
+  uint64_t adjusts = 0;     // rebuilds by Algorithm 2
+  uint64_t promotions = 0;  // packed array to a larger class, or to a branch
+  uint64_t branch_splits = 0;
+};
+
+// Page reads of one Route by the kind of what was read.
+struct RouteCost {
+  uint32_t mixed = 0;
+  uint32_t packed = 0;
+  uint32_t branch = 0;
+  uint32_t total() const { return mixed + packed + branch; }
+};
+
+class InnerPart {
+ public:
+  InnerPart(BufferPool* pool, ExtentAllocator* allocator, InnerOptions options)
+      : pool_(pool), space_(allocator), options_(options) {}
+
+  bool empty() const { return root_.first == kInvalidPageId; }
+  const MixedRef& root() const { return root_; }
+  uint64_t size() const { return root_.size; }
+  NodeSpace& space() { return space_; }
+  const InnerOptions& options() const { return options_; }
+  InnerCounters& counters() { return counters_; }
+
+  // Replaces an empty inner part with one over `entries` (ascending, distinct keys).
+  Status Build(std::span<const Entry> entries, PageSink* sink);
+
+  struct Routed {
+    enum Kind { kEntry, kPast, kTail } kind = kTail;
+    Entry entry;
+  };
+  StatusOr<Routed> Route(uint64_t key, IoCause cause, RouteCost* cost = nullptr) const;
+
+  // What Insert(key) will dirty, counting a conversion it causes.
+  StatusOr<uint64_t> PagesForInsert(uint64_t key) const;
+  struct AdjustHint {
+    bool needed = false;
+    uint32_t depth = 0;  // of the node to rebuild (1: the root)
+  };
+  // REQUIRES: no entry has e.key.
+  Status Insert(const Entry& e, PageSink* sink, AdjustHint* hint);
+  // What Rebuild(key, depth) will dirty; Rebuild rebuilds the mixed node at `depth` on key's path.
+  StatusOr<uint64_t> PagesForRebuild(uint64_t key, uint32_t depth) const;
+  Status Rebuild(uint64_t key, uint32_t depth, PageSink* sink);
+
+  // The entry with exactly `key` gets leaf `leaf` / goes away. kNotFound when there is none.
+  Status Repoint(uint64_t key, PageId leaf, PageSink* sink);
+  Status Remove(uint64_t key, PageSink* sink);
+  // Pages Remove(key) or Repoint(key) may dirty.
+  StatusOr<uint64_t> PagesForChange(uint64_t key) const;
+
+  // Every entry in key order with its mixed depth. Reads through the cache.
+  using EntryVisitor = std::function<Status(const Entry&, uint32_t depth)>;
+  Status ForEach(const EntryVisitor& fn) const;
+
+  // Structural checks (models, slot placement, order, counts, statistics, slab bitmaps); claims
+  // every page. Calls `fn` for every entry in order.
+  Status Verify(IndexVerifier* v, const EntryVisitor& fn) const;
+
+  // Figures for stats: pages and bytes of the inner part, the mean depth of entries.
+  struct Shape {
+    uint64_t mixed_nodes = 0, slot_pages = 0, slab_pages = 0, branch_pages = 0;
+    uint64_t data = 0, packed = 0, branch = 0;  // entries by where they sit
+    double mean_depth = 0;
+  };
+  StatusOr<Shape> Measure() const;
+
+  void Serialize(std::string* out) const;
+  Status Deserialize(Slice* in);
+
+ private:
+  friend class InnerBuilder;
+  struct Step {
+    PageId page;    // the page holding the slot
+    size_t offset;  // of the slot in it
+    Slot slot;      // as read
+  };
+  // The slots from the root down to the first non-mixed slot for `key`. path[i].slot is MIXED for
+  // every i but the last. Reads with read guards, copying.
+  Status Descend(uint64_t key, std::vector<Step>* path) const;
+  StatusOr<Slot> ReadSlot(const MixedRef& node, uint64_t s, IoCause cause) const;
+  // Every entry under `slot`, in order.
+  Status Collect(const Slot& slot, std::vector<Entry>* out) const;
+  Status CollectNode(const MixedRef& node, std::vector<Entry>* out) const;
+  // Frees every page and object under `slot`, reading through the sink (which may hold a write
+  // guard on one of them) and dropping the pages from it.
+  Status FreeUnder(const Slot& slot, PageSink* sink);
+  // The first entry at or after slot s of `node`; nullopt past its end.
+  StatusOr<std::optional<Entry>> FirstFrom(const MixedRef& node, uint64_t s, IoCause cause,
+                                           RouteCost* cost) const;
+  StatusOr<Entry> Leftmost(const Slot& slot, IoCause cause, RouteCost* cost) const;
+  // Writes `slot` back at `step` and the statistics of the mixed nodes above it.
+  Status WriteSlot(const Step& step, const Slot& slot, PageSink* sink);
+  Status UpdateStats(std::vector<Step>& path, int64_t size_delta, int64_t l3_delta, PageSink* sink);
+
+  BufferPool* const pool_;
+  NodeSpace space_;
+  const InnerOptions options_;
+  MixedRef root_;
+  InnerCounters counters_;
+};
+
+}  // namespace grove::aulid

@@ -1,0 +1,209 @@
+#include "index/aulid/inner_build.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace grove::aulid {
+namespace {
+
+std::vector<uint64_t> KeysOf(std::span<const Entry> entries) {
+  std::vector<uint64_t> keys(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) keys[i] = entries[i].key;
+  return keys;
+}
+
+// Calls fn(slot, first, count) for each run of entries the model sends to one slot.
+template <typename Fn>
+Status ForEachGroup(std::span<const Entry> entries, const learned::SlotModel& m, Fn fn) {
+  size_t i = 0;
+  while (i < entries.size()) {
+    const uint64_t s = m.Slot(entries[i].key);
+    size_t j = i + 1;
+    while (j < entries.size() && m.Slot(entries[j].key) == s) ++j;
+    GROVE_RETURN_IF_ERROR(fn(s, i, j - i));
+    i = j;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+learned::SlotModel InnerBuilder::Fit(std::span<const uint64_t> keys) {
+  learned::FmcdFit fit = learned::FitFmcd(keys, learned::SlotsFor(keys.size()));
+  if (keys.size() >= 2 && fit.conflict_degree >= keys.size()) {
+    // Spread the first and last key over the ends instead; distinct keys then take >= 2 slots.
+    learned::SlotModel& m = fit.model;
+    m.base = keys.front();
+    m.slope = static_cast<double>(m.slots - 1) / static_cast<double>(keys.back() - keys.front());
+    m.intercept = 0.5;
+  }
+  return fit.model;
+}
+
+StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries, uint32_t depth) {
+  const std::vector<uint64_t> keys = KeysOf(entries);
+  const learned::SlotModel model = Fit(keys);
+  if (keys.size() >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) {
+    return Status::Internal("aulid: a node model that separates no entries (keys not ascending)");
+  }
+  GROVE_ASSIGN_OR_RETURN(const PageId first, space_->AllocateMixed(model.slots));
+  const uint64_t pages = PagesForSlots(model.slots);
+  Built out;
+  out.nodes = 1;
+  // One page image at a time, emitted when the groups move past it.
+  AlignedBuffer img(kPageSize);
+  uint64_t cur = 0;
+  auto start_page = [&](uint64_t index) {
+    std::memset(img.data(), 0, kPageSize);
+    const uint64_t in_page = std::min<uint64_t>(kSlotsPerPage, model.slots - index * kSlotsPerPage);
+    FormatSlotPage(img.data(), first, static_cast<uint32_t>(index), static_cast<uint32_t>(in_page));
+  };
+  auto emit = [&](uint64_t index) -> Status {
+    const PageId id = space_->PageOf(first, index);
+    GROVE_ASSIGN_OR_RETURN(char* p, sink_->Fresh(id, kSlotPage));
+    std::memcpy(p + kPageHeaderSize, img.data() + kPageHeaderSize, kPageSize - kPageHeaderSize);
+    return Status::Ok();
+  };
+  start_page(0);
+  Status st = ForEachGroup(entries, model, [&](uint64_t s, size_t i, size_t n) -> Status {
+    while (SlotPageIndex(s) > cur) {
+      GROVE_RETURN_IF_ERROR(emit(cur));
+      start_page(++cur);
+    }
+    GROVE_ASSIGN_OR_RETURN(Built b, ForSlot(entries.subspan(i, n), depth));
+    out.l3 += b.l3;
+    out.nodes += b.nodes;
+    EncodeSlot(img.data() + SlotOffset(s), b.slot);
+    return Status::Ok();
+  });
+  GROVE_RETURN_IF_ERROR(st);
+  for (;;) {
+    GROVE_RETURN_IF_ERROR(emit(cur));
+    if (++cur == pages) break;
+    start_page(cur);
+  }
+  out.slot.tag = SlotTag::kMixed;
+  MixedRef& r = out.slot.mixed;
+  r.first = first;
+  r.model = model;
+  r.depth = depth;
+  r.size = static_cast<uint32_t>(entries.size());
+  r.init_size = r.size;
+  r.l3_items = static_cast<uint32_t>(out.l3);
+  return out;
+}
+
+StatusOr<InnerBuilder::Built> InnerBuilder::ForSlot(std::span<const Entry> entries,
+                                                    uint32_t depth) {
+  Built b;
+  const size_t n = entries.size();
+  if (n == 1) {
+    b.slot = Slot::Data(entries[0]);
+    b.l3 = depth >= 3 ? 1 : 0;
+    return b;
+  }
+  if (options_.lipp || n > kBranchMax) return Node(entries, depth + 1);
+  b.l3 = depth >= 3 ? n : 0;
+  if (n <= kPackedMax) {
+    GROVE_ASSIGN_OR_RETURN(b.slot, Packed(entries));
+  } else {
+    GROVE_ASSIGN_OR_RETURN(b.slot, Branch(entries));
+  }
+  return b;
+}
+
+StatusOr<Slot> InnerBuilder::Packed(std::span<const Entry> entries) {
+  const int cls = PackedClassFor(static_cast<uint32_t>(entries.size()));
+  GROVE_ASSIGN_OR_RETURN(const NodeSpace::Object o, space_->AllocatePacked(cls));
+  char* p = nullptr;
+  if (o.fresh) {
+    GROVE_ASSIGN_OR_RETURN(p, sink_->Fresh(o.slab, kSlabPage));
+    FormatSlabPage(p, cls);
+  } else {
+    GROVE_ASSIGN_OR_RETURN(p, sink_->Existing(o.slab));
+  }
+  char* obj = p + SlabObjectOffset(cls, o.object);
+  std::memset(obj, 0, PackedObjectBytes(cls));
+  for (size_t i = 0; i < entries.size(); ++i) EncodeEntry(obj + i * kEntryBytes, entries[i]);
+  Slot s;
+  s.tag = SlotTag::kPacked;
+  s.cls = cls;
+  s.count = static_cast<uint32_t>(entries.size());
+  s.object = o.object;
+  s.slab = o.slab;
+  return s;
+}
+
+StatusOr<Slot> InnerBuilder::Branch(std::span<const Entry> entries) {
+  Slot s;
+  s.tag = SlotTag::kBranch;
+  s.children = static_cast<uint32_t>((entries.size() + kBranchFanout - 1) / kBranchFanout);
+  for (uint32_t i = 0; i < s.children; ++i) {
+    StatusOr<PageId> id = space_->AllocateBranch();
+    if (!id.ok()) {
+      for (uint32_t j = 0; j < i; ++j) space_->FreeBranch(s.child[j]);
+      return id.status();
+    }
+    s.child[i] = *id;
+    GROVE_RETURN_IF_ERROR(sink_->Fresh(*id, kBranchPage).status());
+  }
+  GROVE_RETURN_IF_ERROR(Respread(&s, entries));
+  return s;
+}
+
+Status InnerBuilder::Respread(Slot* branch, std::span<const Entry> entries) {
+  const uint32_t c = branch->children;
+  size_t at = 0;
+  for (uint32_t i = 0; i < c; ++i) {
+    const size_t n = (entries.size() - at) / (c - i);
+    GROVE_ASSIGN_OR_RETURN(char* p, sink_->Existing(branch->child[i]));
+    std::memset(p + kPageHeaderSize, 0, kPageSize - kPageHeaderSize);
+    SetBranchCount(p, static_cast<uint32_t>(n));
+    for (size_t j = 0; j < n; ++j) {
+      EncodeEntry(BranchEntry(p, static_cast<uint32_t>(j)), entries[at + j]);
+    }
+    at += n;
+    if (i + 1 < c) branch->pivot[i] = entries[at - 1].key;
+  }
+  for (uint32_t i = c; i + 1 < kBranchChildren; ++i) branch->pivot[i] = 0;
+  for (uint32_t i = c; i < kBranchChildren; ++i) branch->child[i] = kInvalidPageId;
+  return Status::Ok();
+}
+
+void InnerBuilder::Count(std::span<const Entry> entries, const InnerOptions& options, bool node,
+                         Tally* t) {
+  const size_t n = entries.size();
+  if (!node) {
+    if (n == 1) return;
+    if (!options.lipp && n <= kPackedMax) {
+      ++t->objects[PackedClassFor(static_cast<uint32_t>(n))];
+      return;
+    }
+    if (!options.lipp && n <= kBranchMax) {
+      t->branch_pages += (n + kBranchFanout - 1) / kBranchFanout;
+      return;
+    }
+  }
+  const std::vector<uint64_t> keys = KeysOf(entries);
+  const learned::SlotModel model = Fit(keys);
+  t->slot_pages += PagesForSlots(model.slots);
+  if (n >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) return;  // Node() refuses
+  (void)ForEachGroup(entries, model, [&](uint64_t, size_t i, size_t c) {
+    Count(entries.subspan(i, c), options, false, t);
+    return Status::Ok();
+  });
+}
+
+uint64_t InnerBuilder::PagesForNode(std::span<const Entry> entries, const InnerOptions& options) {
+  Tally t;
+  Count(entries, options, true, &t);
+  uint64_t pages = t.slot_pages + t.branch_pages;
+  for (int c = 0; c < kPackedClasses; ++c) {
+    // New slabs, plus the partly used one objects may go to first.
+    if (t.objects[c] > 0) pages += (t.objects[c] + PackedPerSlab(c) - 1) / PackedPerSlab(c) + 1;
+  }
+  return pages;
+}
+
+}  // namespace grove::aulid

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "index/aulid/aulid.h"
 #include "index/btree/btree.h"
 #include "index/core/tree.h"
 #include "index/hln/hln_tree.h"
@@ -20,6 +21,7 @@ StatusOr<IndexRegistry> IndexRegistry::Builtins() {
   GROVE_RETURN_IF_ERROR(r.Register(BTree::Spec()));
   GROVE_RETURN_IF_ERROR(r.Register(HlnTree::Spec()));
   GROVE_RETURN_IF_ERROR(r.Register(TreeLine::Spec()));
+  GROVE_RETURN_IF_ERROR(r.Register(Aulid::Spec()));
   return r;
 }
 

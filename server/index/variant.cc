@@ -66,4 +66,21 @@ StatusOr<std::string> ParseEnumParam(const ParamMap& params, const std::string& 
       fmt::format("{}: '{}' is not one of: {}", name, it->second, fmt::join(allowed, ", ")));
 }
 
+Status CheckBulkEntry(uint64_t index, Slice prev, Slice key, size_t cell_bytes, size_t max_key,
+                      size_t max_cell) {
+  if (index > 0 && !(prev < key)) {
+    return Status::InvalidArgument(fmt::format(
+        "bulk load: key #{} is not greater than the key before it (input must be sorted and "
+        "unique)",
+        index));
+  }
+  if (key.empty() || key.size() > max_key || cell_bytes > max_cell) {
+    return Status::InvalidArgument(
+        fmt::format("bulk load: entry #{} has a key of {} bytes or a cell of {} bytes, beyond the "
+                    "limits",
+                    index, key.size(), cell_bytes));
+  }
+  return Status::Ok();
+}
+
 }  // namespace grove

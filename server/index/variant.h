@@ -53,6 +53,11 @@ StatusOr<double> ParseDoubleParam(const ParamMap& params, const std::string& nam
                                   double hi);
 StatusOr<uint64_t> ParseUintParam(const ParamMap& params, const std::string& name, uint64_t lo,
                                   uint64_t hi);
+// Bulk loads: entry #`index` must come after `prev` (unless it is the first) and be within the
+// limits. The error names the entry.
+Status CheckBulkEntry(uint64_t index, Slice prev, Slice key, size_t cell_bytes, size_t max_key,
+                      size_t max_cell);
+
 StatusOr<std::string> ParseEnumParam(const ParamMap& params, const std::string& name,
                                      const std::vector<std::string>& allowed);
 

@@ -46,12 +46,24 @@ Status InnerPart::Build(std::span<const Entry> entries, PageSink* sink) {
   return Status::Ok();
 }
 
-StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteCost* cost) const {
+StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteCost* cost,
+                                             bool exact) const {
   Routed r;
   if (empty()) return r;
   // The mixed nodes passed and the slot taken in each, for a NULL slot that runs off a node's end.
   std::vector<std::pair<MixedRef, uint64_t>> above;
   MixedRef node = root_;
+  // The first entry after slot s of `node`: further in it, or after the slot of a node above.
+  auto after = [&](uint64_t from) -> StatusOr<Routed> {
+    for (;;) {
+      GROVE_ASSIGN_OR_RETURN(std::optional<Entry> e, FirstFrom(node, from, cause, cost));
+      if (e) return Routed{Routed::kEntry, *e};
+      if (above.empty()) return Routed{};  // kTail
+      node = above.back().first;
+      from = above.back().second + 1;
+      above.pop_back();
+    }
+  };
   for (;;) {
     const uint64_t s = node.model.Slot(key);
     const PageId id = space_.SlotPage(node, s);
@@ -87,6 +99,10 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
             break;
           }
         }
+        if (exact) {
+          g.Release();
+          return after(s + 1);
+        }
         r.kind = Routed::kPast;
         r.entry = slot.data;
         return r;
@@ -115,13 +131,26 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
         const std::vector<Entry> es = DecodeEntries(h.data() + offset, count);
         if (es.empty()) return Corrupt(page, "empty entry array");
         const size_t i = LowerBound(es, key);
+        if (i == es.size() && exact) {
+          h.Release();
+          // A later child of the branch (keys above its pivot), or what follows the slot.
+          if (slot.tag == SlotTag::kBranch) {
+            const uint32_t c = BranchChildFor(slot, key);
+            if (c + 1 < slot.children) {
+              GROVE_ASSIGN_OR_RETURN(PageReadGuard n,
+                                     pool_->FetchRead(slot.child[c + 1], cause, Retention::kHigh));
+              if (cost) ++cost->branch;
+              return Routed{Routed::kEntry, DecodeEntry(BranchEntry(n.data(), 0))};
+            }
+          }
+          return after(s + 1);
+        }
         r.kind = i < es.size() ? Routed::kEntry : Routed::kPast;
         r.entry = es[std::min(i, es.size() - 1)];
         return r;
       }
       case SlotTag::kNull: {
-        // The next entry after this slot: in the page already read, further in this node, or
-        // after the slot of a node above.
+        // The next entry after this slot: in the page already read, or further on.
         const uint64_t end = std::min(node.model.slots, (SlotPageIndex(s) + 1) * kSlotsPerPage);
         for (uint64_t t = s + 1; t < end; ++t) {
           const Slot next = DecodeSlot(g.data() + SlotOffset(t));
@@ -132,19 +161,7 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
           return r;
         }
         g.Release();
-        uint64_t from = end;
-        for (;;) {
-          GROVE_ASSIGN_OR_RETURN(std::optional<Entry> e, FirstFrom(node, from, cause, cost));
-          if (e) {
-            r.kind = Routed::kEntry;
-            r.entry = *e;
-            return r;
-          }
-          if (above.empty()) return r;  // kTail
-          node = above.back().first;
-          from = above.back().second + 1;
-          above.pop_back();
-        }
+        return after(end);
       }
     }
     return Corrupt(id, "bad slot tag");
@@ -231,14 +248,7 @@ Status InnerPart::UpdateStats(std::vector<Step>& path, int64_t size_delta, int64
   }
   root_.size = static_cast<uint32_t>(static_cast<int64_t>(root_.size) + size_delta);
   root_.l3_items = static_cast<uint32_t>(static_cast<int64_t>(root_.l3_items) + l3_delta);
-  if (root_.size == 0) {
-    Slot r;
-    r.tag = SlotTag::kMixed;
-    r.mixed = root_;
-    GROVE_RETURN_IF_ERROR(FreeUnder(r, sink));
-    root_ = MixedRef();
-  }
-  return Status::Ok();
+  return root_.size == 0 ? Clear(sink) : Status::Ok();
 }
 
 StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key) const {

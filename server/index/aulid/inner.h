@@ -92,12 +92,16 @@ class InnerPart {
 
   // Replaces an empty inner part with one over `entries` (ascending, distinct keys).
   Status Build(std::span<const Entry> entries, PageSink* sink);
+  // Frees every page and object: the inner part becomes empty.
+  Status Clear(PageSink* sink);
 
   struct Routed {
     enum Kind { kEntry, kPast, kTail } kind = kTail;
     Entry entry;
   };
-  StatusOr<Routed> Route(uint64_t key, IoCause cause, RouteCost* cost = nullptr) const;
+  // With `exact`, never kPast: the predecessor cases read on to the entry itself.
+  StatusOr<Routed> Route(uint64_t key, IoCause cause, RouteCost* cost = nullptr,
+                         bool exact = false) const;
 
   // What Insert(key) will dirty, counting a conversion it causes.
   StatusOr<uint64_t> PagesForInsert(uint64_t key) const;

@@ -111,6 +111,17 @@ Status InnerPart::FreeUnder(const Slot& slot, PageSink* sink) {
   return Status::Internal("aulid: bad slot tag");
 }
 
+Status InnerPart::Clear(PageSink* sink) {
+  if (empty()) return Status::Ok();
+  sink->Release();
+  Slot r;
+  r.tag = SlotTag::kMixed;
+  r.mixed = root_;
+  GROVE_RETURN_IF_ERROR(FreeUnder(r, sink));
+  root_ = MixedRef();
+  return Status::Ok();
+}
+
 Status InnerPart::ForEach(const EntryVisitor& fn) const {
   if (empty()) return Status::Ok();
   std::function<Status(const MixedRef&)> node = [&](const MixedRef& m) -> Status {

@@ -13,7 +13,9 @@ namespace grove::aulid {
 StatusOr<PageId> NodeSpace::AllocateMixed(uint64_t slots) {
   const uint64_t pages = PagesForSlots(slots);
   if (pages <= ExtentAllocator::kMaxExtentPages) {
-    return allocator_->Allocate(static_cast<uint32_t>(pages));
+    GROVE_ASSIGN_OR_RETURN(const PageId first, allocator_->Allocate(static_cast<uint32_t>(pages)));
+    mixed_pages_ += pages;
+    return first;
   }
   std::vector<PageId> ext;
   for (uint64_t done = 0; done < pages; done += ExtentAllocator::kMaxExtentPages) {
@@ -30,12 +32,14 @@ StatusOr<PageId> NodeSpace::AllocateMixed(uint64_t slots) {
   }
   const PageId first = ext[0];
   extents_[first] = std::move(ext);
+  mixed_pages_ += pages;
   return first;
 }
 
 void NodeSpace::FreeMixed(PageId first, uint64_t slots) {
   ForEachExtent(first, slots, [&](PageId e, uint32_t n) { allocator_->Free(e, n); });
   extents_.erase(first);
+  mixed_pages_ -= PagesForSlots(slots);
 }
 
 PageId NodeSpace::PageOf(PageId first, uint64_t index) const {
@@ -80,6 +84,8 @@ bool NodeSpace::PackedInUse(PageId slab, uint32_t object) const {
 }
 
 void NodeSpace::Serialize(std::string* out) const {
+  PutVarint64(out, mixed_pages_);
+  PutVarint64(out, branch_pages_);
   PutVarint64(out, extents_.size());
   for (const auto& [first, ext] : extents_) {
     PutVarint64(out, first);
@@ -99,6 +105,7 @@ Status NodeSpace::Deserialize(Slice* in) {
   slabs_.clear();
   for (auto& p : partial_) p.clear();
   const auto bad = [] { return Status::DataLoss("aulid metadata: malformed node space"); };
+  if (!GetVarint64(in, &mixed_pages_) || !GetVarint64(in, &branch_pages_)) return bad();
   uint64_t nodes = 0;
   if (!GetVarint64(in, &nodes)) return bad();
   for (uint64_t i = 0; i < nodes; ++i) {

@@ -61,8 +61,15 @@ class NodeSpace {
   bool FreePacked(int cls, PageId slab, uint32_t object);
   bool PackedInUse(PageId slab, uint32_t object) const;
 
-  StatusOr<PageId> AllocateBranch() { return allocator_->Allocate(1); }
-  void FreeBranch(PageId id) { allocator_->Free(id, 1); }
+  StatusOr<PageId> AllocateBranch() {
+    GROVE_ASSIGN_OR_RETURN(const PageId id, allocator_->Allocate(1));
+    ++branch_pages_;
+    return id;
+  }
+  void FreeBranch(PageId id) {
+    allocator_->Free(id, 1);
+    --branch_pages_;
+  }
 
   void Serialize(std::string* out) const;
   Status Deserialize(Slice* in);
@@ -74,12 +81,15 @@ class NodeSpace {
   };
   const std::map<PageId, SlabState>& slabs() const { return slabs_; }
   uint64_t slab_pages() const { return slabs_.size(); }
+  uint64_t mixed_pages() const { return mixed_pages_; }
+  uint64_t branch_pages() const { return branch_pages_; }
 
  private:
   ExtentAllocator* const allocator_;
   std::map<PageId, std::vector<PageId>> extents_;  // nodes of more than one extent
   std::map<PageId, SlabState> slabs_;
   std::array<std::set<PageId>, kPackedClasses> partial_;  // slabs with a free object
+  uint64_t mixed_pages_ = 0, branch_pages_ = 0;
 };
 
 template <typename Fn>

@@ -167,20 +167,9 @@ StatusOr<bool> BTree::Get(Slice key, std::string* cell) {
 
 bool BTree::PutInPlace(PageWriteGuard& leaf, Slice key, Slice cell,
                        std::optional<std::string>* old_cell) {
-  SlottedPage sp = Leaf(leaf.mutable_data()).mutable_slots();
-  bool found;
-  const int i = sp.LowerBound(key, &found);
-  if (found && sp.CanReplacePayload(i, cell.size())) {
-    old_cell->emplace(sp.Payload(i));
-    sp.ReplacePayload(i, cell);
-    return true;
-  }
-  if (!found && sp.HasRoomFor(key.size(), cell.size())) {
-    sp.Insert(i, key, cell);
-    entries_.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-  return false;
+  const core::LeafPut r = core::PutInLeaf(leaf, key, cell, old_cell);
+  if (r == core::LeafPut::kInserted) entries_.fetch_add(1, std::memory_order_relaxed);
+  return r != core::LeafPut::kNoRoom;
 }
 
 Status BTree::Put(const WriteContext&, Slice key, Slice cell,

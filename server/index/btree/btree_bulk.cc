@@ -30,18 +30,8 @@ Status BTree::BulkLoad(const BulkSource& source) {
     for (;;) {
       GROVE_ASSIGN_OR_RETURN(const bool more, source(&key, &cell));
       if (!more) break;
-      if (entries > 0 && !(prev_last < key)) {
-        return Status::InvalidArgument(fmt::format(
-            "bulk load: key #{} is not greater than the key before it (input must be sorted and "
-            "unique)",
-            entries));
-      }
-      if (key.empty() || key.size() > max_key_ || cell.size() > max_cell_) {
-        return Status::InvalidArgument(
-            fmt::format("bulk load: entry #{} has a key of {} bytes or a "
-                        "cell of {} bytes, beyond the limits",
-                        entries, key.size(), cell.size()));
-      }
+      GROVE_RETURN_IF_ERROR(
+          CheckBulkEntry(entries, prev_last, key, cell.size(), max_key_, max_cell_));
       const size_t need = SlottedPageView::CellBytes(key.size(), cell.size());
       if (leaf == nullptr ||
           (LeafView(leaf).used_bytes() + need > target && LeafView(leaf).count() > 0) ||

@@ -9,6 +9,23 @@ void Leaf::Format(char* p) {
   SlottedPage::Init(p, kLeafSlotBase);
 }
 
+LeafPut PutInLeaf(PageWriteGuard& leaf, Slice key, Slice cell,
+                  std::optional<std::string>* old_cell) {
+  SlottedPage sp = Leaf(leaf.mutable_data()).mutable_slots();
+  bool found;
+  const int i = sp.LowerBound(key, &found);
+  if (found && sp.CanReplacePayload(i, cell.size())) {
+    old_cell->emplace(sp.Payload(i));
+    sp.ReplacePayload(i, cell);
+    return LeafPut::kReplaced;
+  }
+  if (!found && sp.HasRoomFor(key.size(), cell.size())) {
+    sp.Insert(i, key, cell);
+    return LeafPut::kInserted;
+  }
+  return LeafPut::kNoRoom;
+}
+
 StatusOr<std::string> SplitLeaf(PageWriteGuard& leaf, PageWriteGuard& fresh, PageWriteGuard& next,
                                 Slice key, Slice cell) {
   const LeafView v(leaf.data());

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "buffer/buffer_pool.h"
@@ -68,6 +69,11 @@ class Leaf : public LeafView {
  private:
   char* mp_;
 };
+
+// Inserts (key, cell), or replaces key's cell (setting *old_cell), when it fits in `leaf`.
+enum class LeafPut { kInserted, kReplaced, kNoRoom };
+LeafPut PutInLeaf(PageWriteGuard& leaf, Slice key, Slice cell,
+                  std::optional<std::string>* old_cell);
 
 // Splits `leaf` while inserting (key, cell), which does not fit: the upper half of the bytes moves
 // into `fresh` (a new, formatted leaf), linked in between `leaf` and its old right sibling `next`

@@ -63,18 +63,7 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
     for (;;) {
       GROVE_ASSIGN_OR_RETURN(const bool more, source(&key, &cell));
       if (!more) break;
-      if (count > 0 && !(prev < key)) {
-        return Status::InvalidArgument(fmt::format(
-            "bulk load: key #{} is not greater than the key before it (input must be sorted and "
-            "unique)",
-            count));
-      }
-      if (key.empty() || key.size() > max_key_ || cell.size() > max_cell) {
-        return Status::InvalidArgument(
-            fmt::format("bulk load: entry #{} has a key of {} bytes or a cell of {} bytes, beyond "
-                        "the limits",
-                        count, key.size(), cell.size()));
-      }
+      GROVE_RETURN_IF_ERROR(CheckBulkEntry(count, prev, key, cell.size(), max_key_, max_cell));
       const size_t bytes = SlottedPageView::CellBytes(key.size(), cell.size());
       // A leaf closes at the fill target, or before its entries would not fit its subnodes
       // (records near the inline threshold: a few per subnode). In key order the subnodes packed

@@ -1,0 +1,149 @@
+#pragma once
+
+// The `aulid` variant: AULID (Lan et al., 2023): B+-tree leaves of the core (leaf_node.h: one
+// 4 KiB slotted page, sibling-linked) under a learned inner part (inner.h) that indexes only the
+// upper bound of each leaf. docs/variants.md tells the design; docs/formats/aulid.md the pages.
+//
+// Keys are variable-length byte strings; the inner part works on an 8-byte projection:
+// Proj(k) = the 8 bytes of k after the tree's key prefix P (the prefix the first and last key
+// share, taken at bulk load and again when a split finds a long run: TryReindex), 0 for keys
+// below P's range and UINT64_MAX above it.
+// Proj is monotone but not injective, so leaves are grouped into *runs*:
+//
+//   * Leaves form one chain in key order (left/right links). A run is a maximal stretch of the
+//     chain whose leaf-to-leaf boundaries are not projection-strict; a leaf's kRunContinues flag
+//     says that its right sibling is in its run.
+//   * The inner part holds one entry per run but the last: (p, first leaf of the run), where p
+//     bounds the projections of the run's keys; every key of the run has Proj in (p', p], p' the
+//     previous entry's. The last run (the *tail*, the paper's last leaf, reached without the
+//     inner part when Proj(key) is above every entry) starts at tail_.
+//   * A key's leaf: Route(Proj(key)) names the run; within it, the last leaf whose smallest key
+//     is <= key (or the run's first). With 8-byte integer keys a run is one leaf, so this is the
+//     paper's lookup: one page per mixed level, a packed array or branch page, then the leaf (and
+//     one sibling for the predecessor case ScanFward cannot settle).
+//
+// A full leaf splits as Algorithm 1 says: the new page takes the smaller half and is linked in to
+// the left, the original keeps the larger half, so the entry naming it stays valid. If the
+// original starts its run and the halves can be cut where the projection changes, the new leaf
+// starts a run of its own and its entry goes into the inner part; otherwise the new leaf joins
+// the run (and, if the original started it, the run's entry is repointed to the new leaf: the
+// paper's duplicate option (b)). So Put never needs inner room it cannot get: when the write's
+// room cannot cover an inner insert (a conversion), the leaf joins the run instead.
+//
+// Concurrency: inner_mu_ (reader-writer). Lookups, cursors and in-place leaf writes hold it
+// shared and take page latches one at a time (leaf writes exclusively); the leaf chain and the
+// inner part change only under it exclusively (splits, Adjust rebuilds). A writer that finds its
+// leaf full lets go and retries exclusively. Lock order: inner_mu_ -> page latches (inner pages,
+// then leaves left to right).
+//
+// Deletes remove from the leaf and leave the inner part alone (the paper's delete without merge;
+// an empty leaf stays in its run until later inserts fill it).
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "grove/index.h"
+
+#include "buffer/buffer_pool.h"
+#include "index/aulid/inner.h"
+#include "index/core/cursor.h"
+#include "index/core/leaf_node.h"
+#include "index/variant.h"
+
+namespace grove {
+
+class Aulid final : public Index {
+ public:
+  static VariantSpec Spec();
+  static StatusOr<std::unique_ptr<Index>> Create(const IndexContext& ctx, const ParamMap& params);
+  static StatusOr<std::unique_ptr<Index>> Open(const IndexContext& ctx, const ParamMap& params,
+                                               Slice metadata);
+
+  StatusOr<bool> Get(Slice key, std::string* cell) override;
+  uint64_t PagesDirtiedPerOp() const override { return kPagesPerOp; }
+  Status Put(const WriteContext& w, Slice key, Slice cell,
+             std::optional<std::string>* old_cell) override;
+  Status Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) override;
+  StatusOr<std::unique_ptr<IndexCursor>> NewCursor(const CursorOptions& options) override;
+  Status BulkLoad(const BulkSource& source) override;
+  std::string SerializeMetadata() override;
+  Status Verify(IndexVerifier* verifier) override;
+  IndexStats GetStats() override;
+
+  // The leaf, the new leaf and its left neighbour of a split, and one inner page (a repoint).
+  static constexpr uint64_t kPagesPerOp = 4;
+  static constexpr uint16_t kRunContinues = 1;  // leaf flag
+
+  // For tests: the projection, and page reads of the last Get on this thread's behalf.
+  uint64_t Proj(Slice key) const;
+
+ private:
+  class Cursor;
+  struct Config {
+    double fill = 0.7;
+    aulid::InnerOptions inner;
+  };
+  static StatusOr<Config> ParseConfig(const ParamMap& params);
+  Aulid(const IndexContext& ctx, const Config& cfg);
+
+  // Where a key belongs: its leaf, and the run that leaf is in.
+  struct Target {
+    PageId leaf = kInvalidPageId;
+    PageId run_start = kInvalidPageId;
+    std::optional<uint64_t> run_key;  // the run's inner entry; none for the tail
+  };
+  // REQUIRES: inner_mu_ held (shared or exclusive). With `exact` (splits), the run's inner
+  // entry is found even where a lookup would step along the chain.
+  // `cost` and `leaves_read` (may be null) count the pages read.
+  StatusOr<Target> Locate(Slice key, bool exact, aulid::RouteCost* cost, uint64_t* leaves_read);
+  // The run after the one starting at `start`: its first leaf (read through the chain).
+  StatusOr<PageId> NextRunStart(PageId start, uint64_t* leaves_read);
+  // The pessimistic half of Put: under inner_mu_ exclusively, split the leaf and insert.
+  Status PutWithSplit(const WriteContext& w, Slice key, Slice cell,
+                      std::optional<std::string>* old_cell);
+  // Inserts or replaces in `leaf` if the cell fits; false when it does not.
+  static bool PutInPlace(PageWriteGuard& leaf, Slice key, Slice cell,
+                         std::optional<std::string>* old_cell);
+  Status AdjustIfNeeded(const WriteContext& w, uint64_t key,
+                        const aulid::InnerPart::AdjustHint& hint);
+  // Re-derives the key prefix from the keys the tree holds now and, if it changed, recomputes the
+  // runs (leaf flags) and rebuilds the inner part over them, when the write's room covers it.
+  // REQUIRES: inner_mu_ held exclusively.
+  Status TryReindex(const WriteContext& w);
+  static constexpr uint64_t kReindexRunLeaves = 16;  // a split walking this many leaves tries it
+  static constexpr uint64_t kReindexMaxLeaves = 1 << 16;  // beyond, the walk would stall writers
+  static uint64_t ProjWith(const std::string& prefix, Slice key);
+  StatusOr<PageWriteGuard> NewLeaf();
+
+  static uint16_t Flags(const char* leaf);
+  static void SetFlags(char* leaf, uint16_t flags);
+
+  IndexContext ctx_;
+  BufferPool* const pool_;
+  const Config cfg_;
+  const size_t max_key_;
+  const size_t max_cell_;
+  std::shared_mutex inner_mu_;
+  aulid::InnerPart inner_;        // GUARDED_BY(inner_mu_)
+  std::string prefix_;            // the key prefix P; GUARDED_BY(inner_mu_)
+  PageId tail_ = kInvalidPageId;  // first leaf of the last run; GUARDED_BY(inner_mu_)
+  PageId last_ = kInvalidPageId;  // the last leaf (fixed: splits add leaves to the left)
+  uint64_t last_entry_ = 0;       // the largest inner key (valid when the inner part is not empty)
+  std::atomic<uint64_t> entries_{0};
+  std::atomic<uint64_t> leaf_pages_{0};
+  std::atomic<uint64_t> splits_{0};
+  std::atomic<uint64_t> run_joins_{0};  // splits whose new leaf joined its run
+  std::atomic<uint64_t> lookups_{0};
+  std::atomic<uint64_t> lookup_inner_pages_{0};
+  std::atomic<uint64_t> lookup_leaf_pages_{0};
+  std::atomic<uint64_t> bulk_load_ms_{0};
+  std::atomic<uint64_t> reindexes_{0};
+  uint64_t reindex_tried_at_ = 0;  // leaf count at the last attempt; GUARDED_BY(inner_mu_)
+  aulid::InnerPart::Shape shape_;  // of the last bulk load or Verify; GUARDED_BY(inner_mu_)
+};
+
+}  // namespace grove

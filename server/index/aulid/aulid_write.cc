@@ -1,0 +1,259 @@
+// Aulid writes: in place under the shared inner lock; leaf splits (Algorithm 1) and Adjust
+// rebuilds (Algorithm 2) under it exclusively.
+
+#include <fmt/format.h>
+
+#include "index/aulid/aulid.h"
+#include "index/aulid/inner_build.h"
+
+namespace grove {
+
+using core::Leaf;
+using core::LeafView;
+
+Status Aulid::Put(const WriteContext& w, Slice key, Slice cell,
+                  std::optional<std::string>* old_cell) {
+  old_cell->reset();
+  {
+    std::shared_lock lock(inner_mu_);
+    GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, false, nullptr, nullptr));
+    GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, pool_->FetchWrite(t.leaf));
+    const core::LeafPut r = core::PutInLeaf(leaf, key, cell, old_cell);
+    if (r == core::LeafPut::kInserted) entries_.fetch_add(1, std::memory_order_relaxed);
+    if (r != core::LeafPut::kNoRoom) return Status::Ok();
+  }
+  return PutWithSplit(w, key, cell, old_cell);
+}
+
+Status Aulid::Delete(const WriteContext&, Slice key, std::optional<std::string>* old_cell) {
+  old_cell->reset();
+  std::shared_lock lock(inner_mu_);
+  GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, false, nullptr, nullptr));
+  GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, pool_->FetchWrite(t.leaf));
+  bool found = false;
+  const int i = LeafView(leaf.data()).Find(key, &found);
+  if (!found) return Status::Ok();
+  SlottedPage sp = Leaf(leaf.mutable_data()).mutable_slots();
+  old_cell->emplace(sp.Payload(i));
+  sp.Remove(i);
+  entries_.fetch_sub(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+namespace {
+
+// Where to cut `cells` (all of a leaf plus the new one) into a lower part of m cells and an upper
+// part: both must fit in a page. Among the cuts where the projection changes (so the lower part
+// can be a run of its own) and neither part is under a quarter page, the most even; else the most
+// even of all. *strict says which.
+size_t ChooseCut(const std::vector<core::Cell>& cells, size_t capacity,
+                 const std::function<uint64_t(Slice)>& proj, bool* strict) {
+  std::vector<size_t> prefix(cells.size() + 1, 0);
+  for (size_t j = 0; j < cells.size(); ++j) {
+    prefix[j + 1] =
+        prefix[j] + SlottedPageView::CellBytes(cells[j].first.size(), cells[j].second.size());
+  }
+  size_t best = 0, best_gap = SIZE_MAX, best_strict = 0, best_strict_gap = SIZE_MAX;
+  for (size_t m = 1; m < cells.size(); ++m) {
+    const size_t left = prefix[m], right = prefix.back() - prefix[m];
+    if (left > capacity || right > capacity) continue;
+    const size_t gap = left > right ? left - right : right - left;
+    if (gap < best_gap) {
+      best_gap = gap;
+      best = m;
+    }
+    if (std::min(left, right) >= capacity / 4 && gap < best_strict_gap &&
+        proj(cells[m - 1].first) < proj(cells[m].first)) {
+      best_strict_gap = gap;
+      best_strict = m;
+    }
+  }
+  *strict = best_strict != 0;
+  return *strict ? best_strict : best;
+}
+
+}  // namespace
+
+Status Aulid::PutWithSplit(const WriteContext& w, Slice key, Slice cell,
+                           std::optional<std::string>* old_cell) {
+  std::unique_lock lock(inner_mu_);
+  uint64_t walked = 0;
+  GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, true, nullptr, &walked));
+  PageId left_id = kInvalidPageId;
+  {
+    // Another writer may have made room meanwhile.
+    GROVE_ASSIGN_OR_RETURN(PageWriteGuard x, pool_->FetchWrite(t.leaf));
+    const core::LeafPut r = core::PutInLeaf(x, key, cell, old_cell);
+    if (r == core::LeafPut::kInserted) entries_.fetch_add(1, std::memory_order_relaxed);
+    if (r != core::LeafPut::kNoRoom) return Status::Ok();
+    left_id = LeafView(x.data()).left();
+  }
+  // Latches left to right: the left neighbour (its link changes), then the leaf.
+  PageWriteGuard prev;
+  if (left_id != kInvalidPageId) {
+    GROVE_ASSIGN_OR_RETURN(prev, pool_->FetchWrite(left_id));
+  }
+  GROVE_ASSIGN_OR_RETURN(PageWriteGuard x, pool_->FetchWrite(t.leaf));
+  const LeafView v(x.data());
+  std::vector<core::Cell> cells;
+  cells.reserve(v.count() + 1);
+  bool placed = false;
+  for (int j = 0; j < v.count(); ++j) {
+    if (!placed && key <= v.key(j)) {
+      cells.emplace_back(std::string(key), std::string(cell));
+      placed = true;
+      if (key == v.key(j)) {
+        old_cell->emplace(v.cell(j));  // a replacement that did not fit
+        continue;
+      }
+    }
+    cells.emplace_back(std::string(v.key(j)), std::string(v.cell(j)));
+  }
+  if (!placed) cells.emplace_back(std::string(key), std::string(cell));
+  bool strict = false;
+  const size_t m = ChooseCut(
+      cells, v.capacity(), [this](Slice k) { return Proj(k); }, &strict);
+  if (m == 0) return Status::Internal(fmt::format("aulid: leaf {} cannot be split", x.id()));
+
+  // The inner change. The new lower leaf starts a run of its own when the original starts its
+  // run, the cut is projection-strict and the write's room covers the inner insert; otherwise it
+  // joins the run.
+  const bool starts_run = t.leaf == t.run_start;
+  const uint64_t new_key = Proj(cells[m - 1].first);
+  bool own_run = false;
+  if (starts_run && strict) {
+    GROVE_ASSIGN_OR_RETURN(const uint64_t pages, inner_.PagesForInsert(new_key));
+    own_run = w.room == nullptr || w.room->Extend(pages).ok();
+  }
+  GROVE_ASSIGN_OR_RETURN(PageWriteGuard fresh, NewLeaf());
+  aulid::InnerPart::AdjustHint hint;
+  {
+    aulid::LiveSink sink(pool_);
+    Status s;
+    if (own_run) {
+      s = inner_.Insert(aulid::Entry{new_key, fresh.id()}, &sink, &hint);
+      if (s.ok() && (inner_.size() == 1 || new_key > last_entry_)) last_entry_ = new_key;
+    } else if (starts_run && t.run_key) {
+      s = inner_.Repoint(*t.run_key, fresh.id(), &sink);
+    }
+    if (!s.ok()) {
+      // The inner part may be half changed: stop writes; recovery rebuilds from the WAL.
+      if (ctx_.services) ctx_.services->FailStop(s);
+      return s;
+    }
+  }
+  if (starts_run && !own_run && !t.run_key) tail_ = fresh.id();
+  if (!own_run) run_joins_.fetch_add(1, std::memory_order_relaxed);
+
+  // The leaves: the lower part into the new page, linked in to the left; the original keeps the
+  // upper part, so the entry naming it stays valid.
+  Leaf lower(fresh.mutable_data()), upper(x.mutable_data());
+  SlottedPage lsp = lower.mutable_slots();
+  for (size_t j = 0; j < m; ++j) lsp.Insert(lsp.count(), cells[j].first, cells[j].second);
+  SlottedPage usp = upper.mutable_slots();
+  usp.Clear();
+  for (size_t j = m; j < cells.size(); ++j) {
+    usp.Insert(usp.count(), cells[j].first, cells[j].second);
+  }
+  lower.set_left(left_id);
+  lower.set_right(x.id());
+  upper.set_left(fresh.id());
+  if (prev) Leaf(prev.mutable_data()).set_right(fresh.id());
+  SetFlags(fresh.mutable_data(), own_run ? 0 : kRunContinues);
+  if (!old_cell->has_value()) entries_.fetch_add(1, std::memory_order_relaxed);
+  splits_.fetch_add(1, std::memory_order_relaxed);
+  leaf_pages_.fetch_add(1, std::memory_order_relaxed);
+  prev.Release();
+  x.Release();
+  fresh.Release();
+  if (hint.needed) GROVE_RETURN_IF_ERROR(AdjustIfNeeded(w, new_key, hint));
+  if (!own_run && walked >= kReindexRunLeaves) return TryReindex(w);
+  return Status::Ok();
+}
+
+Status Aulid::TryReindex(const WriteContext& w) {
+  const uint64_t leaves = leaf_pages_.load();
+  if (leaves > kReindexMaxLeaves || leaves < 2 * reindex_tried_at_) return Status::Ok();
+  reindex_tried_at_ = leaves;
+  // The chain, from its first leaf: each leaf's smallest and largest key.
+  struct Info {
+    PageId id;
+    uint16_t flags;
+    std::string min, max;  // empty for an empty leaf
+  };
+  std::vector<Info> chain;
+  GROVE_ASSIGN_OR_RETURN(const aulid::InnerPart::Routed first,
+                         inner_.Route(0, IoCause::kDemand, nullptr, true));
+  PageId cur = first.kind == aulid::InnerPart::Routed::kEntry ? first.entry.leaf : tail_;
+  while (cur != kInvalidPageId && chain.size() <= leaves) {
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(cur));
+    const LeafView v(g.data());
+    Info in{cur, Flags(g.data()), {}, {}};
+    if (v.count() > 0) {
+      in.min.assign(v.key(0));
+      in.max.assign(v.key(v.count() - 1));
+    }
+    chain.push_back(std::move(in));
+    cur = v.right();
+  }
+  if (chain.size() != leaves) return Status::Internal("aulid: the leaf chain and count disagree");
+  std::string lo, hi;
+  for (const Info& in : chain) {
+    if (in.min.empty()) continue;
+    if (lo.empty()) lo = in.min;
+    hi = in.max;
+  }
+  size_t common = 0;
+  while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
+  const std::string prefix = lo.substr(0, common);
+  if (prefix == prefix_) return Status::Ok();
+
+  // Runs under the new prefix: a boundary between two non-empty leaves whose keys project apart.
+  std::vector<aulid::Entry> entries;
+  std::vector<std::pair<size_t, uint16_t>> reflag;  // leaf, its new run flag
+  PageId run_start = chain[0].id;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    const bool last = i + 1 == chain.size();
+    const bool strict = !last && !chain[i].max.empty() && !chain[i + 1].min.empty() &&
+                        ProjWith(prefix, chain[i].max) < ProjWith(prefix, chain[i + 1].min);
+    const uint16_t want = (last || strict) ? 0 : kRunContinues;
+    if ((chain[i].flags & kRunContinues) != want) reflag.emplace_back(i, want);
+    if (strict) {
+      entries.push_back({ProjWith(prefix, chain[i].max), run_start});
+      run_start = chain[i + 1].id;
+    }
+  }
+  const uint64_t pages = reflag.size() + inner_.space().mixed_pages() +
+                         aulid::InnerBuilder::PagesForNode(entries, cfg_.inner) + 1;
+  if (w.room != nullptr && !w.room->Extend(pages).ok()) return Status::Ok();
+  for (const auto& [i, want] : reflag) {
+    GROVE_ASSIGN_OR_RETURN(PageWriteGuard g, pool_->FetchWrite(chain[i].id));
+    SetFlags(g.mutable_data(), static_cast<uint16_t>((Flags(g.data()) & ~kRunContinues) | want));
+  }
+  aulid::LiveSink sink(pool_);
+  Status s = inner_.Clear(&sink);
+  if (s.ok()) s = inner_.Build(entries, &sink);
+  if (!s.ok()) {
+    if (ctx_.services) ctx_.services->FailStop(s);
+    return s;
+  }
+  prefix_ = prefix;
+  tail_ = run_start;
+  if (!entries.empty()) last_entry_ = entries.back().key;
+  reindexes_.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Aulid::AdjustIfNeeded(const WriteContext& w, uint64_t key,
+                             const aulid::InnerPart::AdjustHint& hint) {
+  // REQUIRES: inner_mu_ held exclusively. A rebuild the write's room cannot cover waits for the
+  // next insert that finds the node still qualifying.
+  GROVE_ASSIGN_OR_RETURN(const uint64_t pages, inner_.PagesForRebuild(key, hint.depth));
+  if (w.room != nullptr && !w.room->Extend(pages).ok()) return Status::Ok();
+  aulid::LiveSink sink(pool_);
+  const Status s = inner_.Rebuild(key, hint.depth, &sink);
+  if (!s.ok() && ctx_.services) ctx_.services->FailStop(s);
+  return s;
+}
+
+}  // namespace grove

@@ -11,7 +11,6 @@ namespace grove {
 
 namespace {
 constexpr uint32_t kMetadataVersion = 1;
-constexpr uint16_t kLeafFlagsOffset = 26;  // leaf_node.h: the flags field of a core leaf
 }  // namespace
 
 VariantSpec Aulid::Spec() {
@@ -129,9 +128,6 @@ uint64_t Aulid::ProjWith(const std::string& prefix, Slice key) {
 }
 
 uint64_t Aulid::Proj(Slice key) const { return ProjWith(prefix_, key); }
-
-uint16_t Aulid::Flags(const char* leaf) { return DecodeFixed16(leaf + kLeafFlagsOffset); }
-void Aulid::SetFlags(char* leaf, uint16_t flags) { EncodeFixed16(leaf + kLeafFlagsOffset, flags); }
 
 StatusOr<PageWriteGuard> Aulid::NewLeaf() {
   GROVE_ASSIGN_OR_RETURN(const PageId id, ctx_.allocator->Allocate(1));

@@ -78,7 +78,7 @@ class Aulid final : public Index {
   static constexpr uint64_t kPagesPerOp = 4;
   static constexpr uint16_t kRunContinues = 1;  // leaf flag
 
-  // For tests: the projection, and page reads of the last Get on this thread's behalf.
+  // The projection the inner part works on (see above).
   uint64_t Proj(Slice key) const;
 
  private:
@@ -98,8 +98,10 @@ class Aulid final : public Index {
   };
   // REQUIRES: inner_mu_ held (shared or exclusive). With `exact` (splits), the run's inner
   // entry is found even where a lookup would step along the chain.
-  // `cost` and `leaves_read` (may be null) count the pages read.
-  StatusOr<Target> Locate(Slice key, bool exact, aulid::RouteCost* cost, uint64_t* leaves_read);
+  // `cost` and `leaves_read` (may be null) count the pages read; `leaf` (may be null) receives
+  // the chosen leaf latched shared, so that a lookup does not fetch it again.
+  StatusOr<Target> Locate(Slice key, bool exact, aulid::RouteCost* cost, uint64_t* leaves_read,
+                          PageReadGuard* leaf = nullptr);
   // The run after the one starting at `start`: its first leaf (read through the chain).
   StatusOr<PageId> NextRunStart(PageId start, uint64_t* leaves_read);
   // The pessimistic half of Put: under inner_mu_ exclusively, split the leaf and insert.
@@ -118,9 +120,6 @@ class Aulid final : public Index {
   static constexpr uint64_t kReindexMaxLeaves = 1 << 16;  // beyond, the walk would stall writers
   static uint64_t ProjWith(const std::string& prefix, Slice key);
   StatusOr<PageWriteGuard> NewLeaf();
-
-  static uint16_t Flags(const char* leaf);
-  static void SetFlags(char* leaf, uint16_t flags);
 
   IndexContext ctx_;
   BufferPool* const pool_;

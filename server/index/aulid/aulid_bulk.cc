@@ -83,7 +83,7 @@ Status Aulid::BulkLoad(const BulkSource& source) {
       continue;
     }
     GROVE_RETURN_IF_ERROR(pool_->ReadCopy(leaves[i].id, img.data(), IoCause::kBulkLoad));
-    SetFlags(img.data(), kRunContinues);
+    Leaf(img.data()).set_flags(kRunContinues);
     GROVE_RETURN_IF_ERROR(ctx_.direct_writer->WriteRun(leaves[i].id, 1, img.data()));
   }
 

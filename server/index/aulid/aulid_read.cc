@@ -27,13 +27,13 @@ StatusOr<PageId> Aulid::NextRunStart(PageId start, uint64_t* leaves_read) {
     if (right == kInvalidPageId) {
       return Status::DataLoss(fmt::format("aulid: the run of leaf {} has no successor", start));
     }
-    if ((Flags(g.data()) & kRunContinues) == 0) return right;
+    if ((LeafView(g.data()).flags() & kRunContinues) == 0) return right;
     cur = right;
   }
 }
 
 StatusOr<Aulid::Target> Aulid::Locate(Slice key, bool exact, aulid::RouteCost* cost,
-                                      uint64_t* leaves_read) {
+                                      uint64_t* leaves_read, PageReadGuard* leaf) {
   Target t;
   const uint64_t p = Proj(key);
   if (inner_.empty() || p > last_entry_) {
@@ -57,20 +57,26 @@ StatusOr<Aulid::Target> Aulid::Locate(Slice key, bool exact, aulid::RouteCost* c
     }
   }
   // Within the run: the last leaf whose smallest key is <= key (empty leaves do not count).
+  // The chosen leaf stays latched (shared, left to right) while the walk reads the next one.
   t.leaf = t.run_start;
+  PageReadGuard chosen;
   PageId cur = t.run_start;
   for (;;) {
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(cur));
     if (leaves_read) ++*leaves_read;
     if (page::Type(g.data()) != static_cast<uint16_t>(core::kLeafPage)) return NotALeaf(cur);
     const LeafView v(g.data());
-    if (cur != t.run_start && v.count() > 0) {
-      if (key < v.key(0)) break;
+    if (cur != t.run_start && v.count() > 0 && key < v.key(0)) break;
+    const bool continues = (v.flags() & kRunContinues) != 0 && v.right() != kInvalidPageId;
+    const PageId right = v.right();
+    if (cur == t.run_start || v.count() > 0) {
       t.leaf = cur;
+      chosen = std::move(g);
     }
-    if ((Flags(g.data()) & kRunContinues) == 0 || v.right() == kInvalidPageId) break;
-    cur = v.right();
+    if (!continues) break;
+    cur = right;
   }
+  if (leaf != nullptr) *leaf = std::move(chosen);
   return t;
 }
 
@@ -78,10 +84,8 @@ StatusOr<bool> Aulid::Get(Slice key, std::string* cell) {
   std::shared_lock lock(inner_mu_);
   aulid::RouteCost cost;
   uint64_t leaves = 0;
-  GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, false, &cost, &leaves));
-  // Locate read the run's first leaf; the leaf it chose is read again only when it is another
-  // (a cached page: not a device read either way).
-  GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(t.leaf));
+  PageReadGuard g;
+  GROVE_RETURN_IF_ERROR(Locate(key, false, &cost, &leaves, &g).status());
   const LeafView v(g.data());
   bool found = false;
   const int i = v.Find(key, &found);

@@ -66,7 +66,7 @@ Status Aulid::Verify(IndexVerifier* v) {
       v->OnCell(k, leaf.cell(i));
       ++entries;
     }
-    prev_continues = (Flags(g.data()) & kRunContinues) != 0;
+    prev_continues = (leaf.flags() & kRunContinues) != 0;
     prev = cur;
     cur = leaf.right();
   }

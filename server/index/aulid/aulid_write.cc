@@ -159,7 +159,7 @@ Status Aulid::PutWithSplit(const WriteContext& w, Slice key, Slice cell,
   lower.set_right(x.id());
   upper.set_left(fresh.id());
   if (prev) Leaf(prev.mutable_data()).set_right(fresh.id());
-  SetFlags(fresh.mutable_data(), own_run ? 0 : kRunContinues);
+  lower.set_flags(own_run ? 0 : kRunContinues);
   if (!old_cell->has_value()) entries_.fetch_add(1, std::memory_order_relaxed);
   splits_.fetch_add(1, std::memory_order_relaxed);
   leaf_pages_.fetch_add(1, std::memory_order_relaxed);
@@ -188,7 +188,7 @@ Status Aulid::TryReindex(const WriteContext& w) {
   while (cur != kInvalidPageId && chain.size() <= leaves) {
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(cur));
     const LeafView v(g.data());
-    Info in{cur, Flags(g.data()), {}, {}};
+    Info in{cur, LeafView(g.data()).flags(), {}, {}};
     if (v.count() > 0) {
       in.min.assign(v.key(0));
       in.max.assign(v.key(v.count() - 1));
@@ -228,7 +228,8 @@ Status Aulid::TryReindex(const WriteContext& w) {
   if (w.room != nullptr && !w.room->Extend(pages).ok()) return Status::Ok();
   for (const auto& [i, want] : reflag) {
     GROVE_ASSIGN_OR_RETURN(PageWriteGuard g, pool_->FetchWrite(chain[i].id));
-    SetFlags(g.mutable_data(), static_cast<uint16_t>((Flags(g.data()) & ~kRunContinues) | want));
+    Leaf(g.mutable_data())
+        .set_flags(static_cast<uint16_t>((LeafView(g.data()).flags() & ~kRunContinues) | want));
   }
   aulid::LiveSink sink(pool_);
   Status s = inner_.Clear(&sink);

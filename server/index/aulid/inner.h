@@ -121,9 +121,7 @@ class InnerPart {
   // Pages Remove(key) or Repoint(key) may dirty.
   StatusOr<uint64_t> PagesForChange(uint64_t key) const;
 
-  // Every entry in key order with its mixed depth. Reads through the cache.
   using EntryVisitor = std::function<Status(const Entry&, uint32_t depth)>;
-  Status ForEach(const EntryVisitor& fn) const;
 
   // Structural checks (models, slot placement, order, counts, statistics, slab bitmaps); claims
   // every page. Calls `fn` for every entry in order.

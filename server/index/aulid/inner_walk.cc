@@ -1,4 +1,4 @@
-// InnerPart walks: in-order visits (ForEach, Collect, Measure), freeing, Verify, and the
+// InnerPart walks: in-order visits (Collect, Measure), freeing, Verify, and the
 // metadata (the metanode's root and the node space).
 
 #include <bit>
@@ -120,20 +120,6 @@ Status InnerPart::Clear(PageSink* sink) {
   GROVE_RETURN_IF_ERROR(FreeUnder(r, sink));
   root_ = MixedRef();
   return Status::Ok();
-}
-
-Status InnerPart::ForEach(const EntryVisitor& fn) const {
-  if (empty()) return Status::Ok();
-  std::function<Status(const MixedRef&)> node = [&](const MixedRef& m) -> Status {
-    return ForEachSlot(pool_, space_, m, [&](PageId, const char*, uint64_t, const Slot& slot) {
-      if (slot.tag == SlotTag::kMixed) return node(slot.mixed);
-      std::vector<Entry> es;
-      GROVE_RETURN_IF_ERROR(Collect(slot, &es));
-      for (const Entry& e : es) GROVE_RETURN_IF_ERROR(fn(e, m.depth));
-      return Status::Ok();
-    });
-  };
-  return node(root_);
 }
 
 StatusOr<InnerPart::Shape> InnerPart::Measure() const {

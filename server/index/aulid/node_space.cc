@@ -78,11 +78,6 @@ bool NodeSpace::FreePacked(int cls, PageId slab, uint32_t object) {
   return false;
 }
 
-bool NodeSpace::PackedInUse(PageId slab, uint32_t object) const {
-  auto it = slabs_.find(slab);
-  return it != slabs_.end() && object < 64 && (it->second.used >> object & 1) != 0;
-}
-
 void NodeSpace::Serialize(std::string* out) const {
   PutVarint64(out, mixed_pages_);
   PutVarint64(out, branch_pages_);

@@ -59,7 +59,6 @@ class NodeSpace {
   StatusOr<Object> AllocatePacked(int cls);
   // Returns true when the slab became empty and was freed (the caller drops its page).
   bool FreePacked(int cls, PageId slab, uint32_t object);
-  bool PackedInUse(PageId slab, uint32_t object) const;
 
   StatusOr<PageId> AllocateBranch() {
     GROVE_ASSIGN_OR_RETURN(const PageId id, allocator_->Allocate(1));

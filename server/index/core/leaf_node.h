@@ -10,6 +10,8 @@
 //   | u16=0 | u16   | u32    | u64          | u64          | cell i: key_i -> value cell_i      |
 //   +-------+-------+--------+--------------+--------------+-----------------------------------+
 //
+//   flags         the variant's: AULID's bit 0 says the right sibling is in the same run
+//                 (index/aulid/aulid.h); 0 for the others.
 //   left / right  neighbours in key order (0 = none). Cursors never follow them (they re-descend
 //                 with the fence keys), but leaf splits and merges keep them exact and Verify
 //                 checks them; variants that scan through leaf links (AULID) rely on them.
@@ -31,6 +33,7 @@
 namespace grove::core {
 
 inline constexpr uint16_t kLeafLevelOffset = 24;
+inline constexpr uint16_t kLeafFlagsOffset = 26;
 inline constexpr uint16_t kLeafLeftOffset = 32;
 inline constexpr uint16_t kLeafRightOffset = 40;
 inline constexpr uint16_t kLeafSlotBase = 48;
@@ -40,6 +43,7 @@ class LeafView {
   explicit LeafView(const char* p) : p_(p) {}
 
   uint16_t level() const { return DecodeFixed16(p_ + kLeafLevelOffset); }
+  uint16_t flags() const { return DecodeFixed16(p_ + kLeafFlagsOffset); }
   PageId left() const { return DecodeFixed64(p_ + kLeafLeftOffset); }
   PageId right() const { return DecodeFixed64(p_ + kLeafRightOffset); }
   SlottedPageView slots() const { return SlottedPageView(p_, kLeafSlotBase); }
@@ -62,6 +66,7 @@ class Leaf : public LeafView {
 
   // Formats an empty leaf in a page already initialised with page::Init.
   static void Format(char* p);
+  void set_flags(uint16_t f) { EncodeFixed16(mp_ + kLeafFlagsOffset, f); }
   void set_left(PageId id) { EncodeFixed64(mp_ + kLeafLeftOffset, id); }
   void set_right(PageId id) { EncodeFixed64(mp_ + kLeafRightOffset, id); }
   SlottedPage mutable_slots() { return SlottedPage(mp_, kLeafSlotBase); }

@@ -94,6 +94,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     pool_->EndCheckpoint(true);  // nothing changed since the last checkpoint
     epochs_.Commit({}, epoch32);
     index_->OnCheckpointAbandoned(epoch);
+    snapshot_lsn_ = snapshot_next_lsn;
     last_checkpoint_nanos_ = NowNanos();
     return Status::Ok();
   }
@@ -142,6 +143,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   pool_->EndCheckpoint(true);
   durable_epoch_ = epoch;
   redo_lsn_ = redo;
+  snapshot_lsn_ = snapshot_next_lsn;
   durable_index_metadata_ = std::move(metadata);
   durable_memory_cells_ = std::move(memory_cells);
   index_->OnCheckpointDurable(epoch);

@@ -59,6 +59,7 @@ DbStats DbImpl::GetStats() {
   s.checkpoint.failures = checkpoint_failures_.load();
   s.checkpoint.epoch = durable_epoch_.load();
   s.checkpoint.redo_lsn = redo_lsn_.load();
+  s.checkpoint.snapshot_lsn = snapshot_lsn_.load();
   s.checkpoint.pages_written = checkpoint_pages_.load();
   s.checkpoint.bytes_written = checkpoint_bytes_.load();
   s.checkpoint.duration_seconds = checkpoint_seconds_.Snapshot();

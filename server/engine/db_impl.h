@@ -183,6 +183,7 @@ class DbImpl final : public Db, private IndexServices {
   // Epoch of the newest durable checkpoint; the next one is durable_epoch_ + 1.
   std::atomic<uint64_t> durable_epoch_{0};
   std::atomic<uint64_t> redo_lsn_{1};
+  std::atomic<uint64_t> snapshot_lsn_{0};  // see CheckpointStats::snapshot_lsn
   // During recovery: the LSN of the next record to replay (the checkpoint's redo point).
   std::atomic<Lsn> replay_next_lsn_{0};
   std::atomic<uint64_t> wal_bytes_at_checkpoint_{0};

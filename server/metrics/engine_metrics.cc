@@ -120,6 +120,10 @@ void CheckpointFamilies(const DbStats& s, Builder& b) {
   b.Counter("grove_checkpoint_failures_total", "Checkpoints that failed.", D(c.failures));
   b.Gauge("grove_checkpoint_epoch", "Epoch of the newest durable checkpoint.", D(c.epoch));
   b.Gauge("grove_checkpoint_redo_lsn", "Recovery replays the log from this LSN.", D(c.redo_lsn));
+  b.Gauge(
+      "grove_checkpoint_snapshot_lsn",
+      "Log position the newest checkpoint was taken at; every record below it survives a crash.",
+      D(c.snapshot_lsn));
   b.Counter("grove_checkpoint_written_pages_total", "Pages written by checkpoints.",
             D(c.pages_written));
   b.Counter("grove_checkpoint_written_bytes_total",

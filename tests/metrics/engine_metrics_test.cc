@@ -45,6 +45,7 @@ DbStats SampleStats() {
   s.checkpoint.count = 2;
   s.checkpoint.epoch = 2;
   s.checkpoint.redo_lsn = 18;
+  s.checkpoint.snapshot_lsn = 23;
   s.checkpoint.pages_written = 30;
   s.checkpoint.bytes_written = 30 * 4096;
   s.checkpoint.duration_seconds.bounds = {0.001};
@@ -107,6 +108,7 @@ TEST(EngineMetricsTest, ExportsEveryFigureInBaseUnits) {
   ExpectLine(t, "grove_checkpoint_failures_total 0");
   ExpectLine(t, "grove_checkpoint_epoch 2");
   ExpectLine(t, "grove_checkpoint_redo_lsn 18");
+  ExpectLine(t, "grove_checkpoint_snapshot_lsn 23");
   ExpectLine(t, "grove_checkpoint_written_pages_total 30");
   ExpectLine(t, "grove_checkpoint_written_bytes_total 122880");
   ExpectLine(t, "grove_index_info{variant=\"btree\"} 1");

@@ -62,6 +62,10 @@ struct CheckpointStats {
   uint64_t failures = 0;
   uint64_t epoch = 0;     // gauge: the epoch of the newest durable checkpoint
   uint64_t redo_lsn = 0;  // gauge: recovery replays the WAL from here
+  // gauge: the WAL position the newest checkpoint of this process was taken at (0 before the
+  // first). Every record below it survives a crash, whatever wal.sync says: the checkpoint holds
+  // it or made it durable in the log first.
+  uint64_t snapshot_lsn = 0;
   uint64_t pages_written = 0;
   uint64_t bytes_written = 0;  // double-write + in place + manifest
   HistogramSnapshot duration_seconds;

@@ -22,6 +22,8 @@
 #   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
 #   make bench-treeline   TreeLine vs btree vs RocksDB at 64 B and 1 KiB, the factor analysis and
 #                    insert forecasting (~60 min): docs/benchmarks.md's TreeLine section
+#   make bench-aulid      AULID vs btree, btree+SHORTCUT and RocksDB at 50M keys, three memory
+#                    budgets, the paper's W1-W6 (~30 min): docs/benchmarks.md's AULID section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
@@ -33,7 +35,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-aulid fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -112,6 +114,9 @@ bench-treeline: bench-build
 	for v in 56 1016; do /usr/bin/python3 scripts/plot.py docs/bench-data/treeline-$$v.jsonl --out docs/img \
 	  --prefix treeline-$$v; done
 	/usr/bin/python3 scripts/bench_report.py
+
+bench-aulid: bench-build
+	$(BENCH_ENV) scripts/bench-aulid.sh
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

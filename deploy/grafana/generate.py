@@ -334,6 +334,38 @@ def build():
                   (f"sum({tl('data_pages')})", "data pages"),
                   (f"sum({tl('overflow_pages')})", "overflow pages")])
 
+    # ---- AULID (variant-specific figures; empty for other variants) ----
+    def au(name):
+        return f'grove_index_variant_stat{{{SEL},variant="aulid",name="{name}"}}'
+
+    def au_rate(name):
+        return f"rate({au(name)}[{RI}])"
+
+    d.row("AULID")
+    d.timeseries("Pages per lookup", "Inner pages by kind (mixed-node slot pages, packed-array "
+                 "slabs, branch pages) and leaf pages read per lookup, since the store opened: "
+                 "one per mixed level, one for a packed array or branch, one leaf.", "short",
+                 [(f"avg({au('mixed_pages_per_lookup')})", "mixed"),
+                  (f"avg({au('packed_pages_per_lookup')})", "packed array"),
+                  (f"avg({au('branch_pages_per_lookup')})", "branch"),
+                  (f"avg({au('leaf_pages_per_lookup')})", "leaf")])
+    d.timeseries("Structure changes/s", "Leaf splits and merges, mixed nodes created by "
+                 "conversion, Adjust rebuilds, packed-array promotions, branch splits.", "ops",
+                 [(f"sum({au_rate('smo_split_total')})", "leaf splits"),
+                  (f"sum({au_rate('smo_merge_total')})", "leaf merges"),
+                  (f"sum({au_rate('smo_create_total')})", "nodes created"),
+                  (f"sum({au_rate('smo_adjust_total')})", "adjust rebuilds"),
+                  (f"sum({au_rate('smo_promotion_total')})", "promotions"),
+                  (f"sum({au_rate('smo_branch_split_total')})", "branch splits")])
+    d.timeseries("Inner part", "Inner entries (one per run of leaves) and the pages of slab "
+                 "and branch kind; inner bytes are on the Index row.", "short",
+                 [(f"sum({au('inner_entries')})", "entries"),
+                  (f"sum({au('slab_pages')})", "slab pages"),
+                  (f"sum({au('branch_pages')})", "branch pages")])
+    d.timeseries("DATA-slot depth", "Mean mixed-node depth of the inner entries (1: the root), "
+                 "as of the last bulk load or Verify.", "short",
+                 [(f"avg({au('data_slot_depth')})", "{{instance}}")])
+
     return {
         "uid": UID,
         "title": "Grove",

@@ -105,6 +105,9 @@ std::vector<VariantCase> ConformanceCases() {
     cases.push_back(TreeLineCase("treeline_forecast", {{"forecasting", "true"},
                                                        {"forecast_epoch_inserts", "100"},
                                                        {"forecast_partitions", "8"}}));
+    // Fulfill copies from bulk loads, retired by the first inner change.
+    cases.push_back(AulidCase("aulid_fulfill", {{"fulfill", "on"}}));
+    cases.push_back(AulidCase("aulid_no_scan_forward", {{"scan_forward", "off"}}));
   }
   return cases;
 }

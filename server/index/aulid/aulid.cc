@@ -10,7 +10,7 @@
 namespace grove {
 
 namespace {
-constexpr uint32_t kMetadataVersion = 1;
+constexpr uint32_t kMetadataVersion = 2;  // 2: merge counts, the Fulfill flag
 }  // namespace
 
 VariantSpec Aulid::Spec() {
@@ -29,6 +29,10 @@ VariantSpec Aulid::Spec() {
       {"adjust", "on", false, "on | off: Algorithm 2's rebuild of mixed nodes that grew deep"},
       {"alpha", "0.05", false, "Adjust: share of a node's entries at depth >= 3 (0..1)"},
       {"beta", "1.2", false, "Adjust: growth over the size a node was built with (1..100)"},
+      {"fulfill", "off", false,
+       "on | off: bulk builds copy each DATA slot's entry into the NULL slots before it, so a "
+       "lookup landing on one needs no further read; for read-only use (the first change of "
+       "the inner part retires the copies until the next full build)"},
   };
   spec.page_types = {{static_cast<uint16_t>(aulid::kSlotPage), "aulid mixed-node slot page"},
                      {static_cast<uint16_t>(aulid::kSlabPage), "aulid packed-array slab"},
@@ -47,11 +51,13 @@ StatusOr<Aulid::Config> Aulid::ParseConfig(const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const std::string sf,
                          ParseEnumParam(params, "scan_forward", {"on", "off"}));
   GROVE_ASSIGN_OR_RETURN(const std::string adj, ParseEnumParam(params, "adjust", {"on", "off"}));
+  GROVE_ASSIGN_OR_RETURN(const std::string ful, ParseEnumParam(params, "fulfill", {"on", "off"}));
   GROVE_ASSIGN_OR_RETURN(c.inner.alpha, ParseDoubleParam(params, "alpha", 0.0, 1.0));
   GROVE_ASSIGN_OR_RETURN(c.inner.beta, ParseDoubleParam(params, "beta", 1.0, 100.0));
   c.inner.lipp = mode == "lipp_b";
   c.inner.scan_forward = sf == "on";
   c.inner.adjust = adj == "on";
+  c.inner.fulfill = ful == "on";
   return c;
 }
 
@@ -79,16 +85,19 @@ StatusOr<std::unique_ptr<Index>> Aulid::Open(const IndexContext& ctx, const Para
   auto t = std::unique_ptr<Aulid>(new Aulid(ctx, cfg));
   Slice in = metadata;
   uint32_t version = 0;
-  uint64_t entries = 0, leaves = 0, splits = 0, joins = 0, bulk_ms = 0;
+  uint64_t entries = 0, leaves = 0, splits = 0, joins = 0, merges = 0, merge_joins = 0;
+  uint64_t bulk_ms = 0;
   Slice prefix;
-  if (!GetVarint32(&in, &version) || version != kMetadataVersion) {
+  // Version 1 (before merges and Fulfill) lacks the merge count and the inner flags.
+  if (!GetVarint32(&in, &version) || version == 0 || version > kMetadataVersion) {
     return Status::DataLoss("aulid metadata in the manifest is of another format version");
   }
   if (!GetLengthPrefixed(&in, &prefix) || !GetVarint64(&in, &t->tail_) ||
       !GetVarint64(&in, &t->last_) || !GetVarint64(&in, &t->last_entry_) ||
       !GetVarint64(&in, &entries) || !GetVarint64(&in, &leaves) || !GetVarint64(&in, &splits) ||
-      !GetVarint64(&in, &joins) || !GetVarint64(&in, &bulk_ms) || t->tail_ == kInvalidPageId ||
-      t->last_ == kInvalidPageId) {
+      !GetVarint64(&in, &joins) || (version >= 2 && !GetVarint64(&in, &merges)) ||
+      (version >= 2 && !GetVarint64(&in, &merge_joins)) || !GetVarint64(&in, &bulk_ms) ||
+      t->tail_ == kInvalidPageId || t->last_ == kInvalidPageId) {
     return Status::DataLoss("aulid metadata in the manifest is malformed");
   }
   GROVE_RETURN_IF_ERROR(t->inner_.Deserialize(&in));
@@ -98,6 +107,8 @@ StatusOr<std::unique_ptr<Index>> Aulid::Open(const IndexContext& ctx, const Para
   t->leaf_pages_ = leaves;
   t->splits_ = splits;
   t->run_joins_ = joins;
+  t->merges_ = merges;
+  t->merge_run_joins_ = merge_joins;
   t->bulk_load_ms_ = bulk_ms;
   return std::unique_ptr<Index>(std::move(t));
 }
@@ -114,6 +125,8 @@ std::string Aulid::SerializeMetadata() {
   PutVarint64(&s, leaf_pages_.load());
   PutVarint64(&s, splits_.load());
   PutVarint64(&s, run_joins_.load());
+  PutVarint64(&s, merges_.load());
+  PutVarint64(&s, merge_run_joins_.load());
   PutVarint64(&s, bulk_load_ms_.load());
   inner_.Serialize(&s);
   return s;
@@ -167,14 +180,20 @@ IndexStats Aulid::GetStats() {
     x["smo_adjust_total"] = static_cast<double>(c.adjusts);
     x["smo_promotion_total"] = static_cast<double>(c.promotions);
     x["smo_branch_split_total"] = static_cast<double>(c.branch_splits);
+    x["fulfill_copies_valid"] = inner_.copies_valid() ? 1.0 : 0.0;
   }
   x["smo_split_total"] = static_cast<double>(splits_.load());
   x["split_run_joins_total"] = static_cast<double>(run_joins_.load());
+  x["smo_merge_total"] = static_cast<double>(merges_.load());
+  x["merge_run_joins_total"] = static_cast<double>(merge_run_joins_.load());
   x["reindex_total"] = static_cast<double>(reindexes_.load());
   x["bulk_load_seconds"] = bulk_load_ms_.load() / 1000.0;
   const uint64_t n = lookups_.load();
   x["lookups_total"] = static_cast<double>(n);
   x["inner_pages_per_lookup"] = n == 0 ? 0.0 : static_cast<double>(lookup_inner_pages_) / n;
+  x["mixed_pages_per_lookup"] = n == 0 ? 0.0 : static_cast<double>(lookup_mixed_pages_) / n;
+  x["packed_pages_per_lookup"] = n == 0 ? 0.0 : static_cast<double>(lookup_packed_pages_) / n;
+  x["branch_pages_per_lookup"] = n == 0 ? 0.0 : static_cast<double>(lookup_branch_pages_) / n;
   x["leaf_pages_per_lookup"] = n == 0 ? 0.0 : static_cast<double>(lookup_leaf_pages_) / n;
   return s;
 }

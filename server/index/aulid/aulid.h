@@ -32,12 +32,17 @@
 //
 // Concurrency: inner_mu_ (reader-writer). Lookups, cursors and in-place leaf writes hold it
 // shared and take page latches one at a time (leaf writes exclusively); the leaf chain and the
-// inner part change only under it exclusively (splits, Adjust rebuilds). A writer that finds its
-// leaf full lets go and retries exclusively. Lock order: inner_mu_ -> page latches (inner pages,
-// then leaves left to right).
+// inner part change only under it exclusively (splits, merges, Adjust rebuilds). A writer that
+// finds its leaf full (or underfull) lets go and retries exclusively. Lock order: inner_mu_ ->
+// page latches. Under the shared lock, inner pages then leaves left to right; under the
+// exclusive lock nobody else latches inner pages, so a split or merge latches its leaves left to
+// right and then the inner pages it changes.
 //
-// Deletes remove from the leaf and leave the inner part alone (the paper's delete without merge;
-// an empty leaf stays in its run until later inserts fill it).
+// Deletes remove from the leaf in place. A leaf left under a quarter full merges into its left
+// neighbour when both are in one run (only the chain changes), or takes in its right neighbour:
+// in one run likewise; when the leaf is a run of its own, the two runs become one (the leaf's
+// inner entry goes, the next run's is repointed to it: the paper's merge, one inner entry less).
+// A merge happens only when the two fit in one page, the way btree merges.
 
 #include <atomic>
 #include <memory>
@@ -104,6 +109,14 @@ class Aulid final : public Index {
                           PageReadGuard* leaf = nullptr);
   // The run after the one starting at `start`: its first leaf (read through the chain).
   StatusOr<PageId> NextRunStart(PageId start, uint64_t* leaves_read);
+  // Under a quarter full: a delete then tries to merge the leaf with a neighbour.
+  static bool Underfull(const core::LeafView& v) { return v.used_bytes() < v.capacity() / 4; }
+  // The pessimistic half of Delete: under inner_mu_ exclusively, merge the (underfull) leaf of
+  // `key` with a neighbour when the two fit in one page and the runs allow it.
+  // `leaf` is where the delete of `key` left it.
+  // *halfway: it failed after changing pages (and fail-stopped the store).
+  Status MergeUnderfull(const WriteContext& w, Slice key, PageId leaf, bool* halfway);
+  static constexpr uint64_t kMergeMaxWalk = 64;  // leaves of a run walked to find the leaf
   // The pessimistic half of Put: under inner_mu_ exclusively, split the leaf and insert.
   Status PutWithSplit(const WriteContext& w, Slice key, Slice cell,
                       std::optional<std::string>* old_cell);
@@ -130,14 +143,20 @@ class Aulid final : public Index {
   aulid::InnerPart inner_;        // GUARDED_BY(inner_mu_)
   std::string prefix_;            // the key prefix P; GUARDED_BY(inner_mu_)
   PageId tail_ = kInvalidPageId;  // first leaf of the last run; GUARDED_BY(inner_mu_)
-  PageId last_ = kInvalidPageId;  // the last leaf (fixed: splits add leaves to the left)
+  PageId last_ = kInvalidPageId;  // the last leaf (splits add leaves to the left; a merge may
+                                  // fold it into its left neighbour); GUARDED_BY(inner_mu_)
   uint64_t last_entry_ = 0;       // the largest inner key (valid when the inner part is not empty)
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> leaf_pages_{0};
   std::atomic<uint64_t> splits_{0};
   std::atomic<uint64_t> run_joins_{0};  // splits whose new leaf joined its run
+  std::atomic<uint64_t> merges_{0};
+  std::atomic<uint64_t> merge_run_joins_{0};  // merges that joined two runs (an inner entry gone)
   std::atomic<uint64_t> lookups_{0};
   std::atomic<uint64_t> lookup_inner_pages_{0};
+  std::atomic<uint64_t> lookup_mixed_pages_{0};  // lookup_inner_pages_ by kind
+  std::atomic<uint64_t> lookup_packed_pages_{0};
+  std::atomic<uint64_t> lookup_branch_pages_{0};
   std::atomic<uint64_t> lookup_leaf_pages_{0};
   std::atomic<uint64_t> bulk_load_ms_{0};
   std::atomic<uint64_t> reindexes_{0};

@@ -91,6 +91,9 @@ StatusOr<bool> Aulid::Get(Slice key, std::string* cell) {
   const int i = v.Find(key, &found);
   lookups_.fetch_add(1, std::memory_order_relaxed);
   lookup_inner_pages_.fetch_add(cost.total(), std::memory_order_relaxed);
+  lookup_mixed_pages_.fetch_add(cost.mixed, std::memory_order_relaxed);
+  lookup_packed_pages_.fetch_add(cost.packed, std::memory_order_relaxed);
+  lookup_branch_pages_.fetch_add(cost.branch, std::memory_order_relaxed);
   lookup_leaf_pages_.fetch_add(leaves, std::memory_order_relaxed);
   if (!found) return false;
   cell->assign(v.cell(i));

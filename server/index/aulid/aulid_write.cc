@@ -1,6 +1,8 @@
 // Aulid writes: in place under the shared inner lock; leaf splits (Algorithm 1) and Adjust
 // rebuilds (Algorithm 2) under it exclusively.
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "index/aulid/aulid.h"
@@ -25,18 +27,123 @@ Status Aulid::Put(const WriteContext& w, Slice key, Slice cell,
   return PutWithSplit(w, key, cell, old_cell);
 }
 
-Status Aulid::Delete(const WriteContext&, Slice key, std::optional<std::string>* old_cell) {
+Status Aulid::Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) {
   old_cell->reset();
-  std::shared_lock lock(inner_mu_);
-  GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, false, nullptr, nullptr));
-  GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, pool_->FetchWrite(t.leaf));
-  bool found = false;
-  const int i = LeafView(leaf.data()).Find(key, &found);
-  if (!found) return Status::Ok();
-  SlottedPage sp = Leaf(leaf.mutable_data()).mutable_slots();
-  old_cell->emplace(sp.Payload(i));
-  sp.Remove(i);
-  entries_.fetch_sub(1, std::memory_order_relaxed);
+  PageId where = kInvalidPageId;
+  {
+    std::shared_lock lock(inner_mu_);
+    GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, false, nullptr, nullptr));
+    where = t.leaf;
+    GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, pool_->FetchWrite(t.leaf));
+    bool found = false;
+    const int i = LeafView(leaf.data()).Find(key, &found);
+    if (!found) return Status::Ok();
+    const bool was_underfull = Underfull(LeafView(leaf.data()));
+    SlottedPage sp = Leaf(leaf.mutable_data()).mutable_slots();
+    old_cell->emplace(sp.Payload(i));
+    sp.Remove(i);
+    entries_.fetch_sub(1, std::memory_order_relaxed);
+    // A merge is tried when the leaf drops under a quarter and again when it empties, not on
+    // every delete from a leaf that could not merge (it would take the lock exclusively each
+    // time).
+    const LeafView v(leaf.data());
+    if (!Underfull(v) || (was_underfull && v.count() > 0)) return Status::Ok();
+  }
+  // The delete is done; a merge that cannot run leaves the leaf underfull. Only a merge that
+  // failed halfway (and so fail-stopped the store) is an error.
+  bool halfway = false;
+  const Status s = MergeUnderfull(w, key, where, &halfway);
+  return halfway ? s : Status::Ok();
+}
+
+Status Aulid::MergeUnderfull(const WriteContext& w, Slice key, PageId leaf, bool* halfway) {
+  std::unique_lock lock(inner_mu_);
+  // The leaf's run is the key's (a lookup would skip the leaf if the delete emptied it, so walk
+  // the run to it). Not there any more: another write merged or split it meanwhile.
+  GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, true, nullptr, nullptr));
+  PageId left_id = kInvalidPageId, right_id = kInvalidPageId;
+  bool continues = false;
+  PageId cur = t.run_start;
+  for (uint64_t walked = 0;; ++walked) {
+    if (walked == kMergeMaxWalk) return Status::Ok();
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(cur));
+    if (page::Type(g.data()) != static_cast<uint16_t>(core::kLeafPage)) {
+      return Status::DataLoss(fmt::format("aulid: page {} in the leaf chain is not a leaf", cur));
+    }
+    const LeafView v(g.data());
+    continues = (v.flags() & kRunContinues) != 0 && v.right() != kInvalidPageId;
+    if (cur == leaf) {
+      if (!Underfull(v)) return Status::Ok();  // refilled meanwhile
+      left_id = v.left();
+      right_id = v.right();
+      break;
+    }
+    if (!continues) return Status::Ok();
+    cur = v.right();
+  }
+  // The pair (a, b): b's cells move into a, its left neighbour, and b goes away.
+  //   * Inside a run (the leaf is not its run's first, or its run continues to the right), no
+  //     inner entry names b: only the chain changes.
+  //   * The leaf is a run of its own and the next run has an entry: the two runs become one.
+  //     The leaf's entry goes and the next run's entry is repointed to the leaf, whose keys
+  //     then cover both ranges. (Before the tail nothing merges: the tail has no entry, and the
+  //     largest entry would have to be found again.)
+  PageId a = kInvalidPageId, b = kInvalidPageId;
+  std::optional<aulid::Entry> joined;  // the next run's entry, when two runs become one
+  if (leaf != t.run_start) {
+    a = left_id;
+    b = leaf;
+  } else if (right_id != kInvalidPageId && continues) {
+    a = leaf;
+    b = right_id;
+  } else if (right_id != kInvalidPageId && t.run_key && *t.run_key != UINT64_MAX) {
+    GROVE_ASSIGN_OR_RETURN(const aulid::InnerPart::Routed r,
+                           inner_.Route(*t.run_key + 1, IoCause::kDemand, nullptr, true));
+    if (r.kind != aulid::InnerPart::Routed::kEntry) return Status::Ok();  // the tail is next
+    if (r.entry.leaf != right_id) {
+      return Status::Internal(
+          fmt::format("aulid: the run after leaf {} starts at {}, its entry names {}", leaf,
+                      right_id, r.entry.leaf));
+    }
+    GROVE_ASSIGN_OR_RETURN(const uint64_t p1, inner_.PagesForChange(*t.run_key));
+    GROVE_ASSIGN_OR_RETURN(const uint64_t p2, inner_.PagesForChange(r.entry.key));
+    if (w.room != nullptr && !w.room->Extend(p1 + p2).ok()) return Status::Ok();  // stays lazy
+    a = leaf;
+    b = right_id;
+    joined = r.entry;
+  } else {
+    return Status::Ok();  // the last leaf, or alone before the tail: it stays underfull
+  }
+  if (a == kInvalidPageId) return Status::Internal("aulid: a run's later leaf has no left link");
+
+  // Latches left to right: a, b, then the leaf after b (its left link changes).
+  GROVE_ASSIGN_OR_RETURN(PageWriteGuard ga, pool_->FetchWrite(a));
+  GROVE_ASSIGN_OR_RETURN(PageWriteGuard gb, pool_->FetchWrite(b));
+  PageWriteGuard next;
+  if (const PageId after = LeafView(gb.data()).right(); after != kInvalidPageId) {
+    GROVE_ASSIGN_OR_RETURN(next, pool_->FetchWrite(after));
+  }
+  const uint16_t b_flags = LeafView(gb.data()).flags();
+  if (!core::MergeLeaves(ga, gb, next)) return Status::Ok();  // does not fit: stays underfull
+  Leaf(ga.mutable_data()).set_flags(b_flags);                 // a now ends where b ended, run-wise
+  if (joined) {
+    aulid::LiveSink sink(pool_);
+    Status s = inner_.Remove(*t.run_key, &sink);
+    if (s.ok()) s = inner_.Repoint(joined->key, a, &sink);
+    if (!s.ok()) {
+      // The leaves are merged and the inner part half changed: stop writes; recovery rebuilds.
+      if (ctx_.services) ctx_.services->FailStop(s);
+      *halfway = true;
+      return s;
+    }
+    merge_run_joins_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (b == last_) last_ = a;
+  const PageId freed = gb.id();
+  gb.Discard();
+  ctx_.allocator->Free(freed, 1);
+  leaf_pages_.fetch_sub(1, std::memory_order_relaxed);
+  merges_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
 

@@ -43,6 +43,7 @@ Status InnerPart::Build(std::span<const Entry> entries, PageSink* sink) {
   InnerBuilder b(&space_, options_, sink);
   GROVE_ASSIGN_OR_RETURN(InnerBuilder::Built built, b.Node(entries, 1));
   root_ = built.slot.mixed;
+  copies_valid_ = options_.fulfill;  // every node is new: its copies are exact
   return Status::Ok();
 }
 
@@ -90,6 +91,11 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
           const uint64_t end = std::min(node.model.slots, (SlotPageIndex(s) + 1) * kSlotsPerPage);
           for (uint64_t t = s + 1; t < end; ++t) {
             const Slot next = DecodeSlot(g.data() + SlotOffset(t));
+            if (next.tag == SlotTag::kNull && next.has_copy && copies_valid_) {
+              r.kind = Routed::kEntry;
+              r.entry = next.copy;
+              return r;
+            }
             if (next.tag == SlotTag::kNull) continue;
             if (next.tag == SlotTag::kData) {
               r.kind = Routed::kEntry;
@@ -150,6 +156,11 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
         return r;
       }
       case SlotTag::kNull: {
+        if (slot.has_copy && copies_valid_) {  // Fulfill: the entry of the DATA slot ahead
+          r.kind = Routed::kEntry;
+          r.entry = slot.copy;
+          return r;
+        }
         // The next entry after this slot: in the page already read, or further on.
         const uint64_t end = std::min(node.model.slots, (SlotPageIndex(s) + 1) * kSlotsPerPage);
         for (uint64_t t = s + 1; t < end; ++t) {
@@ -299,6 +310,7 @@ StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key) const {
 
 Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint) {
   sink->Release();
+  copies_valid_ = false;  // copies elsewhere may now name the wrong entry
   *hint = AdjustHint();
   if (empty()) return Build(std::span<const Entry>(&e, 1), sink);
   std::vector<Step> path;
@@ -446,6 +458,7 @@ StatusOr<uint64_t> InnerPart::PagesForRebuild(uint64_t key, uint32_t depth) cons
 
 Status InnerPart::Rebuild(uint64_t key, uint32_t depth, PageSink* sink) {
   sink->Release();
+  copies_valid_ = false;  // copies elsewhere may now name the wrong entry
   std::vector<Step> path;
   GROVE_RETURN_IF_ERROR(Descend(key, &path));
   if (depth == 0 || depth > path.size()) return Status::Internal("aulid: no node to rebuild");
@@ -474,6 +487,7 @@ Status InnerPart::Rebuild(uint64_t key, uint32_t depth, PageSink* sink) {
 
 Status InnerPart::Repoint(uint64_t key, PageId leaf, PageSink* sink) {
   sink->Release();
+  copies_valid_ = false;  // copies elsewhere may now name the wrong entry
   std::vector<Step> path;
   GROVE_RETURN_IF_ERROR(Descend(key, &path));
   if (path.empty()) return Status::NotFound("aulid: no inner entry");
@@ -508,6 +522,7 @@ Status InnerPart::Repoint(uint64_t key, PageId leaf, PageSink* sink) {
 
 Status InnerPart::Remove(uint64_t key, PageSink* sink) {
   sink->Release();
+  copies_valid_ = false;  // copies elsewhere may now name the wrong entry
   std::vector<Step> path;
   GROVE_RETURN_IF_ERROR(Descend(key, &path));
   if (path.empty()) return Status::NotFound("aulid: no inner entry");

@@ -60,6 +60,11 @@ struct InnerOptions {
   bool adjust = true;        // Algorithm 2
   double alpha = 0.05;       // rebuild when entries at depth >= 3 reach alpha x size ...
   double beta = 1.2;         // ... and the node grew to beta x its size when built
+  // Fulfill: builds copy each DATA slot's entry into the NULL slots before it, so that a key
+  // the model sends to one of them is routed without reading on. For read-only use: the copies
+  // are trusted until the first change of the inner part (then they read as plain NULL slots)
+  // and again after a full Build.
+  bool fulfill = false;
 };
 
 // Inner structure changes by type (the paper's SMO counts).
@@ -89,6 +94,8 @@ class InnerPart {
   NodeSpace& space() { return space_; }
   const InnerOptions& options() const { return options_; }
   InnerCounters& counters() { return counters_; }
+  // Whether Route trusts Fulfill copies (options().fulfill and no change since the last Build).
+  bool copies_valid() const { return copies_valid_; }
 
   // Replaces an empty inner part with one over `entries` (ascending, distinct keys).
   Status Build(std::span<const Entry> entries, PageSink* sink);
@@ -168,6 +175,7 @@ class InnerPart {
   const InnerOptions options_;
   MixedRef root_;
   InnerCounters counters_;
+  bool copies_valid_ = false;  // persisted with the metanode
 };
 
 }  // namespace grove::aulid

@@ -13,18 +13,22 @@ std::vector<uint64_t> KeysOf(std::span<const Entry> entries) {
   return keys;
 }
 
-// Calls fn(slot, first, count) for each run of entries the model sends to one slot.
-template <typename Fn>
-Status ForEachGroup(std::span<const Entry> entries, const learned::SlotModel& m, Fn fn) {
+// The runs of entries the model sends to one slot, in slot order.
+struct Group {
+  uint64_t slot;
+  size_t first, count;
+};
+std::vector<Group> Groups(std::span<const Entry> entries, const learned::SlotModel& m) {
+  std::vector<Group> out;
   size_t i = 0;
   while (i < entries.size()) {
     const uint64_t s = m.Slot(entries[i].key);
     size_t j = i + 1;
     while (j < entries.size() && m.Slot(entries[j].key) == s) ++j;
-    GROVE_RETURN_IF_ERROR(fn(s, i, j - i));
+    out.push_back({s, i, j - i});
     i = j;
   }
-  return Status::Ok();
+  return out;
 }
 
 }  // namespace
@@ -59,25 +63,39 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
     const uint64_t in_page = std::min<uint64_t>(kSlotsPerPage, model.slots - index * kSlotsPerPage);
     FormatSlotPage(img.data(), first, static_cast<uint32_t>(index), static_cast<uint32_t>(in_page));
   };
+  const std::vector<Group> groups = Groups(entries, model);
+  size_t ahead = 0;  // Fulfill: the first group after the slot being filled
   auto emit = [&](uint64_t index) -> Status {
+    if (options_.fulfill) {
+      // A NULL slot whose next group is a single entry (a DATA slot) gets a copy of it.
+      const uint64_t lo = index * kSlotsPerPage;
+      const uint64_t hi = std::min(model.slots, lo + kSlotsPerPage);
+      for (uint64_t s = lo; s < hi; ++s) {
+        while (ahead < groups.size() && groups[ahead].slot <= s) ++ahead;
+        char* p = img.data() + SlotOffset(s);
+        if (p[0] != static_cast<char>(SlotTag::kNull) || ahead == groups.size() ||
+            groups[ahead].count != 1) {
+          continue;
+        }
+        EncodeSlot(p, Slot::Copy(entries[groups[ahead].first]));
+      }
+    }
     const PageId id = space_->PageOf(first, index);
     GROVE_ASSIGN_OR_RETURN(char* p, sink_->Fresh(id, kSlotPage));
     std::memcpy(p + kPageHeaderSize, img.data() + kPageHeaderSize, kPageSize - kPageHeaderSize);
     return Status::Ok();
   };
   start_page(0);
-  Status st = ForEachGroup(entries, model, [&](uint64_t s, size_t i, size_t n) -> Status {
-    while (SlotPageIndex(s) > cur) {
+  for (const Group& g : groups) {
+    while (SlotPageIndex(g.slot) > cur) {
       GROVE_RETURN_IF_ERROR(emit(cur));
       start_page(++cur);
     }
-    GROVE_ASSIGN_OR_RETURN(Built b, ForSlot(entries.subspan(i, n), depth));
+    GROVE_ASSIGN_OR_RETURN(Built b, ForSlot(entries.subspan(g.first, g.count), depth));
     out.l3 += b.l3;
     out.nodes += b.nodes;
-    EncodeSlot(img.data() + SlotOffset(s), b.slot);
-    return Status::Ok();
-  });
-  GROVE_RETURN_IF_ERROR(st);
+    EncodeSlot(img.data() + SlotOffset(g.slot), b.slot);
+  }
   for (;;) {
     GROVE_RETURN_IF_ERROR(emit(cur));
     if (++cur == pages) break;
@@ -106,16 +124,17 @@ StatusOr<InnerBuilder::Built> InnerBuilder::ForSlot(std::span<const Entry> entri
   if (options_.lipp || n > kBranchMax) return Node(entries, depth + 1);
   b.l3 = depth >= 3 ? n : 0;
   if (n <= kPackedMax) {
-    GROVE_ASSIGN_OR_RETURN(b.slot, Packed(entries));
+    GROVE_ASSIGN_OR_RETURN(b.slot, Packed(entries, /*dense=*/true));
   } else {
     GROVE_ASSIGN_OR_RETURN(b.slot, Branch(entries));
   }
   return b;
 }
 
-StatusOr<Slot> InnerBuilder::Packed(std::span<const Entry> entries) {
+StatusOr<Slot> InnerBuilder::Packed(std::span<const Entry> entries, bool dense) {
   const int cls = PackedClassFor(static_cast<uint32_t>(entries.size()));
-  GROVE_ASSIGN_OR_RETURN(const NodeSpace::Object o, space_->AllocatePacked(cls));
+  GROVE_ASSIGN_OR_RETURN(const NodeSpace::Object o,
+                         space_->AllocatePacked(cls, dense ? &open_[cls] : nullptr));
   char* p = nullptr;
   if (o.fresh) {
     GROVE_ASSIGN_OR_RETURN(p, sink_->Fresh(o.slab, kSlabPage));
@@ -189,10 +208,9 @@ void InnerBuilder::Count(std::span<const Entry> entries, const InnerOptions& opt
   const learned::SlotModel model = Fit(keys);
   t->slot_pages += PagesForSlots(model.slots);
   if (n >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) return;  // Node() refuses
-  (void)ForEachGroup(entries, model, [&](uint64_t, size_t i, size_t c) {
-    Count(entries.subspan(i, c), options, false, t);
-    return Status::Ok();
-  });
+  for (const Group& g : Groups(entries, model)) {
+    Count(entries.subspan(g.first, g.count), options, false, t);
+  }
 }
 
 uint64_t InnerBuilder::PagesForNode(std::span<const Entry> entries, const InnerOptions& options) {

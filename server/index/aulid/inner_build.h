@@ -30,7 +30,8 @@ class InnerBuilder {
   StatusOr<Built> Node(std::span<const Entry> entries, uint32_t depth);
   // What goes in one slot of a node at `depth` for `entries` (the group the model sent there).
   StatusOr<Built> ForSlot(std::span<const Entry> entries, uint32_t depth);
-  StatusOr<Slot> Packed(std::span<const Entry> entries);
+  // `dense`: from this builder's own slabs only (see NodeSpace::AllocatePacked); node builds.
+  StatusOr<Slot> Packed(std::span<const Entry> entries, bool dense = false);
   // A branch over 2..kBranchMax entries, spread evenly over as few children as hold them.
   StatusOr<Slot> Branch(std::span<const Entry> entries);
   // Rewrites the child pages of `branch` (kept, same count) with `entries` spread evenly.
@@ -53,6 +54,7 @@ class InnerBuilder {
   NodeSpace* const space_;
   const InnerOptions& options_;
   PageSink* const sink_;
+  PageId open_[kPackedClasses] = {kInvalidPageId, kInvalidPageId, kInvalidPageId, kInvalidPageId};
 };
 
 }  // namespace grove::aulid

@@ -94,7 +94,7 @@ Status InnerPart::FreeUnder(const Slot& slot, PageSink* sink) {
         const PageId id = space_.PageOf(node.first, i);
         std::vector<Slot> inner;
         {
-          GROVE_ASSIGN_OR_RETURN(char* p, sink->Existing(id));
+          GROVE_ASSIGN_OR_RETURN(const char* p, sink->Read(id));
           const uint64_t end = std::min(node.model.slots, (i + 1) * kSlotsPerPage);
           for (uint64_t s = i * kSlotsPerPage; s < end; ++s) {
             const Slot c = DecodeSlot(p + SlotOffset(s));
@@ -112,6 +112,7 @@ Status InnerPart::FreeUnder(const Slot& slot, PageSink* sink) {
 }
 
 Status InnerPart::Clear(PageSink* sink) {
+  copies_valid_ = false;
   if (empty()) return Status::Ok();
   sink->Release();
   Slot r;
@@ -187,6 +188,8 @@ Status InnerPart::Verify(IndexVerifier* v, const EntryVisitor& fn) const {
       v->ClaimPages(first, n, "aulid mixed node");
     });
     const uint64_t pages = PagesForSlots(m.model.slots);
+    bool copying = false;  // in a NULL run with Fulfill copies of `copied`
+    Entry copied;
     for (uint64_t i = 0; i < pages; ++i) {
       const PageId id = space_.PageOf(m.first, i);
       GROVE_ASSIGN_OR_RETURN(AlignedBuffer b, CopyPage(pool_, id));
@@ -198,6 +201,23 @@ Status InnerPart::Verify(IndexVerifier* v, const EntryVisitor& fn) const {
       const uint64_t end = std::min(m.model.slots, (i + 1) * kSlotsPerPage);
       for (uint64_t s = i * kSlotsPerPage; s < end; ++s) {
         const Slot slot = DecodeSlot(b.data() + SlotOffset(s));
+        if (copies_valid_ && slot.has_copy) {
+          if (copying && !(copied == slot.copy)) {
+            problem(fmt::format("node {} slot {}: Fulfill copies of two entries in one run",
+                                m.first, s));
+          }
+          copying = true;
+          copied = slot.copy;
+        }
+        if (slot.tag != SlotTag::kNull && copying) {
+          if (slot.tag != SlotTag::kData || !(slot.data == copied)) {
+            problem(
+                fmt::format("node {} slot {}: the NULL run before it copies entry {}, "
+                            "which is not this slot's",
+                            m.first, s, copied.key));
+          }
+          copying = false;
+        }
         std::vector<Entry> es;
         switch (slot.tag) {
           case SlotTag::kNull:
@@ -284,6 +304,7 @@ Status InnerPart::Verify(IndexVerifier* v, const EntryVisitor& fn) const {
         if (depth >= 3) *l3 += es.size();
       }
     }
+    if (copying) problem(fmt::format("node {}: Fulfill copies after its last slot", m.first));
     return Status::Ok();
   };
   if (!empty()) {
@@ -321,6 +342,7 @@ void InnerPart::Serialize(std::string* out) const {
   PutVarint32(out, root_.init_size);
   PutVarint32(out, root_.l3_items);
   space_.Serialize(out);
+  PutVarint32(out, copies_valid_ ? 1 : 0);
 }
 
 Status InnerPart::Deserialize(Slice* in) {
@@ -339,7 +361,13 @@ Status InnerPart::Deserialize(Slice* in) {
     return Status::DataLoss("aulid metadata: a root of fewer than 2 slots");
   }
   root_ = r;
-  return space_.Deserialize(in);
+  GROVE_RETURN_IF_ERROR(space_.Deserialize(in));
+  uint32_t flags = 0;  // absent in version 1 metadata
+  if (!in->empty() && (!GetVarint32(in, &flags) || flags > 1)) {
+    return Status::DataLoss("aulid metadata: malformed inner flags");
+  }
+  copies_valid_ = flags == 1 && options_.fulfill;
+  return Status::Ok();
 }
 
 }  // namespace grove::aulid

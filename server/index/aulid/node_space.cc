@@ -48,15 +48,17 @@ PageId NodeSpace::PageOf(PageId first, uint64_t index) const {
   return ext[index / ExtentAllocator::kMaxExtentPages] + index % ExtentAllocator::kMaxExtentPages;
 }
 
-StatusOr<NodeSpace::Object> NodeSpace::AllocatePacked(int cls) {
+StatusOr<NodeSpace::Object> NodeSpace::AllocatePacked(int cls, PageId* open) {
   Object o;
-  if (partial_[cls].empty()) {
+  const bool reuse = open != nullptr ? partial_[cls].contains(*open) : !partial_[cls].empty();
+  if (!reuse) {
     GROVE_ASSIGN_OR_RETURN(o.slab, allocator_->Allocate(1));
     o.fresh = true;
     slabs_[o.slab] = SlabState{cls, 0};
     partial_[cls].insert(o.slab);
+    if (open != nullptr) *open = o.slab;
   } else {
-    o.slab = *partial_[cls].begin();
+    o.slab = open != nullptr ? *open : *partial_[cls].begin();
   }
   SlabState& s = slabs_[o.slab];
   o.object = static_cast<uint32_t>(std::countr_one(s.used));
@@ -132,22 +134,34 @@ Status NodeSpace::Deserialize(Slice* in) {
 }
 
 StatusOr<char*> LiveSink::Fresh(PageId id, PageType type) {
-  guard_.Release();
+  Release();
   GROVE_ASSIGN_OR_RETURN(guard_, pool_->NewPage(id, type, Retention::kHigh));
   dirtied_.insert(id);
+  peak_ = std::max<uint64_t>(peak_, dirtied_.size());
   return guard_.mutable_data();
 }
 
 StatusOr<char*> LiveSink::Existing(PageId id) {
   if (!guard_ || guard_.id() != id) {
-    guard_.Release();
+    Release();
     GROVE_ASSIGN_OR_RETURN(guard_, pool_->FetchWrite(id, IoCause::kDemand, Retention::kHigh));
   }
   dirtied_.insert(id);
+  peak_ = std::max<uint64_t>(peak_, dirtied_.size());
   return guard_.mutable_data();
 }
 
+StatusOr<const char*> LiveSink::Read(PageId id) {
+  if (guard_ && guard_.id() == id) return static_cast<const char*>(guard_.data());
+  if (!read_ || read_.id() != id) {
+    Release();
+    GROVE_ASSIGN_OR_RETURN(read_, pool_->FetchRead(id, IoCause::kDemand, Retention::kHigh));
+  }
+  return read_.data();
+}
+
 void LiveSink::Drop(PageId id) {
+  if (read_ && read_.id() == id) read_.Release();
   if (guard_ && guard_.id() == id) {
     guard_.Discard();
   } else {
@@ -170,6 +184,11 @@ StatusOr<char*> ImageSink::Existing(PageId id) {
     return Status::Internal(fmt::format("aulid bulk build: page {} was not built here", id));
   }
   return it->second.data();
+}
+
+StatusOr<const char*> ImageSink::Read(PageId id) {
+  GROVE_ASSIGN_OR_RETURN(char* p, Existing(id));
+  return static_cast<const char*>(p);
 }
 
 Status ImageSink::Flush(DirectPageWriter* writer) {

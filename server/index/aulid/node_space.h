@@ -56,7 +56,11 @@ class NodeSpace {
     uint32_t object = 0;
     bool fresh = false;  // the slab page is new: format it
   };
-  StatusOr<Object> AllocatePacked(int cls);
+  // With `open` (a bulk build's slab of this class, or kInvalidPageId), objects come only from
+  // that slab, or a new one that becomes it: a build of n arrays then dirties n / per-slab pages
+  // (what InnerBuilder::PagesForNode counts), not one page per hole in older slabs. Without it,
+  // any slab with a free object serves (single inserts: one page either way).
+  StatusOr<Object> AllocatePacked(int cls, PageId* open = nullptr);
   // Returns true when the slab became empty and was freed (the caller drops its page).
   bool FreePacked(int cls, PageId slab, uint32_t object);
 
@@ -112,6 +116,8 @@ class PageSink {
   virtual StatusOr<char*> Fresh(PageId id, PageType type) = 0;
   // An existing page, for modification.
   virtual StatusOr<char*> Existing(PageId id) = 0;
+  // An existing page, to read only: it is not dirtied (freeing a node reads every page of it).
+  virtual StatusOr<const char*> Read(PageId id) = 0;
   // A page that was freed: no longer written.
   virtual void Drop(PageId id) = 0;
   // Lets go of any page latch the sink holds (before the caller reads pages itself).
@@ -120,20 +126,27 @@ class PageSink {
 
 // Through the buffer pool. A pointer it returns is good until the next call: it holds one page
 // guard at a time (callers hold the inner part exclusively, so no reader sees a change half
-// done), and counts the distinct pages it dirtied.
+// done), and counts the most distinct pages it held dirty at once (a dropped page leaves the
+// count but not the peak: the buffer pool had to hold it), which the PagesFor* bounds cover.
 class LiveSink final : public PageSink {
  public:
   explicit LiveSink(BufferPool* pool) : pool_(pool) {}
   StatusOr<char*> Fresh(PageId id, PageType type) override;
   StatusOr<char*> Existing(PageId id) override;
+  StatusOr<const char*> Read(PageId id) override;
   void Drop(PageId id) override;
-  uint64_t dirtied() const { return dirtied_.size(); }
-  void Release() override { guard_.Release(); }
+  uint64_t dirtied() const { return peak_; }
+  void Release() override {
+    guard_.Release();
+    read_.Release();
+  }
 
  private:
   BufferPool* const pool_;
-  PageWriteGuard guard_;
+  PageWriteGuard guard_;  // at most one of the two holds a page
+  PageReadGuard read_;
   std::set<PageId> dirtied_;
+  uint64_t peak_ = 0;
 };
 
 // In-memory images, written through the DirectPageWriter by Flush() in runs of consecutive pages.
@@ -141,6 +154,7 @@ class ImageSink final : public PageSink {
  public:
   StatusOr<char*> Fresh(PageId id, PageType type) override;
   StatusOr<char*> Existing(PageId id) override;
+  StatusOr<const char*> Read(PageId id) override;
   void Drop(PageId id) override { images_.erase(id); }
   Status Flush(DirectPageWriter* writer);
   size_t pages() const { return images_.size(); }

@@ -15,6 +15,8 @@ Slot DecodeSlot(const char* p) {
   s.tag = static_cast<SlotTag>(static_cast<uint8_t>(p[0]));
   switch (s.tag) {
     case SlotTag::kNull:
+      s.has_copy = p[1] != 0;
+      if (s.has_copy) s.copy = DecodeEntry(p + 8);
       break;
     case SlotTag::kData:
       s.data = DecodeEntry(p + 8);
@@ -50,6 +52,10 @@ void EncodeSlot(char* p, const Slot& s) {
   p[0] = static_cast<char>(s.tag);
   switch (s.tag) {
     case SlotTag::kNull:
+      if (s.has_copy) {
+        p[1] = 1;
+        EncodeEntry(p + 8, s.copy);
+      }
       break;
     case SlotTag::kData:
       EncodeEntry(p + 8, s.data);

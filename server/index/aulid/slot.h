@@ -17,7 +17,9 @@
 //
 // A slot (64 bytes; tag in byte 0, all integers little-endian):
 //
-//   NULL    tag 0, the rest zero
+//   NULL    tag 0 | 1: copy u8 | 8: key u64 | 16: leaf u64; with copy 0 the rest is zero.
+//           copy 1 (Fulfill, written by bulk builds): the entry is a copy of the DATA slot the
+//           run of NULL slots ends at; the inner part trusts copies until its first change
 //   DATA    tag 1 | 8: key u64 | 16: leaf u64
 //   PACKED  tag 2 | 1: class u8 (0..3: 8, 16, 32, 64 entries) | 2: count u16 | 4: object u16
 //           | 8: slab page u64: the entries sorted, at object `object` of the slab (PackedSlab)
@@ -122,6 +124,9 @@ struct MixedRef {
 struct Slot {
   SlotTag tag = SlotTag::kNull;
   Entry data;  // kData
+  // kNull: a Fulfill copy of the entry of the DATA slot this NULL run ends at.
+  bool has_copy = false;
+  Entry copy;
   // kPacked
   int cls = 0;
   uint32_t count = 0;
@@ -138,6 +143,12 @@ struct Slot {
     Slot s;
     s.tag = SlotTag::kData;
     s.data = e;
+    return s;
+  }
+  static Slot Copy(Entry e) {
+    Slot s;
+    s.has_copy = true;
+    s.copy = e;
     return s;
   }
 };

@@ -2,6 +2,7 @@
 // does not reach: keys that share their first 8 bytes (runs of leaves under one inner entry),
 // keys around and outside a bulk load's key prefix, and the inner part's shape after a bulk load.
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -161,6 +162,136 @@ TEST(AulidTest, IntegerKeysAreOneLeafPerRun) {
   // One leaf per lookup, plus the sibling when ScanFward cannot settle a predecessor.
   EXPECT_LE(Extra(db->get(), "leaf_pages_per_lookup"), 1.3);
   EXPECT_LE(Extra(db->get(), "inner_pages_per_lookup"), 2.5);
+}
+
+// Deletes of most keys: leaves under a quarter full merge, within runs and across them (an
+// inner entry goes), and everything left is still found, before and after reopening.
+TEST(AulidTest, DeletesMergeLeavesAndRuns) {
+  TempDir dir;
+  Model model;
+  uint64_t leaves_loaded = 0;
+  {
+    auto db = Db::Open(AulidOptions(dir.path()));
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    uint64_t i = 0;
+    ASSERT_OK((*db)->BulkLoad([&](std::string* k, std::string* v) -> StatusOr<bool> {
+      if (i == 60000) return false;
+      *k = Key(i * 7);
+      *v = Value(i, 0);
+      model[*k] = *v;
+      ++i;
+      return true;
+    }));
+    leaves_loaded = (*db)->GetStats().index.leaf_pages;
+    std::vector<uint64_t> order(60000);
+    for (uint64_t j = 0; j < order.size(); ++j) order[j] = j;
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(6));
+    for (size_t n = 0; n < 54000; ++n) {
+      ASSERT_OK((*db)->Delete(Key(order[n] * 7)));
+      model.erase(Key(order[n] * 7));
+    }
+    ExpectMatches(db->get(), model, "after the deletes");
+    ExpectVerifyClean(db->get(), model.size(), "after the deletes");
+    const IndexStats s = (*db)->GetStats().index;
+    EXPECT_LT(s.leaf_pages * 3, leaves_loaded) << "a tenth of the keys in a third of the leaves";
+    EXPECT_GT(Extra(db->get(), "smo_merge_total"), 0);
+    EXPECT_GT(Extra(db->get(), "merge_run_joins_total"), 0);
+    EXPECT_EQ(Extra(db->get(), "inner_entries") + 1, static_cast<double>(s.leaf_pages))
+        << "integer keys: one leaf per run";
+    // Inserts into the merged ranges split the leaves again.
+    for (uint64_t j = 0; j < 20000; ++j) {
+      const std::string k = Key(j * 21 + 3);
+      ASSERT_OK((*db)->Put(k, Value(j, 1)));
+      model[k] = Value(j, 1);
+    }
+    ExpectVerifyClean(db->get(), model.size(), "after inserting again");
+    ASSERT_OK((*db)->Close());
+  }
+  auto db = Db::Open(AulidOptions(dir.path()));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_GT(Extra(db->get(), "smo_merge_total"), 0) << "merges are counted across reopening";
+  ExpectMatches(db->get(), model, "after reopening");
+  ExpectVerifyClean(db->get(), model.size(), "after reopening");
+}
+
+// Keys that share their first 8 bytes, inserted one by one, then mostly deleted: merges inside
+// multi-leaf runs (the tail's included) as well as between runs.
+TEST(AulidTest, DeletesMergeInsideRuns) {
+  TempDir dir;
+  auto db = Db::Open(AulidOptions(dir.path()));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto key = [](uint64_t i) { return fmt::format("user:{:02d}-{:08d}", i % 7, i); };
+  Model model;
+  for (uint64_t i = 0; i < 30000; ++i) {
+    ASSERT_OK((*db)->Put(key(i), Value(i, 0, 40)));
+    model[key(i)] = Value(i, 0, 40);
+  }
+  const uint64_t leaves = (*db)->GetStats().index.leaf_pages;
+  std::mt19937_64 rng(9);
+  for (uint64_t i = 0; i < 30000; ++i) {
+    if (rng() % 10 == 0) continue;
+    ASSERT_OK((*db)->Delete(key(i)));
+    model.erase(key(i));
+  }
+  EXPECT_GT(Extra(db->get(), "smo_merge_total"), 0);
+  EXPECT_LT((*db)->GetStats().index.leaf_pages * 2, leaves);
+  ExpectMatches(db->get(), model, "after the deletes");
+  ExpectVerifyClean(db->get(), model.size(), "after the deletes");
+}
+
+// Fulfill: a bulk load copies DATA entries into the NULL slots before them, and lookups of
+// present and absent keys alike are answered right while the copies are trusted, in no more
+// inner page reads than without them. The first change of the inner part retires them.
+TEST(AulidTest, FulfillCopiesServeLookupsUntilTheFirstInnerChange) {
+  auto key = [](uint64_t i) { return Key(i * i % 1000003 + i * 1000003); };
+  double inner_reads[2] = {0, 0};
+  for (const bool fulfill : {false, true}) {
+    SCOPED_TRACE(fulfill ? "fulfill on" : "fulfill off");
+    TempDir dir;
+    const ParamMap params = {{"fulfill", fulfill ? "on" : "off"}};
+    Model model;
+    {
+      auto db = Db::Open(AulidOptions(dir.path(), params));
+      ASSERT_TRUE(db.ok()) << db.status().ToString();
+      uint64_t i = 0;
+      ASSERT_OK((*db)->BulkLoad([&](std::string* k, std::string* v) -> StatusOr<bool> {
+        if (i == 100000) return false;
+        *k = key(i);
+        *v = Value(i, 0);
+        model[*k] = *v;
+        ++i;
+        return true;
+      }));
+      EXPECT_EQ(Extra(db->get(), "fulfill_copies_valid"), fulfill ? 1 : 0);
+      ExpectVerifyClean(db->get(), model.size(), "after the bulk load");
+      std::mt19937_64 rng(8);
+      std::string v;
+      for (int n = 0; n < 4000; ++n) {
+        const uint64_t j = rng() % 100000;
+        ASSERT_TRUE(*(*db)->Get(key(j), &v)) << j;
+        ASSERT_EQ(v, Value(j, 0));
+        const std::string absent = Key(rng() % (100000 * 1000003ull));
+        EXPECT_EQ(*(*db)->Get(absent, &v), model.count(absent) == 1) << absent;
+      }
+      inner_reads[fulfill] = Extra(db->get(), "inner_pages_per_lookup");
+      ASSERT_OK((*db)->Close());
+    }
+    auto db = Db::Open(AulidOptions(dir.path(), params));
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    EXPECT_EQ(Extra(db->get(), "fulfill_copies_valid"), fulfill ? 1 : 0) << "after reopening";
+    // Inserts packed into a few leaves split them and change the inner part: the copies are
+    // retired.
+    for (uint64_t j = 0; j < 20000; ++j) {
+      const std::string k = Key(j * 7 + 1);
+      ASSERT_OK((*db)->Put(k, Value(j, 1)));
+      model[k] = Value(j, 1);
+    }
+    EXPECT_GT(Extra(db->get(), "smo_split_total"), 0);
+    EXPECT_EQ(Extra(db->get(), "fulfill_copies_valid"), 0);
+    ExpectMatches(db->get(), model, "after the inserts");
+    ExpectVerifyClean(db->get(), model.size(), "after the inserts");
+  }
+  EXPECT_LT(inner_reads[1], inner_reads[0]) << "lookups landing on NULL slots read less";
 }
 
 }  // namespace

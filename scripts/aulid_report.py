@@ -206,7 +206,7 @@ def main():
     if dev:
         out += [f"The device beside them: {dev[-1]['throughput']:,.0f} random 4 KiB reads/s at "
                 "queue depth 1 (p50 "
-                f"{dev[-1]['latency_us']['p50']:.0f} µs): the ceiling of one page read per "
+                f"{dev[-1]['latency_us']['p50_us']:.0f} µs): the ceiling of one page read per "
                 "operation.", ""]
     if args.img and plot(runs, args.img):
         out += ["![AULID vs btree, btree+SHORTCUT and RocksDB](img/aulid-sparse.png)", ""]

@@ -26,7 +26,7 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vec
          map_pages_.empty()) {
     auto id = allocator->Allocate(1);
     if (!id.ok()) {
-      Abort(allocator);
+      Unstage(allocator);
       return id.status();
     }
     map_pages_.push_back(*id);
@@ -55,7 +55,7 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vec
   MutexLock lock(&mu_);
   for (size_t k : dirty) {
     if (k >= map_pages_.size()) {
-      Abort(allocator);
+      Unstage(allocator);
       return Status::Internal(fmt::format("epoch table: page beyond the file in map page {}", k));
     }
     MapPageImage img{map_pages_[k], AlignedBuffer(kPageSize)};
@@ -77,6 +77,8 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vec
     staged_dirty_.push_back(k);
     images.push_back(std::move(img));
   }
+  staging_ = true;
+  late_.clear();
   return images;
 }
 
@@ -89,17 +91,29 @@ void EpochTable::Commit(const std::vector<PageId>& pages, uint32_t epoch) {
   }
   std::vector<size_t> still_pending;
   for (size_t k : pending_) {
-    if (std::find(staged_dirty_.begin(), staged_dirty_.end(), k) == staged_dirty_.end()) {
-      still_pending.push_back(k);
-    }
+    const bool staged =
+        std::find(staged_dirty_.begin(), staged_dirty_.end(), k) != staged_dirty_.end();
+    const bool late = std::find(late_.begin(), late_.end(), k) != late_.end();
+    if (!staged || late) still_pending.push_back(k);
   }
   pending_ = std::move(still_pending);
+  staging_ = false;
+  late_.clear();
   staged_new_pages_ = 0;
   staged_dirty_.clear();
   staged_old_epochs_.clear();
 }
 
 void EpochTable::Abort(ExtentAllocator* allocator) {
+  {
+    MutexLock lock(&mu_);
+    staging_ = false;
+    late_.clear();  // still in pending_
+  }
+  Unstage(allocator);
+}
+
+void EpochTable::Unstage(ExtentAllocator* allocator) {
   for (auto it = staged_old_epochs_.rbegin(); it != staged_old_epochs_.rend(); ++it) {
     map_epochs_[it->first] = it->second;
   }
@@ -120,6 +134,7 @@ void EpochTable::RecordDirect(PageId first, size_t count, uint32_t epoch) {
   for (size_t i = 0; i < count; ++i) entries_[first + i] = epoch;
   for (size_t k = first / kEntriesPerPage; k <= (first + count - 1) / kEntriesPerPage; ++k) {
     if (std::find(pending_.begin(), pending_.end(), k) == pending_.end()) pending_.push_back(k);
+    if (staging_ && std::find(late_.begin(), late_.end(), k) == late_.end()) late_.push_back(k);
   }
 }
 

@@ -1,0 +1,84 @@
+#include "index/aha/memtable.h"
+
+#include <algorithm>
+
+namespace grove::aha {
+
+Entry MemTable::ToEntry(const std::string& key, const Version& v) {
+  return Entry{key, v.lsn, v.tombstone, v.cell};
+}
+
+std::optional<std::string> MemTable::Put(Slice key, Lsn lsn, bool tombstone, Slice cell) {
+  MutexLock lock(&mu_);
+  first_lsn_ = std::min(first_lsn_, lsn);
+  const std::string_view k(key.data(), key.size());
+  auto it = map_.find(k);
+  std::string stored = tombstone ? std::string() : std::string(cell);
+  if (it == map_.end()) {
+    bytes_ += key.size() + stored.size() + kEntryOverhead;
+    map_.emplace(std::string(k), Version{lsn, tombstone, std::move(stored)});
+    return std::nullopt;
+  }
+  std::optional<std::string> replaced;
+  if (!it->second.tombstone) replaced = std::move(it->second.cell);
+  bytes_ -= replaced ? replaced->size() : 0;
+  bytes_ += stored.size();
+  it->second = Version{lsn, tombstone, std::move(stored)};
+  return replaced;
+}
+
+bool MemTable::Get(Slice key, Entry* out) const {
+  MutexLock lock(&mu_);
+  auto it = map_.find(std::string_view(key.data(), key.size()));
+  if (it == map_.end()) return false;
+  *out = ToEntry(it->first, it->second);
+  return true;
+}
+
+void MemTable::Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max,
+                       std::vector<Entry>* out) const {
+  out->clear();
+  MutexLock lock(&mu_);
+  const std::string_view f(from.data(), from.size());
+  if (!reverse) {
+    auto it = from_start ? map_.begin() : (inclusive ? map_.lower_bound(f) : map_.upper_bound(f));
+    for (; it != map_.end() && out->size() < max; ++it)
+      out->push_back(ToEntry(it->first, it->second));
+    return;
+  }
+  // Backward: start at the last key <= from (or < from when not inclusive).
+  auto it = from_start ? map_.end() : (inclusive ? map_.upper_bound(f) : map_.lower_bound(f));
+  while (it != map_.begin() && out->size() < max) {
+    --it;
+    out->push_back(ToEntry(it->first, it->second));
+  }
+}
+
+void MemTable::ForEach(const std::function<void(const Entry&)>& fn) const {
+  MutexLock lock(&mu_);
+  for (const auto& [k, v] : map_) fn(ToEntry(k, v));
+}
+
+void MemTable::ValueCells(std::vector<std::string>* out) const {
+  MutexLock lock(&mu_);
+  for (const auto& [k, v] : map_) {
+    if (!v.tombstone) out->push_back(v.cell);
+  }
+}
+
+uint64_t MemTable::bytes() const {
+  MutexLock lock(&mu_);
+  return bytes_;
+}
+
+uint64_t MemTable::entries() const {
+  MutexLock lock(&mu_);
+  return map_.size();
+}
+
+Lsn MemTable::first_lsn() const {
+  MutexLock lock(&mu_);
+  return first_lsn_;
+}
+
+}  // namespace grove::aha

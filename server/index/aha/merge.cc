@@ -1,0 +1,132 @@
+#include "index/aha/merge.h"
+
+namespace grove::aha {
+
+namespace {
+
+class RunSource final : public Source {
+ public:
+  RunSource(BufferPool* pool, std::shared_ptr<const Run> run, Slice start, bool from_start,
+            bool reverse, IoCause cause, uint32_t readahead)
+      : cursor_(pool, std::move(run), cause, readahead), reverse_(reverse) {
+    if (from_start) {
+      reverse ? cursor_.SeekToLast() : cursor_.SeekToFirst();
+    } else {
+      reverse ? cursor_.SeekForPrev(start) : cursor_.Seek(start);
+    }
+  }
+  bool Valid() const override { return cursor_.Valid(); }
+  const Entry& entry() const override { return cursor_.entry(); }
+  void Next() override { reverse_ ? cursor_.Prev() : cursor_.Next(); }
+  Status status() const override { return cursor_.status(); }
+
+ private:
+  RunCursor cursor_;
+  bool reverse_;
+};
+
+class MemTableSource final : public Source {
+ public:
+  static constexpr size_t kBatch = 256;
+  MemTableSource(std::shared_ptr<const MemTable> table, Slice start, bool from_start, bool reverse)
+      : table_(std::move(table)), reverse_(reverse) {
+    table_->Collect(start, from_start, /*inclusive=*/true, reverse_, kBatch, &batch_);
+  }
+  bool Valid() const override { return pos_ < batch_.size(); }
+  const Entry& entry() const override { return batch_[pos_]; }
+  void Next() override {
+    if (++pos_ < batch_.size() || batch_.size() < kBatch) return;
+    const std::string last = batch_.back().key;
+    table_->Collect(last, false, /*inclusive=*/false, reverse_, kBatch, &batch_);
+    pos_ = 0;
+  }
+  Status status() const override { return Status::Ok(); }
+
+ private:
+  std::shared_ptr<const MemTable> table_;
+  bool reverse_;
+  std::vector<Entry> batch_;
+  size_t pos_ = 0;
+};
+
+class VectorSource final : public Source {
+ public:
+  explicit VectorSource(std::vector<Entry> entries) : entries_(std::move(entries)) {}
+  bool Valid() const override { return pos_ < entries_.size(); }
+  const Entry& entry() const override { return entries_[pos_]; }
+  void Next() override { ++pos_; }
+  Status status() const override { return Status::Ok(); }
+
+ private:
+  std::vector<Entry> entries_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> NewRunSource(BufferPool* pool, std::shared_ptr<const Run> run, Slice start,
+                                     bool from_start, bool reverse, IoCause cause,
+                                     uint32_t readahead) {
+  return std::make_unique<RunSource>(pool, std::move(run), start, from_start, reverse, cause,
+                                     readahead);
+}
+
+std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
+                                          bool from_start, bool reverse) {
+  return std::make_unique<MemTableSource>(std::move(table), start, from_start, reverse);
+}
+
+std::unique_ptr<Source> NewVectorSource(std::vector<Entry> entries) {
+  return std::make_unique<VectorSource>(std::move(entries));
+}
+
+MergingIterator::MergingIterator(std::vector<std::unique_ptr<Source>> sources, bool reverse,
+                                 bool keep_shadowed)
+    : sources_(std::move(sources)), reverse_(reverse), keep_shadowed_(keep_shadowed) {
+  Step();
+}
+
+void MergingIterator::Next() {
+  if (valid_) Step();
+}
+
+void MergingIterator::Step() {
+  valid_ = false;
+  shadowed_.clear();
+  at_key_.clear();
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    Source& s = *sources_[i];
+    if (!s.status().ok()) return;  // stop at the first error (status() reports it)
+    if (!s.Valid()) continue;
+    if (at_key_.empty()) {
+      at_key_.push_back(i);
+      continue;
+    }
+    const int c = Slice(s.entry().key).compare(sources_[at_key_[0]]->entry().key);
+    if (c == 0) {
+      at_key_.push_back(i);
+    } else if ((c < 0) != reverse_) {
+      at_key_.assign(1, i);
+    }
+  }
+  if (at_key_.empty()) return;
+  size_t best = at_key_[0];
+  for (size_t i : at_key_) {
+    if (Newer(sources_[i]->entry().lsn, sources_[best]->entry().lsn)) best = i;
+  }
+  current_ = sources_[best]->entry();
+  for (size_t i : at_key_) {
+    if (keep_shadowed_ && i != best) shadowed_.push_back(sources_[i]->entry());
+    sources_[i]->Next();
+  }
+  valid_ = true;
+}
+
+Status MergingIterator::status() const {
+  for (const auto& s : sources_) {
+    if (!s->status().ok()) return s->status();
+  }
+  return Status::Ok();
+}
+
+}  // namespace grove::aha

@@ -1,0 +1,72 @@
+#pragma once
+
+// Merging the versions of AHA-tree's buffers: a read or a compaction sees several sources (the
+// memtables, then runs from the freshest buffer down to the leaves) and takes, for each key, its
+// newest version. Newest means the largest LSN; on equal LSNs (a write replayed onto a state
+// that already held it) the source listed first, which is the fresher one by the freshness
+// invariant. The versions a merge passes over are "shadowed": a compaction that drops them
+// releases their cells (IndexServices::ReleaseCell).
+//
+// Thread safety: one thread per object.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grove/index.h"
+
+#include "index/aha/memtable.h"
+#include "index/aha/run.h"
+
+namespace grove::aha {
+
+// Entries in key order, or reverse key order, as the merge asks.
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual bool Valid() const = 0;
+  virtual const Entry& entry() const = 0;
+  virtual void Next() = 0;  // in the source's direction
+  virtual Status status() const = 0;
+};
+
+// A run, from `start` on (inclusive; reverse: from the last key <= start), or from its first
+// (last) entry when `from_start`.
+std::unique_ptr<Source> NewRunSource(BufferPool* pool, std::shared_ptr<const Run> run, Slice start,
+                                     bool from_start, bool reverse, IoCause cause,
+                                     uint32_t readahead);
+// A memtable, read in batches so that no lock is held between calls; writes made after the
+// source was created may or may not be seen.
+std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
+                                          bool from_start, bool reverse);
+// A fixed list of entries, already in the merge's direction.
+std::unique_ptr<Source> NewVectorSource(std::vector<Entry> entries);
+
+class MergingIterator {
+ public:
+  // sources[0] is the freshest. Every source must run in the same direction (`reverse`).
+  // With `keep_shadowed`, shadowed() lists the versions each step passed over.
+  MergingIterator(std::vector<std::unique_ptr<Source>> sources, bool reverse, bool keep_shadowed);
+
+  bool Valid() const { return valid_; }
+  // The newest version of the current key (possibly a tombstone).
+  const Entry& entry() const { return current_; }
+  const std::vector<Entry>& shadowed() const { return shadowed_; }
+  void Next();
+  // The first error of any source.
+  Status status() const;
+
+ private:
+  void Step();
+
+  std::vector<std::unique_ptr<Source>> sources_;
+  bool reverse_;
+  bool keep_shadowed_;
+  bool valid_ = false;
+  Entry current_;
+  std::vector<Entry> shadowed_;
+  std::vector<size_t> at_key_;  // scratch: sources positioned at the smallest key
+};
+
+}  // namespace grove::aha

@@ -1,0 +1,105 @@
+#include "index/aha/run_space.h"
+
+#include <fmt/format.h>
+
+#include "util/coding.h"
+
+namespace grove::aha {
+
+void RunSpace::Retire(std::shared_ptr<const Run> run) {
+  MutexLock lock(&mu_);
+  pending_.push_back(std::move(run));
+}
+
+void RunSpace::PrepareCheckpoint(uint64_t epoch) {
+  MutexLock lock(&mu_);
+  auto& list = by_epoch_[epoch];
+  for (auto& r : pending_) list.push_back(std::move(r));
+  pending_.clear();
+}
+
+void RunSpace::OnCheckpointDurable(uint64_t epoch) {
+  MutexLock lock(&mu_);
+  for (auto it = by_epoch_.begin(); it != by_epoch_.end() && it->first <= epoch;) {
+    for (auto& r : it->second) held_.push_back(std::move(r));
+    it = by_epoch_.erase(it);
+  }
+  FreeUnreferencedLocked(&held_);
+}
+
+void RunSpace::OnCheckpointAbandoned(uint64_t epoch) {
+  MutexLock lock(&mu_);
+  auto it = by_epoch_.find(epoch);
+  if (it != by_epoch_.end()) {
+    for (auto& r : it->second) pending_.push_back(std::move(r));
+    by_epoch_.erase(it);
+  }
+  FreeUnreferencedLocked(&held_);
+}
+
+void RunSpace::FreeUnreferencedLocked(std::vector<std::shared_ptr<const Run>>* list) {
+  std::vector<std::shared_ptr<const Run>> keep;
+  for (auto& r : *list) {
+    if (r.use_count() > 1) {
+      keep.push_back(std::move(r));
+      continue;
+    }
+    const RunMeta& m = r->meta();
+    for (uint32_t i = 0; i < m.pages; ++i) pool_->Discard(m.first + i);
+    allocator_->Free(m.first, m.pages);
+  }
+  *list = std::move(keep);
+}
+
+void RunSpace::Serialize(std::string* out) const {
+  const auto extents = RetiredExtents();
+  PutVarint64(out, extents.size());
+  for (const auto& [first, pages] : extents) {
+    PutVarint64(out, first);
+    PutVarint32(out, pages);
+  }
+}
+
+Status RunSpace::FreeRetiredAtOpen(Slice* in, ExtentAllocator* allocator) {
+  uint64_t n;
+  if (!GetVarint64(in, &n) || n > (1ull << 32))
+    return Status::DataLoss("aha retired runs: truncated");
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t first;
+    uint32_t pages;
+    if (!GetVarint64(in, &first) || !GetVarint32(in, &pages) || pages == 0 ||
+        pages > ExtentAllocator::kMaxExtentPages || first < ExtentAllocator::kFirstDataPage ||
+        first + pages > allocator->high_water_pages()) {
+      return Status::DataLoss(fmt::format("aha retired run {}: malformed", i));
+    }
+    for (uint32_t p = 0; p < pages; ++p) {
+      if (allocator->IsFree(first + p)) {
+        return Status::DataLoss(fmt::format("aha retired run at page {}: already free", first));
+      }
+    }
+    allocator->Free(first, pages);
+  }
+  return Status::Ok();
+}
+
+std::vector<std::pair<PageId, uint32_t>> RunSpace::RetiredExtents() const {
+  MutexLock lock(&mu_);
+  std::vector<std::pair<PageId, uint32_t>> out;
+  auto add = [&](const std::vector<std::shared_ptr<const Run>>& list) {
+    for (const auto& r : list) out.emplace_back(r->meta().first, r->meta().pages);
+  };
+  add(pending_);
+  for (const auto& [e, list] : by_epoch_) add(list);
+  add(held_);
+  return out;
+}
+
+uint64_t RunSpace::retired_runs() const { return RetiredExtents().size(); }
+
+uint64_t RunSpace::retired_pages() const {
+  uint64_t n = 0;
+  for (const auto& [first, pages] : RetiredExtents()) n += pages;
+  return n;
+}
+
+}  // namespace grove::aha

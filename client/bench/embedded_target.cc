@@ -16,8 +16,8 @@ namespace {
 
 // IoCause names as the metrics export them. grove/stats.h declares IoCauseName() but the engine
 // does not define it, so the names are spelled here.
-constexpr const char* kCauseNames[] = {"demand",     "prefetch", "scan",
-                                       "checkpoint", "recovery", "bulk_load"};
+constexpr const char* kCauseNames[] = {"demand",   "prefetch",  "scan",      "checkpoint",
+                                       "recovery", "bulk_load", "compaction"};
 static_assert(std::size(kCauseNames) == kNumIoCauses, "name the new IoCause");
 
 class EmbeddedSession final : public Session {

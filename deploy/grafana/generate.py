@@ -366,6 +366,40 @@ def build():
                  "as of the last bulk load or Verify.", "short",
                  [(f"avg({au('data_slot_depth')})", "{{instance}}")])
 
+    # ---- AHA-tree (variant-specific figures; empty for other variants) ----
+    def ah(name):
+        return f'grove_index_variant_stat{{{SEL},variant="aha",name="{name}"}}'
+
+    def ah_rate(name):
+        return f"rate({ah(name)}[{RI}])"
+
+    d.row("AHA-tree")
+    d.timeseries("Root buffer by level", "Key and cell bytes held in each disk level of the root "
+                 "buffer (level 0 takes flushed memtables; the last is the largest).", "bytes",
+                 [(f"sum({ah(f'root_level{i}_bytes')})", f"level {i}") for i in range(3)])
+    d.timeseries("Memtables", "Bytes in the active memtable and in frozen ones waiting for their "
+                 "flush, against the size at which a memtable is frozen.", "bytes",
+                 [(f"sum({ah('memtable_bytes')})", "active"),
+                  (f"sum({ah('frozen_memtable_bytes')})", "frozen"),
+                  (f"max({ah('memtable_freeze_bytes')})", "freeze at")])
+    d.timeseries("Flushes and compactions/s", "Memtable flushes and compactions; write stalls "
+                 "are writes held back because flushes or level 0 fell behind.", "ops",
+                 [(f"sum({ah_rate('flushes_total')})", "flushes"),
+                  (f"sum({ah_rate('compactions_total')})", "compactions"),
+                  (f"sum({ah_rate('write_stalls_total')})", "write stalls")])
+    d.timeseries("Compaction bytes/s", "Bytes compactions read and wrote, and flushed memtable "
+                 "bytes: their ratio to the write rate is the write amplification.", "Bps",
+                 [(f"sum({ah_rate('compaction_bytes_read_total')})", "read"),
+                  (f"sum({ah_rate('compaction_bytes_written_total')})", "written"),
+                  (f"sum({ah_rate('flush_bytes_total')})", "flushed")])
+    d.timeseries("Runs", "Sorted runs by level of the root buffer, and retired runs whose extents "
+                 "wait for a durable checkpoint or their last reader.", "short",
+                 [(f"sum({ah(f'root_level{i}_runs')})", f"level {i}") for i in range(3)]
+                 + [(f"sum({ah('retired_runs')})", "retired")])
+    d.timeseries("Buffers probed per lookup", "Runs a point lookup consulted, since the store "
+                 "opened (a Bloom filter answers most of them without a data page).", "short",
+                 [(f"avg({ah('runs_probed_per_get')})", "{{instance}}")])
+
     return {
         "uid": UID,
         "title": "Grove",

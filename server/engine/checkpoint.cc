@@ -39,10 +39,12 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   std::vector<std::string> memory_cells;
   uint64_t high_water = 0, wal_bytes = 0;
   Lsn redo = 0, snapshot_next_lsn = 0;
+  uint64_t direct_runs = 0;
   bool snapshotted = false, prepared = false;
   if (!gate_paused) gate_.Pause();
   Status s = [&]() -> Status {
     prepared = true;
+    direct_runs = direct_runs_.load();
     GROVE_RETURN_IF_ERROR(index_->PrepareCheckpoint(epoch));
     snapshot_next_lsn = wal_ ? wal_->next_lsn() : replay_next_lsn_.load();
     // Batches half applied while their writers wait for room are replayed whole.
@@ -55,6 +57,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     m.epoch = epoch;
     m.redo_lsn = redo;
     allocator_.Serialize(&m.allocator);
+    allocator_.NoteCheckpoint(epoch);
     epochs_.Serialize(&m.epoch_map);
     m.variant = variant_;
     m.params = params_string_;
@@ -105,8 +108,15 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   for (const auto& m : maps) pages.push_back({m.id, m.image.data()});
   std::sort(pages.begin(), pages.end());
 
-  // 2. Reserve space, so that a full disk fails here, before anything is overwritten.
+  // 2. Reserve space, so that a full disk fails here, before anything is overwritten. Pages the
+  //    index wrote directly (bulk loads, sorted runs) and this state names must be durable before
+  //    the double-write batch and manifest are: from those on, recovery finishes the checkpoint
+  //    without rewriting them.
   s = data_file_->Allocate(0, high_water * kPageSize);
+  if (s.ok() && direct_runs != direct_runs_synced_) {
+    s = data_file_->Sync();
+    if (s.ok()) direct_runs_synced_ = direct_runs;
+  }
   // 3. The double-write batch, then the manifest: after these, recovery can finish this
   //    checkpoint on its own.
   if (s.ok()) s = WriteDoubleWrite(dw_file_.get(), epoch, pages, manifest);
@@ -142,6 +152,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   epochs_.Commit(ids, epoch32);
   pool_->EndCheckpoint(true);
   durable_epoch_ = epoch;
+  allocator_.NoteDurable(epoch);
   redo_lsn_ = redo;
   snapshot_lsn_ = snapshot_next_lsn;
   durable_index_metadata_ = std::move(metadata);

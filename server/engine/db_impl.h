@@ -184,6 +184,11 @@ class DbImpl final : public Db, private IndexServices {
   std::atomic<uint64_t> durable_epoch_{0};
   std::atomic<uint64_t> redo_lsn_{1};
   std::atomic<uint64_t> snapshot_lsn_{0};  // see CheckpointStats::snapshot_lsn
+  // Runs written by the DirectPageWriter, and how many of them the data file's last sync covers:
+  // a checkpoint whose state names directly written pages syncs them before its double-write
+  // batch and manifest, which let recovery finish it without the pages themselves.
+  std::atomic<uint64_t> direct_runs_{0};
+  uint64_t direct_runs_synced_ = 0;  // checkpoint thread only
   // During recovery: the LSN of the next record to replay (the checkpoint's redo point).
   std::atomic<Lsn> replay_next_lsn_{0};
   std::atomic<uint64_t> wal_bytes_at_checkpoint_{0};

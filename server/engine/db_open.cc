@@ -19,13 +19,14 @@ inline constexpr const char* kDataFileName = "grove.data";
 class DbImpl::DirectWriter final : public DirectPageWriter {
  public:
   explicit DirectWriter(DbImpl* db) : db_(db) {}
-  Status WriteRun(PageId first, size_t count, char* images) override {
+  Status WriteRun(PageId first, size_t count, char* images, IoCause cause) override {
     const auto epoch = static_cast<uint32_t>(db_->durable_epoch_.load() + 1);
     for (size_t i = 0; i < count; ++i) page::Seal(images + i * kPageSize, epoch);
     GROVE_RETURN_IF_ERROR(
         db_->data_file_->Write(first * kPageSize, Slice(images, count * kPageSize)));
     db_->epochs_.RecordDirect(first, count, epoch);
-    db_->pool_->RecordWrites(IoCause::kBulkLoad, count);
+    db_->direct_runs_.fetch_add(1);
+    db_->pool_->RecordWrites(cause, count);
     return Status::Ok();
   }
 

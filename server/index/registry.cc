@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "index/aha/aha.h"
 #include "index/aulid/aulid.h"
 #include "index/btree/btree.h"
 #include "index/core/tree.h"
@@ -22,6 +23,7 @@ StatusOr<IndexRegistry> IndexRegistry::Builtins() {
   GROVE_RETURN_IF_ERROR(r.Register(HlnTree::Spec()));
   GROVE_RETURN_IF_ERROR(r.Register(TreeLine::Spec()));
   GROVE_RETURN_IF_ERROR(r.Register(Aulid::Spec()));
+  GROVE_RETURN_IF_ERROR(r.Register(AhaTree::Spec()));
   return r;
 }
 

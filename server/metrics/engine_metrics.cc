@@ -66,8 +66,8 @@ double D(uint64_t v) { return static_cast<double>(v); }
 // The `cause` label values, indexed by IoCause. Kept here rather than taken from IoCauseName()
 // because they are part of the exported metrics contract (dashboards select on them). A new
 // IoCause fails the assert until it is named here and in docs/server.md.
-constexpr const char* kCauseLabels[] = {"demand",     "prefetch", "scan",
-                                        "checkpoint", "recovery", "bulk_load"};
+constexpr const char* kCauseLabels[] = {"demand",   "prefetch",  "scan",      "checkpoint",
+                                        "recovery", "bulk_load", "compaction"};
 static_assert(std::size(kCauseLabels) >= kNumIoCauses,
               "name the new IoCause in kCauseLabels and docs/server.md");
 

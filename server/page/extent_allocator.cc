@@ -24,21 +24,47 @@ int LargestFittingOrder(PageId start, uint64_t n) {
 }  // namespace
 
 StatusOr<PageId> ExtentAllocator::Allocate(uint32_t n) {
+  MutexLock lock(&mu_);
+  return AllocateLocked(n, false);
+}
+
+StatusOr<PageId> ExtentAllocator::AllocateUnreferenced(uint32_t n) {
+  MutexLock lock(&mu_);
+  return AllocateLocked(n, true);
+}
+
+StatusOr<PageId> ExtentAllocator::AllocateLocked(uint32_t n, bool unreferenced) {
   if (n == 0 || n > kMaxExtentPages) {
     return Status::InvalidArgument(
         fmt::format("extent of {} pages: must be 1..{}", n, kMaxExtentPages));
   }
-  MutexLock lock(&mu_);
+  // Candidates looked at per order before growing the file instead, for unreferenced extents.
+  constexpr int kMaxProbes = 64;
   const int want = OrderFor(n);
-  int have = want;
   for (;;) {
-    while (have < kOrders && free_[have].empty()) ++have;
-    if (have < kOrders) break;
-    AddChunkLocked();  // chunk 0 lacks a 256-page block, so this may run twice
-    have = want;
+    for (int have = want; have < kOrders; ++have) {
+      int probes = 0;
+      for (PageId start : free_[have]) {
+        if (unreferenced && RecentlyFreedLocked(start, n)) {
+          if (++probes == kMaxProbes) break;
+          continue;
+        }
+        return TakeBlockLocked(start, have, n);
+      }
+    }
+    // New pages were never written, so no checkpoint names them: take the new chunk's block at
+    // once (a scan could stop before it). Chunk 0 lacks a 256-page block, so this may run twice.
+    const PageId base = chunks_ * kChunkPages;
+    AddChunkLocked();
+    if (unreferenced && base != 0 && free_[kOrders - 1].count(base) > 0) {
+      return TakeBlockLocked(base, kOrders - 1, n);
+    }
   }
-  const PageId start = *free_[have].begin();
-  free_[have].erase(free_[have].begin());
+}
+
+PageId ExtentAllocator::TakeBlockLocked(PageId start, int have, uint32_t n) {
+  const int want = OrderFor(n);
+  free_[have].erase(start);
   // Split down to the wanted order, returning the upper halves.
   while (have > want) {
     --have;
@@ -51,9 +77,41 @@ StatusOr<PageId> ExtentAllocator::Allocate(uint32_t n) {
   return start;
 }
 
+bool ExtentAllocator::RecentlyFreedLocked(PageId first, uint64_t n) const {
+  auto it = recently_freed_.lower_bound(first);
+  return it != recently_freed_.end() && it->first < first + n;
+}
+
 void ExtentAllocator::Free(PageId first, uint32_t n) {
   MutexLock lock(&mu_);
+  for (PageId p = first; p < first + n; ++p) recently_freed_[p] = kUntagged;
   FreeRangeLocked(first, n);
+}
+
+void ExtentAllocator::NoteCheckpoint(uint64_t epoch) {
+  MutexLock lock(&mu_);
+  for (auto& [page, tag] : recently_freed_) {
+    if (tag == kUntagged) tag = epoch;
+  }
+}
+
+void ExtentAllocator::NoteDurable(uint64_t epoch) {
+  MutexLock lock(&mu_);
+  std::erase_if(recently_freed_, [&](const auto& e) { return e.second <= epoch; });
+}
+
+uint64_t ExtentAllocator::recently_freed_pages() const {
+  MutexLock lock(&mu_);
+  uint64_t n = 0;
+  for (const auto& [page, tag] : recently_freed_) {
+    for (int order = 0; order < kOrders; ++order) {
+      if (free_[order].count(page & ~((1ull << order) - 1))) {
+        ++n;
+        break;
+      }
+    }
+  }
+  return n;
 }
 
 void ExtentAllocator::FreeRangeLocked(PageId first, uint64_t n) {
@@ -144,6 +202,7 @@ Status ExtentAllocator::Deserialize(Slice in) {
   if (!in.empty()) return Status::DataLoss("allocator state: trailing bytes");
   MutexLock lock(&mu_);
   free_ = std::move(sets);
+  recently_freed_.clear();  // the state restored is the durable one
   chunks_ = chunks;
   free_pages_ = free_pages;
   return Status::Ok();

@@ -12,10 +12,18 @@
 // The state is a few sorted sets; it is serialised into every checkpoint's manifest
 // (docs/formats/manifest.md) and restored on open.
 //
+// Pages freed since the newest durable checkpoint may still be named by it. Pages of the buffer
+// pool can take them at once (a checkpoint writes pages in place only after its double-write
+// batch makes the previous state unnecessary), but a page written straight to disk
+// (DirectPageWriter) cannot: AllocateUnreferenced hands out only pages that no durable
+// checkpoint can name, tracking frees by the checkpoint that first leaves them out (NoteCheckpoint,
+// NoteDurable).
+//
 // Thread safety: all methods are safe for concurrent use (one internal mutex).
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 
@@ -39,8 +47,20 @@ class ExtentAllocator {
 
   // Allocates `n` contiguous pages (1 <= n <= 256) and returns the first.
   StatusOr<PageId> Allocate(uint32_t n);
+  // Like Allocate, but only pages free in the newest durable checkpoint too, or new ones: for
+  // pages written directly to disk outside a bulk load.
+  StatusOr<PageId> AllocateUnreferenced(uint32_t n);
   // Returns [first, first + n) to the free pool. REQUIRES: the run was allocated.
   void Free(PageId first, uint32_t n);
+
+  // Checkpoint `epoch` takes its snapshot now (with writers paused): pages freed so far are free
+  // in it.
+  void NoteCheckpoint(uint64_t epoch);
+  // Checkpoint `epoch` is durable: the pages freed before its snapshot are named by no durable
+  // state.
+  void NoteDurable(uint64_t epoch);
+  // Free pages a durable checkpoint may still name.
+  uint64_t recently_freed_pages() const;
 
   // The file size the allocator accounts for, in pages (a multiple of the chunk size).
   uint64_t high_water_pages() const;
@@ -60,11 +80,21 @@ class ExtentAllocator {
   void FreeBlockLocked(PageId start, int order) REQUIRES(mu_);
   void AddChunkLocked() REQUIRES(mu_);
   void FreeRangeLocked(PageId first, uint64_t n) REQUIRES(mu_);
+  StatusOr<PageId> AllocateLocked(uint32_t n, bool unreferenced) REQUIRES(mu_);
+  // Whether a page of [first, first + n) was freed since the newest durable checkpoint.
+  bool RecentlyFreedLocked(PageId first, uint64_t n) const REQUIRES(mu_);
+  // Takes `start` (a free block of `order`) out of the pool for an extent of n pages.
+  PageId TakeBlockLocked(PageId start, int order, uint32_t n) REQUIRES(mu_);
 
   mutable Mutex mu_;
   std::array<std::set<PageId>, kOrders> free_ GUARDED_BY(mu_);
   uint64_t chunks_ GUARDED_BY(mu_) = 0;
   uint64_t free_pages_ GUARDED_BY(mu_) = 0;
+  // Page -> the epoch of the first checkpoint whose snapshot has it free (kUntagged: none yet),
+  // for pages freed since the newest durable checkpoint. Pages allocated again stay listed; they
+  // are not free, so AllocateUnreferenced never looks at them.
+  static constexpr uint64_t kUntagged = ~0ull;
+  std::map<PageId, uint64_t> recently_freed_ GUARDED_BY(mu_);
 };
 
 }  // namespace grove

@@ -16,6 +16,8 @@ const char* IoCauseName(IoCause cause) {
       return "recovery";
     case IoCause::kBulkLoad:
       return "bulk_load";
+    case IoCause::kCompaction:
+      return "compaction";
   }
   return "unknown";
 }

@@ -242,7 +242,7 @@ TEST(ConfigLoaderTest, OverridesReplaceFileValuesBeforeValidation) {
 
 // The shipped configuration files are valid as they stand.
 TEST(ConfigLoaderTest, ExamplesInConfigDirectoryAreValid) {
-  for (const char* name : {"grove.yaml", "btree.yaml", "treeline.yaml", "aulid.yaml"}) {
+  for (const char* name : {"grove.yaml", "btree.yaml", "treeline.yaml", "aulid.yaml", "aha.yaml"}) {
     StatusOr<Config> c = LoadConfig(std::string(GROVE_SOURCE_DIR) + "/config/" + name, {});
     EXPECT_TRUE(c.ok()) << name << ": " << c.status().ToString();
   }

@@ -54,6 +54,21 @@ VariantCase AulidCase(std::string name, ParamMap params) {
   return c;
 }
 
+VariantCase AhaCase(std::string name, ParamMap params) {
+  VariantCase c;
+  c.name = std::move(name);
+  c.variant = "aha";
+  c.params = std::move(params);
+  // A Bloom filter page (cached: the filters are the runs' "inner nodes"), then the data page;
+  // a false positive reads one more run's pair.
+  c.max_reads_per_get = 4;
+  c.max_mean_reads_per_get = 1.2;
+  // A quarter of the cache holds the memtables; the pool must keep the filters of 400,000 keys.
+  c.min_cache_bytes = 3 << 20;
+  c.deterministic_io = false;  // the background thread flushes and compacts
+  return c;
+}
+
 }  // namespace
 
 std::shared_ptr<const IndexRegistry> TestVariantRegistry() {
@@ -87,6 +102,13 @@ std::vector<VariantCase> ConformanceCases() {
       AulidCase("aulid", {}),
       // The paper's LIPP-B+ ablation: every inner conflict makes a child node.
       AulidCase("aulid_lipp_b", {{"mode", "lipp_b"}}),
+      AhaCase("aha", {}),
+      // Small memtables, small runs and early compactions: flushes, merges and trivial moves
+      // all through the suite, crash points included.
+      AhaCase("aha_small_runs", {{"memtable_bytes", "16384"},
+                                 {"run_pages", "32"},
+                                 {"l0_runs", "2"},
+                                 {"level_ratio", "2"}}),
   };
   const char* all = std::getenv("GROVE_CONFORMANCE");
   if (all != nullptr && std::string(all) == "all") {

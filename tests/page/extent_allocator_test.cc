@@ -94,3 +94,51 @@ TEST(ExtentAllocatorTest, SerializeRoundTrips) {
 
 }  // namespace
 }  // namespace grove
+
+namespace grove {
+namespace {
+
+// Pages freed since the newest durable checkpoint may be named by it: a page written straight to
+// disk must not land on them until a checkpoint that leaves them out is durable.
+TEST(ExtentAllocatorTest, UnreferencedExtentsAvoidPagesADurableCheckpointMayName) {
+  ExtentAllocator a;
+  const PageId x = *a.Allocate(4);
+  const PageId y = *a.Allocate(4);
+  a.Free(x, 4);
+  EXPECT_EQ(a.recently_freed_pages(), 4u);
+  EXPECT_EQ(*a.Allocate(4), x) << "pool pages may reuse them at once";
+  a.Free(x, 4);
+  const PageId z = *a.AllocateUnreferenced(4);
+  EXPECT_NE(z, x);
+  EXPECT_FALSE(z < x + 4 && x < z + 4);
+  a.NoteCheckpoint(5);
+  a.Free(y, 4);  // after checkpoint 5's snapshot: 5 still names y
+  a.NoteDurable(5);
+  EXPECT_EQ(a.recently_freed_pages(), 4u);
+  const PageId w = *a.AllocateUnreferenced(4);
+  EXPECT_EQ(w, x) << "free in durable checkpoint 5";
+  const PageId v = *a.AllocateUnreferenced(4);
+  EXPECT_FALSE(v < y + 4 && y < v + 4);
+  a.NoteCheckpoint(6);
+  a.NoteDurable(6);
+  EXPECT_EQ(a.recently_freed_pages(), 0u);
+  EXPECT_EQ(a.CheckInvariants(), "");
+}
+
+TEST(ExtentAllocatorTest, UnreferencedExtentsTakeANewChunkWhenAllFreeSpaceIsRecent) {
+  ExtentAllocator a;
+  for (PageId p = ExtentAllocator::kFirstDataPage; p < ExtentAllocator::kChunkPages; ++p) {
+    ASSERT_TRUE(a.Allocate(1).ok());  // chunk 0, whole
+  }
+  std::vector<PageId> big;
+  for (int i = 0; i < 100; ++i) big.push_back(*a.Allocate(256));
+  for (PageId p : big) a.Free(p, 256);  // more recently freed blocks than a search looks at
+  const uint64_t before = a.high_water_pages();
+  const PageId fresh = *a.AllocateUnreferenced(31);
+  EXPECT_GE(fresh, before);
+  EXPECT_EQ(a.high_water_pages(), before + ExtentAllocator::kChunkPages);
+  EXPECT_EQ(a.CheckInvariants(), "");
+}
+
+}  // namespace
+}  // namespace grove

@@ -64,14 +64,18 @@ using Lsn = uint64_t;
 inline constexpr Lsn kMaxLsn = std::numeric_limits<Lsn>::max();
 
 // Writes pages straight to the data file outside checkpoints, into space no durable checkpoint
-// references yet (bulk loads). They become part of the durable state with the next checkpoint; a
-// crash before it leaves them unreferenced and free.
+// references yet (bulk loads, AHA-tree's sorted runs). They become part of the durable state with
+// the next checkpoint that references them; a crash before it leaves them unreferenced. Space
+// freed since the last durable checkpoint is still part of it: a variant writing directly outside
+// a bulk load frees its extents only once no durable checkpoint names them (aha/run_space.h).
 class DirectPageWriter {
  public:
   virtual ~DirectPageWriter() = default;
   // Seals and writes `count` consecutive page images starting at `first`. `images` holds
-  // count * 4096 bytes, 4 KiB aligned; each image already carries its type and id.
-  virtual Status WriteRun(PageId first, size_t count, char* images) = 0;
+  // count * 4096 bytes, 4 KiB aligned; each image already carries its type and id. `cause` is
+  // what the writes are counted as.
+  virtual Status WriteRun(PageId first, size_t count, char* images,
+                          IoCause cause = IoCause::kBulkLoad) = 0;
 };
 
 // Dirty-page room held by the write or maintenance unit in progress. Pages are no-steal, so every

@@ -20,8 +20,9 @@ enum class IoCause : uint8_t {
   kCheckpoint = 3,  // written by a checkpoint (double-write and in place)
   kRecovery = 4,    // recovery reads and re-applied double-write pages
   kBulkLoad = 5,    // written directly by a bulk load
+  kCompaction = 6,  // read or written by an LSM buffer's flush or compaction (aha)
 };
-inline constexpr int kNumIoCauses = 6;
+inline constexpr int kNumIoCauses = 7;
 const char* IoCauseName(IoCause cause);  // "demand", "prefetch", ...
 
 struct HistogramSnapshot {

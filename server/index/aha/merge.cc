@@ -25,6 +25,64 @@ class RunSource final : public Source {
   bool reverse_;
 };
 
+class LevelSource final : public Source {
+ public:
+  LevelSource(BufferPool* pool, std::vector<std::shared_ptr<const Run>> runs, Slice start,
+              bool from_start, bool reverse, IoCause cause, uint32_t readahead)
+      : pool_(pool),
+        runs_(std::move(runs)),
+        reverse_(reverse),
+        cause_(cause),
+        readahead_(readahead) {
+    const int n = static_cast<int>(runs_.size());
+    if (from_start) {
+      Open(reverse_ ? n - 1 : 0, true, start);
+      return;
+    }
+    int i = 0;
+    if (!reverse_) {
+      while (i < n && Slice(runs_[i]->meta().max_key).compare(start) < 0) ++i;
+    } else {
+      i = n - 1;
+      while (i >= 0 && Slice(runs_[i]->meta().min_key).compare(start) > 0) --i;
+    }
+    Open(i, false, start);
+  }
+  bool Valid() const override { return cursor_ && cursor_->Valid(); }
+  const Entry& entry() const override { return cursor_->entry(); }
+  void Next() override {
+    reverse_ ? cursor_->Prev() : cursor_->Next();
+    if (!cursor_->Valid() && cursor_->status().ok()) Open(i_ + (reverse_ ? -1 : 1), true, "");
+  }
+  Status status() const override { return cursor_ ? cursor_->status() : Status::Ok(); }
+
+ private:
+  // Positions on run i (from its first / last entry, or at `start`); skips nothing: runs are
+  // never empty.
+  void Open(int i, bool from_start, Slice start) {
+    i_ = i;
+    if (i < 0 || i >= static_cast<int>(runs_.size())) {
+      cursor_.reset();
+      return;
+    }
+    cursor_ = std::make_unique<RunCursor>(pool_, runs_[i], cause_, readahead_);
+    if (from_start) {
+      reverse_ ? cursor_->SeekToLast() : cursor_->SeekToFirst();
+    } else {
+      reverse_ ? cursor_->SeekForPrev(start) : cursor_->Seek(start);
+    }
+    if (!cursor_->Valid() && cursor_->status().ok()) Open(i + (reverse_ ? -1 : 1), true, "");
+  }
+
+  BufferPool* pool_;
+  std::vector<std::shared_ptr<const Run>> runs_;
+  bool reverse_;
+  IoCause cause_;
+  uint32_t readahead_;
+  int i_ = -1;
+  std::unique_ptr<RunCursor> cursor_;
+};
+
 class MemTableSource final : public Source {
  public:
   static constexpr size_t kBatch = 256;
@@ -71,6 +129,14 @@ std::unique_ptr<Source> NewRunSource(BufferPool* pool, std::shared_ptr<const Run
                                      readahead);
 }
 
+std::unique_ptr<Source> NewLevelSource(BufferPool* pool,
+                                       std::vector<std::shared_ptr<const Run>> runs, Slice start,
+                                       bool from_start, bool reverse, IoCause cause,
+                                       uint32_t readahead) {
+  return std::make_unique<LevelSource>(pool, std::move(runs), start, from_start, reverse, cause,
+                                       readahead);
+}
+
 std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
                                           bool from_start, bool reverse) {
   return std::make_unique<MemTableSource>(std::move(table), start, from_start, reverse);
@@ -93,6 +159,7 @@ void MergingIterator::Next() {
 void MergingIterator::Step() {
   valid_ = false;
   shadowed_.clear();
+  shadowed_sources_.clear();
   at_key_.clear();
   for (size_t i = 0; i < sources_.size(); ++i) {
     Source& s = *sources_[i];
@@ -115,8 +182,12 @@ void MergingIterator::Step() {
     if (Newer(sources_[i]->entry().lsn, sources_[best]->entry().lsn)) best = i;
   }
   current_ = sources_[best]->entry();
+  source_ = best;
   for (size_t i : at_key_) {
-    if (keep_shadowed_ && i != best) shadowed_.push_back(sources_[i]->entry());
+    if (keep_shadowed_ && i != best) {
+      shadowed_.push_back(sources_[i]->entry());
+      shadowed_sources_.push_back(i);
+    }
     sources_[i]->Next();
   }
   valid_ = true;

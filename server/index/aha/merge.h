@@ -36,6 +36,12 @@ class Source {
 std::unique_ptr<Source> NewRunSource(BufferPool* pool, std::shared_ptr<const Run> run, Slice start,
                                      bool from_start, bool reverse, IoCause cause,
                                      uint32_t readahead);
+// Runs with disjoint key ranges in key order (a level below level 0), read one after another as
+// one source, from `start` as for NewRunSource.
+std::unique_ptr<Source> NewLevelSource(BufferPool* pool,
+                                       std::vector<std::shared_ptr<const Run>> runs, Slice start,
+                                       bool from_start, bool reverse, IoCause cause,
+                                       uint32_t readahead);
 // A memtable, read in batches so that no lock is held between calls; writes made after the
 // source was created may or may not be seen.
 std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
@@ -53,6 +59,10 @@ class MergingIterator {
   // The newest version of the current key (possibly a tombstone).
   const Entry& entry() const { return current_; }
   const std::vector<Entry>& shadowed() const { return shadowed_; }
+  // Which sources they came from (indexes into the constructor's list): Verify checks the
+  // freshness invariant with them.
+  size_t source() const { return source_; }
+  const std::vector<size_t>& shadowed_sources() const { return shadowed_sources_; }
   void Next();
   // The first error of any source.
   Status status() const;
@@ -66,6 +76,8 @@ class MergingIterator {
   bool valid_ = false;
   Entry current_;
   std::vector<Entry> shadowed_;
+  size_t source_ = 0;
+  std::vector<size_t> shadowed_sources_;
   std::vector<size_t> at_key_;  // scratch: sources positioned at the smallest key
 };
 

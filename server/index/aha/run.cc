@@ -239,8 +239,8 @@ void RunBuilder::Add(const Entry& e) {
   if (options_.bloom_bits_per_key > 0) hashes_.push_back(Hash64(e.key));
 }
 
-StatusOr<std::shared_ptr<Run>> RunBuilder::Finish(ExtentAllocator* allocator,
-                                                  DirectPageWriter* writer) {
+StatusOr<std::shared_ptr<Run>> RunBuilder::Finish(ExtentSource* extents, DirectPageWriter* writer,
+                                                  IoCause cause) {
   CloseDataPage();
   const auto data = static_cast<uint32_t>(pages_.size());
   const uint32_t filter = FilterPagesFor(meta_.entries);
@@ -265,7 +265,7 @@ StatusOr<std::shared_ptr<Run>> RunBuilder::Finish(ExtentAllocator* allocator,
   if (total > ExtentAllocator::kMaxExtentPages) {
     return Status::Internal(fmt::format("aha run of {} pages exceeds an extent", total));
   }
-  GROVE_ASSIGN_OR_RETURN(const PageId first, allocator->Allocate(total));
+  GROVE_ASSIGN_OR_RETURN(const PageId first, extents->Allocate(total));
 
   AlignedBuffer images(static_cast<size_t>(total) * kPageSize);
   char* out = images.data();
@@ -286,8 +286,8 @@ StatusOr<std::shared_ptr<Run>> RunBuilder::Finish(ExtentAllocator* allocator,
     std::memcpy(out + (data + filter + x) * kPageSize, index[x].data(), kPageSize);
   }
   for (uint32_t i = 0; i < total; ++i) page::SetId(out + i * kPageSize, first + i);
-  if (Status s = writer->WriteRun(first, total, out); !s.ok()) {
-    allocator->Free(first, total);
+  if (Status s = writer->WriteRun(first, total, out, cause); !s.ok()) {
+    extents->Abandon(first, total);
     return s;
   }
   meta_.first = first;

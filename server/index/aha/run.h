@@ -59,6 +59,16 @@ struct RunOptions {
   double bloom_bits_per_key = 10;  // 0: no filter pages
 };
 
+// Where a run's extent comes from: the variant's RunSpace (which tracks extents written but not
+// yet installed), or an allocator directly.
+class ExtentSource {
+ public:
+  virtual ~ExtentSource() = default;
+  virtual StatusOr<PageId> Allocate(uint32_t pages) = 0;
+  // The run was never installed (its write failed, or the work that made it did): free it.
+  virtual void Abandon(PageId first, uint32_t pages) = 0;
+};
+
 // What the metadata says about a run.
 struct RunMeta {
   PageId first = 0;
@@ -126,7 +136,8 @@ class RunBuilder {
   uint32_t PagesIfFinished() const;
 
   // Allocates the extent and writes the run. REQUIRES: !empty(). The builder is spent after.
-  StatusOr<std::shared_ptr<Run>> Finish(ExtentAllocator* allocator, DirectPageWriter* writer);
+  StatusOr<std::shared_ptr<Run>> Finish(ExtentSource* extents, DirectPageWriter* writer,
+                                        IoCause cause = IoCause::kCompaction);
 
  private:
   static size_t CellBytes(const Entry& e);

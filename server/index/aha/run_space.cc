@@ -6,6 +6,26 @@
 
 namespace grove::aha {
 
+StatusOr<PageId> RunSpace::Allocate(uint32_t pages) {
+  MutexLock lock(&mu_);
+  // Written straight to disk: only pages no durable checkpoint can name (extent_allocator.h).
+  GROVE_ASSIGN_OR_RETURN(const PageId first, allocator_->AllocateUnreferenced(pages));
+  in_flight_[first] = pages;
+  return first;
+}
+
+void RunSpace::Abandon(PageId first, uint32_t pages) {
+  MutexLock lock(&mu_);
+  in_flight_.erase(first);
+  for (uint32_t i = 0; i < pages; ++i) pool_->Discard(first + i);
+  allocator_->Free(first, pages);
+}
+
+void RunSpace::Installed(const Run& run) {
+  MutexLock lock(&mu_);
+  in_flight_.erase(run.meta().first);
+}
+
 void RunSpace::Retire(std::shared_ptr<const Run> run) {
   MutexLock lock(&mu_);
   pending_.push_back(std::move(run));
@@ -91,6 +111,7 @@ std::vector<std::pair<PageId, uint32_t>> RunSpace::RetiredExtents() const {
   add(pending_);
   for (const auto& [e, list] : by_epoch_) add(list);
   add(held_);
+  for (const auto& [first, pages] : in_flight_) out.emplace_back(first, pages);
   return out;
 }
 

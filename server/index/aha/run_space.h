@@ -1,6 +1,12 @@
 #pragma once
 
-// RunSpace: when the extent of a run that left the index may be reused.
+// RunSpace: the extents of runs, from allocation to reuse.
+//
+// Outputs: a run being written is "in flight" from its allocation (Allocate) until it is
+// installed in the index (Installed) or abandoned (Abandon, freed at once: nothing names it).
+// Callers allocate inside a maintenance unit, so a checkpoint's allocator state counts every
+// extent that is in flight when the checkpoint is taken; the checkpoint does not name such runs,
+// so they are listed with the retired ones below and freed by a reopen from it.
 //
 // Runs are written straight to disk, not through the no-steal buffer pool, so freeing a run's
 // extent at once would let the next run overwrite pages the durable checkpoint still names. A
@@ -32,9 +38,15 @@
 
 namespace grove::aha {
 
-class RunSpace {
+class RunSpace final : public ExtentSource {
  public:
   RunSpace(BufferPool* pool, ExtentAllocator* allocator) : pool_(pool), allocator_(allocator) {}
+
+  // ExtentSource: an output extent, in flight until Installed or Abandon.
+  StatusOr<PageId> Allocate(uint32_t pages) override;
+  void Abandon(PageId first, uint32_t pages) override;
+  // `run` is now part of the index (its metadata will name it).
+  void Installed(const Run& run);
 
   // `run` is no longer part of the index (it was merged or moved into other runs).
   void Retire(std::shared_ptr<const Run> run);
@@ -46,12 +58,13 @@ class RunSpace {
 
   // The extents retired and not yet freed, for the checkpoint's metadata.
   void Serialize(std::string* out) const;
-  // Frees the extents a checkpoint's Serialize listed (reopening from it). DataLoss when malformed.
+  // Frees the extents a checkpoint's Serialize listed (reopening from it). DataLoss when malformed
+  // or when a listed page is free already.
   static Status FreeRetiredAtOpen(Slice* in, ExtentAllocator* allocator);
 
   uint64_t retired_runs() const;
   uint64_t retired_pages() const;
-  // Extents of retired runs, for Verify (they are allocated but belong to no live run).
+  // Extents of retired and in-flight runs, for Verify (allocated, but no live run's).
   std::vector<std::pair<PageId, uint32_t>> RetiredExtents() const;
 
  private:
@@ -65,6 +78,7 @@ class RunSpace {
   std::map<uint64_t, std::vector<std::shared_ptr<const Run>>> by_epoch_ GUARDED_BY(mu_);
   // Checkpoint-free but still held by readers: freed when the last reader lets go (next hook).
   std::vector<std::shared_ptr<const Run>> held_ GUARDED_BY(mu_);
+  std::map<PageId, uint32_t> in_flight_ GUARDED_BY(mu_);  // first page -> pages
 };
 
 }  // namespace grove::aha

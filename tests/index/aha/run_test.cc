@@ -49,7 +49,8 @@ class RunTest : public ::testing::Test {
     std::vector<std::shared_ptr<SortedRun>> runs;
     RunBuilder b(o);
     auto finish = [&] {
-      auto run = b.Finish(h_.allocator(), h_.context().direct_writer);
+      auto run = b.Finish(&space_, h_.context().direct_writer);
+      if (run.ok()) space_.Installed(**run);
       EXPECT_OK(run.status());
       if (run.ok()) runs.push_back(*run);
       b = RunBuilder(o);
@@ -70,6 +71,7 @@ class RunTest : public ::testing::Test {
   }
 
   BTreeHarness h_;
+  aha::RunSpace space_{h_.pool(), h_.allocator()};
 };
 
 TEST_F(RunTest, LookupsFindEveryVersionAndFilterAbsentKeys) {
@@ -234,7 +236,7 @@ TEST_F(RunTest, LargeKeysAndCellsFitTheirPagesAndIndex) {
 
 TEST_F(RunTest, RetiredExtentsAreFreedOnlyWhenDurableAndUnread) {
   ExtentAllocator* alloc = h_.allocator();
-  aha::RunSpace space(h_.pool(), alloc);
+  aha::RunSpace& space = space_;
   auto runs = Build(Make(2000, 20, 5), RunOptions{.max_pages = 8});
   ASSERT_GE(runs.size(), 3u);
   const PageId a = runs[0]->meta().first, b = runs[1]->meta().first, c = runs[2]->meta().first;
@@ -276,6 +278,24 @@ TEST_F(RunTest, RetiredExtentsAreFreedOnlyWhenDurableAndUnread) {
   Slice again(listed);
   EXPECT_TRUE(aha::RunSpace::FreeRetiredAtOpen(&again, &reopened).IsDataLoss())
       << "freeing twice is refused";
+}
+
+TEST_F(RunTest, OutputsInFlightAreListedUntilInstalled) {
+  ExtentAllocator* alloc = h_.allocator();
+  aha::RunBuilder b(RunOptions{.max_pages = 8});
+  b.Add(Entry{"a", 1, false, "x"});
+  auto run = b.Finish(&space_, h_.context().direct_writer);
+  ASSERT_OK(run.status());
+  std::string listed;
+  space_.Serialize(&listed);
+  EXPECT_EQ(space_.retired_runs(), 1u) << "written, not installed: a checkpoint must not leak it";
+  space_.Installed(**run);
+  EXPECT_EQ(space_.retired_runs(), 0u);
+  const PageId first = (*run)->meta().first;
+  const PageId id = *space_.Allocate(3);
+  space_.Abandon(id, 3);
+  EXPECT_TRUE(alloc->IsFree(id));
+  EXPECT_FALSE(alloc->IsFree(first));
 }
 
 TEST_F(RunTest, MergeTakesTheNewestVersionAndListsTheShadowed) {

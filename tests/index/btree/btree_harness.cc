@@ -32,12 +32,12 @@ WriteContext TestWrite() {
 class BTreeHarness::Writer final : public DirectPageWriter {
  public:
   explicit Writer(BTreeHarness* h) : h_(h) {}
-  Status WriteRun(PageId first, size_t count, char* images) override {
+  Status WriteRun(PageId first, size_t count, char* images, IoCause cause) override {
     const uint32_t epoch = h_->epoch_ + 1;
     for (size_t i = 0; i < count; ++i) page::Seal(images + i * kPageSize, epoch);
     GROVE_RETURN_IF_ERROR(h_->file_->Write(first * kPageSize, Slice(images, count * kPageSize)));
     h_->epochs_.RecordDirect(first, count, epoch);
-    h_->pool_->RecordWrites(IoCause::kBulkLoad, count);
+    h_->pool_->RecordWrites(cause, count);
     return Status::Ok();
   }
 

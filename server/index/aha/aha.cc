@@ -1,0 +1,272 @@
+// AHA-tree: parameters, create/open, metadata, snapshots, checkpoint hooks and statistics.
+
+#include "index/aha/aha.h"
+
+#include <fmt/format.h>
+
+#include "util/coding.h"
+
+namespace grove {
+
+namespace aha {
+
+StatusOr<Config> ParseConfig(const ParamMap& params) {
+  Config c;
+  GROVE_ASSIGN_OR_RETURN(c.pool_share, ParseDoubleParam(params, "buffer_pool_share", 0.05, 0.95));
+  if (auto it = params.find("memtable_bytes"); it != params.end() && it->second != "auto") {
+    GROVE_ASSIGN_OR_RETURN(c.memtable_bytes,
+                           ParseUintParam(params, "memtable_bytes", 4096, 1ull << 34));
+  }
+  GROVE_ASSIGN_OR_RETURN(const uint64_t run_pages, ParseUintParam(params, "run_pages", 8, 256));
+  c.run_pages = static_cast<uint32_t>(run_pages);
+  GROVE_ASSIGN_OR_RETURN(c.bloom_bits_per_key,
+                         ParseDoubleParam(params, "bloom_bits_per_key", 0.0, 32.0));
+  GROVE_ASSIGN_OR_RETURN(const uint64_t l0, ParseUintParam(params, "l0_runs", 1, 64));
+  c.l0_runs = static_cast<uint32_t>(l0);
+  GROVE_ASSIGN_OR_RETURN(const uint64_t levels, ParseUintParam(params, "root_levels", 2, 8));
+  c.root_levels = static_cast<uint32_t>(levels);
+  GROVE_ASSIGN_OR_RETURN(c.level_ratio, ParseDoubleParam(params, "level_ratio", 2.0, 100.0));
+  GROVE_ASSIGN_OR_RETURN(const uint64_t ra, ParseUintParam(params, "readahead_pages", 1, 64));
+  c.readahead_pages = static_cast<uint32_t>(ra);
+  return c;
+}
+
+uint64_t Level::pages() const {
+  uint64_t n = 0;
+  for (const auto& r : runs) n += r->meta().pages;
+  return n;
+}
+
+}  // namespace aha
+
+using aha::Level;
+using aha::Run;
+using aha::Version;
+
+namespace {
+
+constexpr uint32_t kMetadataVersion = 1;
+// The memtable needs room for one active and one frozen table of at least this much.
+constexpr uint64_t kMinFreezeBytes = 64 << 10;
+
+}  // namespace
+
+VariantSpec AhaTree::Spec() {
+  VariantSpec spec;
+  spec.name = "aha";
+  spec.summary =
+      "AHA-tree: a buffer tree whose nodes own LSM buffers (root: memtable and levels of sorted "
+      "runs with Bloom filters); so far the root alone, before the first tree formation";
+  spec.params = {
+      {"buffer_pool_share", "0.75", false,
+       "share of cache_bytes for the buffer pool (run pages, filters); the rest holds the "
+       "memtables, frozen at half of it (0.05..0.95)"},
+      {"memtable_bytes", "auto", false,
+       "memtable size at which it is frozen and flushed (4096..16 GiB), or auto: half of the "
+       "memtables' share of cache_bytes, at least 64 KiB"},
+      {"run_pages", "256", false, "pages of the largest sorted run (8..256)"},
+      {"bloom_bits_per_key", "10", false, "Bloom filter bits per key in runs (0: no filters)"},
+      {"l0_runs", "4", false, "level 0 runs that start a compaction into level 1 (1..64)"},
+      {"root_levels", "3", false, "disk levels of the root buffer, level 0 included (2..8)"},
+      {"level_ratio", "10", false, "size ratio of consecutive levels (2..100)"},
+      {"readahead_pages", "8", false, "pages a scan reads per IO within a run (1..64)"},
+  };
+  spec.page_types = {{static_cast<uint16_t>(aha::kRunData), "aha run data page"},
+                     {static_cast<uint16_t>(aha::kRunFilter), "aha run filter page"},
+                     {static_cast<uint16_t>(aha::kRunIndex), "aha run index page"}};
+  spec.create = &AhaTree::Create;
+  spec.open = &AhaTree::Open;
+  spec.pages_per_op = [](const ParamMap&) -> uint64_t { return 0; };  // writes go to memory
+  spec.buffer_pool_share = [](const ParamMap& params) -> double {
+    StatusOr<aha::Config> c = aha::ParseConfig(params);
+    return c.ok() ? c->pool_share : 1.0;
+  };
+  return spec;
+}
+
+AhaTree::AhaTree(const IndexContext& ctx, const aha::Config& cfg)
+    : ctx_(ctx),
+      pool_(ctx.pool),
+      cfg_(cfg),
+      space_(ctx.pool, ctx.allocator),
+      active_(std::make_shared<aha::MemTable>()),
+      compact_pointer_(cfg.root_levels) {}
+
+AhaTree::~AhaTree() { Shutdown(); }
+
+StatusOr<std::unique_ptr<Index>> AhaTree::Create(const IndexContext& ctx, const ParamMap& params) {
+  GROVE_ASSIGN_OR_RETURN(const aha::Config cfg, aha::ParseConfig(params));
+  auto t = std::unique_ptr<AhaTree>(new AhaTree(ctx, cfg));
+  GROVE_RETURN_IF_ERROR(t->Restore(nullptr));
+  t->Start();
+  return std::unique_ptr<Index>(std::move(t));
+}
+
+StatusOr<std::unique_ptr<Index>> AhaTree::Open(const IndexContext& ctx, const ParamMap& params,
+                                               Slice metadata) {
+  GROVE_ASSIGN_OR_RETURN(const aha::Config cfg, aha::ParseConfig(params));
+  auto t = std::unique_ptr<AhaTree>(new AhaTree(ctx, cfg));
+  Slice in = metadata;
+  GROVE_RETURN_IF_ERROR(t->Restore(&in));
+  t->Start();
+  return std::unique_ptr<Index>(std::move(t));
+}
+
+Status AhaTree::Restore(Slice* in) {
+  auto v = std::make_shared<Version>();
+  v->root.resize(cfg_.root_levels);
+  if (in == nullptr) {
+    Publish(std::move(v));
+    return Status::Ok();
+  }
+  uint32_t version, levels;
+  if (!GetVarint32(in, &version) || version != kMetadataVersion) {
+    return Status::DataLoss("aha metadata in the manifest is of another format version");
+  }
+  if (!GetVarint32(in, &levels) || levels == 0 || levels > 64) {
+    return Status::DataLoss("aha metadata: malformed level count");
+  }
+  if (levels > cfg_.root_levels) {
+    return Status::InvalidArgument(fmt::format(
+        "index.params.root_levels: the data directory's root buffer has {} levels, more than {}",
+        levels, cfg_.root_levels));
+  }
+  std::vector<std::vector<aha::RunMeta>> metas(levels);
+  for (uint32_t l = 0; l < levels; ++l) {
+    uint64_t n;
+    if (!GetVarint64(in, &n) || n > (1u << 24)) {
+      return Status::DataLoss(fmt::format("aha metadata: malformed level {}", l));
+    }
+    metas[l].resize(n);
+    for (auto& m : metas[l]) GROVE_RETURN_IF_ERROR(aha::RunMeta::DecodeFrom(in, &m));
+  }
+  // The extents this checkpoint no longer names but still counted as allocated.
+  GROVE_RETURN_IF_ERROR(aha::RunSpace::FreeRetiredAtOpen(in, ctx_.allocator));
+  if (!in->empty()) return Status::DataLoss("aha metadata: trailing bytes");
+  for (uint32_t l = 0; l < levels; ++l) {
+    for (const auto& m : metas[l]) {
+      GROVE_ASSIGN_OR_RETURN(std::shared_ptr<Run> run, Run::Open(pool_, m));
+      v->root[l].runs.push_back(std::move(run));
+    }
+  }
+  Publish(std::move(v));
+  return Status::Ok();
+}
+
+void AhaTree::Start() {
+  background_ = std::thread([this] { BackgroundLoop(); });
+}
+
+std::shared_ptr<const Version> AhaTree::current() const {
+  MutexLock lock(&state_mu_);
+  return version_;
+}
+
+void AhaTree::Publish(std::shared_ptr<const Version> v) {
+  MutexLock lock(&state_mu_);
+  version_ = std::move(v);
+}
+
+AhaTree::Snapshot AhaTree::TakeSnapshot() const {
+  std::shared_lock<std::shared_mutex> lock(mem_mu_);
+  return Snapshot{active_, current()};
+}
+
+uint64_t AhaTree::FreezeBytes() const {
+  if (cfg_.memtable_bytes > 0) return cfg_.memtable_bytes;
+  return std::max<uint64_t>(kMinFreezeBytes, ctx_.memory_bytes / 2);
+}
+
+uint64_t AhaTree::LevelLimitPages(size_t level) const {
+  double pages = static_cast<double>(cfg_.l0_runs) * static_cast<double>(FreezeBytes()) / kPageSize;
+  for (size_t i = 1; i < level; ++i) pages *= cfg_.level_ratio;
+  return static_cast<uint64_t>(pages);
+}
+
+Status AhaTree::PrepareCheckpoint(uint64_t epoch) {
+  space_.PrepareCheckpoint(epoch);
+  return Status::Ok();
+}
+
+std::string AhaTree::SerializeMetadata() {
+  const auto v = current();
+  std::string s;
+  PutVarint32(&s, kMetadataVersion);
+  PutVarint32(&s, static_cast<uint32_t>(v->root.size()));
+  for (const Level& level : v->root) {
+    PutVarint64(&s, level.runs.size());
+    for (const auto& r : level.runs) r->meta().EncodeTo(&s);
+  }
+  space_.Serialize(&s);
+  return s;
+}
+
+Lsn AhaTree::OldestUnpersistedLsn() const {
+  const Snapshot snap = TakeSnapshot();
+  Lsn oldest = snap.active->first_lsn();
+  for (const auto& t : snap.version->frozen) oldest = std::min(oldest, t->first_lsn());
+  return oldest;
+}
+
+void AhaTree::ListMemoryOnlyCells(std::vector<std::string>* cells) {
+  const Snapshot snap = TakeSnapshot();
+  snap.active->ValueCells(cells);
+  for (const auto& t : snap.version->frozen) t->ValueCells(cells);
+}
+
+IndexStats AhaTree::GetStats() {
+  const Snapshot snap = TakeSnapshot();
+  IndexStats s;
+  s.variant = "aha";
+  s.height = 1;
+  auto& x = s.extra;
+  uint64_t runs = 0, filter = 0, index = 0, data = 0, fence_bytes = 0;
+  for (size_t l = 0; l < snap.version->root.size(); ++l) {
+    const Level& level = snap.version->root[l];
+    uint64_t bytes = 0;
+    for (const auto& r : level.runs) {
+      const auto& m = r->meta();
+      filter += m.filter_pages;
+      index += m.index_pages();
+      data += m.data_pages;
+      bytes += m.bytes;
+      fence_bytes += r->memory_bytes();
+    }
+    runs += level.runs.size();
+    x[fmt::format("root_level{}_runs", l)] = static_cast<double>(level.runs.size());
+    x[fmt::format("root_level{}_bytes", l)] = static_cast<double>(bytes);
+  }
+  // What a lookup reads besides data pages: the filter pages play the inner nodes' part (the
+  // index pages are read once, when a run is opened, and kept in memory as fence keys).
+  s.inner_pages = filter;
+  s.inner_bytes = s.inner_pages * kPageSize;
+  s.leaf_pages = data;
+  s.model_bytes = fence_bytes;
+  uint64_t frozen_bytes = 0;
+  for (const auto& t : snap.version->frozen) frozen_bytes += t->bytes();
+  x["memtable_bytes"] = static_cast<double>(snap.active->bytes());
+  x["memtable_entries"] = static_cast<double>(snap.active->entries());
+  x["frozen_memtables"] = static_cast<double>(snap.version->frozen.size());
+  x["frozen_memtable_bytes"] = static_cast<double>(frozen_bytes);
+  x["memtable_freeze_bytes"] = static_cast<double>(FreezeBytes());
+  x["runs"] = static_cast<double>(runs);
+  x["run_index_pages"] = static_cast<double>(index);
+  x["retired_runs"] = static_cast<double>(space_.retired_runs());
+  x["flushes_total"] = static_cast<double>(flushes_.load());
+  x["flush_bytes_total"] = static_cast<double>(flush_bytes_.load());
+  x["compactions_total"] = static_cast<double>(compactions_.load());
+  x["compaction_bytes_read_total"] = static_cast<double>(compaction_bytes_read_.load());
+  x["compaction_bytes_written_total"] = static_cast<double>(compaction_bytes_written_.load());
+  x["tombstones_dropped_total"] = static_cast<double>(tombstones_dropped_.load());
+  x["cells_released_total"] = static_cast<double>(cells_released_.load());
+  x["gets_total"] = static_cast<double>(gets_.load());
+  x["runs_probed_total"] = static_cast<double>(runs_probed_.load());
+  x["runs_probed_per_get"] =
+      gets_.load() == 0 ? 0.0 : static_cast<double>(runs_probed_.load()) / gets_.load();
+  x["filter_skips_total"] = static_cast<double>(filter_skips_.load());
+  x["write_stalls_total"] = static_cast<double>(stalls_.load());
+  x["bulk_load_seconds"] = static_cast<double>(bulk_load_us_.load()) / 1e6;
+  return s;
+}
+
+}  // namespace grove

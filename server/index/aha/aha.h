@@ -1,0 +1,190 @@
+#pragma once
+
+// The `aha` variant: AHA-tree (Xing and Aref, "Investigation of Adaptive Hotspot-Aware Indexes for
+// Oscillating Write-Heavy and Read-Heavy Workloads"; ../shared/specs/aha-tree.md), a buffer tree
+// whose every node owns an LSM buffer. docs/variants.md describes how it maps onto Grove and what
+// is built so far; docs/formats/aha.md its runs.
+//
+// Built so far: the tree before its first formation, which the paper starts from: the root alone,
+// whose buffer (the rootLSM) is a memtable above levels of sorted runs (run.h).
+//
+//   Put/Delete: the active memtable (blind writes: a version replaced in the memtable is handed
+//               back, one replaced in a run is released when a merge drops it).
+//   Get:        the active memtable, the frozen ones newest first, then the root's levels: level 0
+//               newest run first, then one run per deeper level (disjoint runs); the first
+//               version found wins (a tombstone: absent). Bloom filters answer most absent keys.
+//   Scans:      a merge of the memtables and one source per run of level 0 and per deeper level.
+//   Flush:      a full memtable is frozen, written into runs and installed at the top of level 0.
+//   Compaction: leveled, as in LevelDB: level 0 into level 1 when it has `l0_runs` runs; a run of
+//               level i into level i+1 when level i exceeds its size (level 1: l0_runs memtables,
+//               then x `level_ratio`). Outputs into the last level drop tombstones. Until the
+//               first tree formation lands, the last level has no size limit.
+//
+// Durability: the memtables are memory only; the WAL keeps their records (OldestUnpersistedLsn)
+// and their blob cells are listed for recovery. Runs are written outside the buffer pool
+// (RunSpace tracks them in flight, retired and freed); the metadata names the live runs, and a
+// flush or compaction becomes visible to checkpoints in one maintenance unit that installs its
+// outputs, retires its inputs and releases the cells it dropped.
+//
+// Concurrency:
+//   * Readers take a snapshot: the active memtable and the published Version (frozen memtables,
+//     levels), both immutable apart from the active memtable's own locking. Old versions keep
+//     their runs alive (shared_ptr), so RunSpace frees a retired run only after its last reader.
+//   * mem_mu_ (shared): writers hold it shared while they write into the active memtable; a
+//     freeze holds it exclusively while it swaps the memtable and publishes the new Version, so a
+//     reader's snapshot (taken under it, shared) never misses a frozen table.
+//   * One background thread freezes, flushes and compacts; it alone changes the levels, so a
+//     new Version is always derived from the current one without conflicts.
+// Lock order: mem_mu_ -> state_mu_ -> (memtable's, RunSpace's own mutexes). bg_mu_ alone.
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grove/index.h"
+
+#include "buffer/buffer_pool.h"
+#include "index/aha/memtable.h"
+#include "index/aha/merge.h"
+#include "index/aha/run.h"
+#include "index/aha/run_space.h"
+#include "index/variant.h"
+#include "util/mutex.h"
+
+namespace grove {
+
+namespace aha {
+
+struct Config {
+  double pool_share = 0.75;     // of cache_bytes for the buffer pool; the rest holds the memtables
+  uint64_t memtable_bytes = 0;  // freeze threshold; 0: half the memtables' share of the cache
+  uint32_t run_pages = 256;     // largest run (extent)
+  double bloom_bits_per_key = 10;
+  uint32_t l0_runs = 4;      // level 0 runs that start a compaction into level 1
+  uint32_t root_levels = 3;  // the rootLSM's disk levels: L0, L1, L2
+  double level_ratio = 10;
+  uint32_t readahead_pages = 8;  // scan read-ahead within a run
+};
+
+StatusOr<Config> ParseConfig(const ParamMap& params);
+
+// A level of a buffer. Level 0: runs that may overlap, newest first. Deeper: disjoint, in key
+// order.
+struct Level {
+  std::vector<std::shared_ptr<const Run>> runs;
+  uint64_t pages() const;
+};
+
+// What readers see; immutable once published.
+struct Version {
+  std::vector<std::shared_ptr<const MemTable>> frozen;  // being flushed, newest first
+  std::vector<Level> root;                              // the rootLSM's disk levels
+};
+
+}  // namespace aha
+
+class AhaTree final : public Index {
+ public:
+  static VariantSpec Spec();
+  static StatusOr<std::unique_ptr<Index>> Create(const IndexContext& ctx, const ParamMap& params);
+  static StatusOr<std::unique_ptr<Index>> Open(const IndexContext& ctx, const ParamMap& params,
+                                               Slice metadata);
+  ~AhaTree() override;
+
+  StatusOr<bool> Get(Slice key, std::string* cell) override;
+  Status Prepare(Slice key) override;
+  uint64_t PagesDirtiedPerOp() const override { return 0; }
+  Status Put(const WriteContext& w, Slice key, Slice cell,
+             std::optional<std::string>* old_cell) override;
+  Status Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) override;
+  StatusOr<std::unique_ptr<IndexCursor>> NewCursor(const CursorOptions& options) override;
+  Status BulkLoad(const BulkSource& source) override;
+
+  Status PrepareCheckpoint(uint64_t epoch) override;
+  std::string SerializeMetadata() override;
+  Lsn OldestUnpersistedLsn() const override;
+  void ListMemoryOnlyCells(std::vector<std::string>* cells) override;
+  void OnCheckpointDurable(uint64_t epoch) override { space_.OnCheckpointDurable(epoch); }
+  void OnCheckpointAbandoned(uint64_t epoch) override { space_.OnCheckpointAbandoned(epoch); }
+  void Shutdown() override;
+  Status Verify(IndexVerifier* verifier) override;
+  IndexStats GetStats() override;
+
+  // A reader's view: the active memtable and the published version.
+  struct Snapshot {
+    std::shared_ptr<const aha::MemTable> active;
+    std::shared_ptr<const aha::Version> version;
+  };
+  Snapshot TakeSnapshot() const;
+  BufferPool* pool() const { return pool_; }
+  const aha::Config& config() const { return cfg_; }
+
+ private:
+  AhaTree(const IndexContext& ctx, const aha::Config& cfg);
+  Status Restore(Slice* metadata);
+  void Start();
+  std::shared_ptr<const aha::Version> current() const;
+  void Publish(std::shared_ptr<const aha::Version> v);
+  uint64_t FreezeBytes() const;
+  uint64_t LevelLimitPages(size_t level) const;
+
+  // --- Writes (aha_write.cc) ---
+  Status Write(const WriteContext& w, Slice key, bool tombstone, Slice cell,
+               std::optional<std::string>* old_cell);
+
+  // --- Background work (aha_compact.cc) ---
+  void BackgroundLoop();
+  void Kick();
+  // One step of background work; whether it did anything.
+  StatusOr<bool> Step();
+  Status Freeze();
+  Status FlushOldest();
+  // Level `from` into level from + 1 (from 0: every run of level 0).
+  Status Compact(size_t from);
+  // The level that most needs a compaction (score >= 1), or -1.
+  int PickCompaction(const aha::Version& v) const;
+  // Merges `sources` (freshest first) into runs cut at `run_pages`; written in units of one run.
+  // Shadowed versions' cells go to *released; tombstones are dropped with `bottom`.
+  Status WriteRuns(std::vector<std::unique_ptr<aha::Source>> sources, bool bottom,
+                   std::vector<std::shared_ptr<const aha::Run>>* out,
+                   std::vector<std::string>* released);
+  // Writes the builder's run, in a unit of its own unless `in_unit` is false (bulk loads).
+  Status FinishRun(aha::RunBuilder* builder, std::vector<std::shared_ptr<const aha::Run>>* out,
+                   bool in_unit);
+  void AbandonOutputs(const std::vector<std::shared_ptr<const aha::Run>>& outputs);
+  void NoteBackgroundError(const char* what, const Status& s);
+
+  IndexContext ctx_;
+  BufferPool* const pool_;
+  const aha::Config cfg_;
+  aha::RunSpace space_;
+
+  mutable std::shared_mutex mem_mu_;
+  std::shared_ptr<aha::MemTable> active_;  // guarded by mem_mu_
+  mutable Mutex state_mu_;
+  std::shared_ptr<const aha::Version> version_ GUARDED_BY(state_mu_);
+
+  // Activity (since open unless said).
+  std::atomic<Lsn> latest_lsn_{0};
+  std::atomic<uint64_t> flushes_{0}, compactions_{0}, compaction_bytes_read_{0},
+      compaction_bytes_written_{0}, flush_bytes_{0}, tombstones_dropped_{0}, cells_released_{0};
+  std::atomic<uint64_t> gets_{0}, runs_probed_{0}, filter_skips_{0}, stalls_{0};
+  std::atomic<uint64_t> last_error_log_us_{0};
+  std::atomic<uint64_t> bulk_load_us_{0};
+
+  std::vector<std::string> compact_pointer_;  // per level: where the next compaction starts
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;       // wakes the background thread
+  std::condition_variable drained_cv_;  // a background step ended (writers in Prepare)
+  bool bg_stop_ = false;
+  bool bg_kick_ = false;
+  std::thread background_;
+};
+
+}  // namespace grove

@@ -1,0 +1,323 @@
+// AHA-tree background work: freezing and flushing memtables, and leveled compaction of the root
+// buffer. One thread does it all, in maintenance units that are short: each output run is
+// allocated and written in a unit of its own, and a flush or compaction becomes visible in one
+// final unit that installs its outputs, retires its inputs and releases the cells it dropped.
+// Merging and reading inputs happen outside units, so checkpoints never wait for a whole
+// compaction.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "index/aha/aha.h"
+#include "index/aha/merge.h"
+#include "util/clock.h"
+
+namespace grove {
+
+using aha::Entry;
+using aha::Level;
+using aha::Run;
+using aha::Version;
+
+namespace {
+
+// A memtable whose oldest record is this many records behind the newest is flushed even when not
+// full, so that the WAL it holds back stays bounded.
+constexpr uint64_t kWalWindowRecords = 200000;
+// After a failure, background work pauses this long (a failing disk would otherwise be retried in
+// a busy loop).
+constexpr auto kErrorPause = std::chrono::milliseconds(200);
+
+bool SameRun(const std::shared_ptr<const Run>& a, const std::shared_ptr<const Run>& b) {
+  return a.get() == b.get();
+}
+
+void EraseRuns(std::vector<std::shared_ptr<const Run>>* runs,
+               const std::vector<std::shared_ptr<const Run>>& gone) {
+  std::erase_if(*runs, [&](const std::shared_ptr<const Run>& r) {
+    return std::any_of(gone.begin(), gone.end(),
+                       [&](const std::shared_ptr<const Run>& g) { return SameRun(r, g); });
+  });
+}
+
+void SortByKey(std::vector<std::shared_ptr<const Run>>* runs) {
+  std::sort(runs->begin(), runs->end(),
+            [](const auto& a, const auto& b) { return a->meta().min_key < b->meta().min_key; });
+}
+
+}  // namespace
+
+void AhaTree::Kick() {
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    bg_kick_ = true;
+  }
+  bg_cv_.notify_all();
+}
+
+void AhaTree::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    bg_stop_ = true;
+  }
+  bg_cv_.notify_all();
+  drained_cv_.notify_all();
+  if (background_.joinable()) background_.join();
+}
+
+void AhaTree::BackgroundLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(bg_mu_);
+      if (!bg_stop_ && !bg_kick_) bg_cv_.wait_for(lock, std::chrono::milliseconds(10));
+      if (bg_stop_) return;
+      bg_kick_ = false;
+    }
+    for (;;) {
+      StatusOr<bool> did = Step();
+      drained_cv_.notify_all();
+      if (!did.ok()) {
+        // Unavailable: not open yet (recovery replays the WAL first), closing or fail-stopped;
+        // Shutdown ends the loop.
+        if (!did.status().IsUnavailable()) NoteBackgroundError("background step", did.status());
+        std::unique_lock<std::mutex> lock(bg_mu_);
+        bg_cv_.wait_for(lock, kErrorPause, [&] { return bg_stop_; });
+        break;
+      }
+      if (!*did) break;
+      std::lock_guard<std::mutex> lock(bg_mu_);
+      if (bg_stop_) return;
+    }
+  }
+}
+
+StatusOr<bool> AhaTree::Step() {
+  const Snapshot snap = TakeSnapshot();
+  const uint64_t entries = snap.active->entries();
+  const Lsn first = snap.active->first_lsn();
+  const bool full = snap.active->bytes() >= FreezeBytes();
+  const bool old =
+      entries > 0 && first != kMaxLsn && first + kWalWindowRecords < latest_lsn_.load();
+  if ((full || old) && snap.version->frozen.size() < 2) {
+    GROVE_RETURN_IF_ERROR(Freeze());
+    return true;
+  }
+  if (!snap.version->frozen.empty()) {
+    GROVE_RETURN_IF_ERROR(FlushOldest());
+    return true;
+  }
+  const int level = PickCompaction(*snap.version);
+  if (level < 0) return false;
+  GROVE_RETURN_IF_ERROR(Compact(static_cast<size_t>(level)));
+  return true;
+}
+
+Status AhaTree::Freeze() {
+  std::unique_lock<std::shared_mutex> lock(mem_mu_);
+  if (active_->entries() == 0) return Status::Ok();
+  auto next = std::make_shared<Version>(*current());
+  next->frozen.insert(next->frozen.begin(), active_);
+  active_ = std::make_shared<aha::MemTable>();
+  Publish(std::move(next));
+  return Status::Ok();
+}
+
+Status AhaTree::FlushOldest() {
+  const auto v = current();
+  if (v->frozen.empty()) return Status::Ok();
+  const std::shared_ptr<const aha::MemTable> table = v->frozen.back();
+  std::vector<std::unique_ptr<aha::Source>> sources;
+  sources.push_back(aha::NewMemTableSource(table, "", true, false));
+  std::vector<std::shared_ptr<const Run>> out;
+  std::vector<std::string> released;  // one source: nothing is shadowed
+  Status s = WriteRuns(std::move(sources), /*bottom=*/false, &out, &released);
+  if (s.ok()) {
+    s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+      auto next = std::make_shared<Version>(*current());
+      std::erase_if(next->frozen, [&](const auto& t) { return t.get() == table.get(); });
+      auto& l0 = next->root[0].runs;
+      l0.insert(l0.begin(), out.begin(), out.end());
+      for (const auto& r : out) space_.Installed(*r);
+      Publish(std::move(next));
+      return Status::Ok();
+    });
+  }
+  if (!s.ok()) {
+    AbandonOutputs(out);
+    return s;
+  }
+  flushes_.fetch_add(1, std::memory_order_relaxed);
+  for (const auto& r : out) flush_bytes_.fetch_add(r->meta().pages * kPageSize);
+  return Status::Ok();
+}
+
+int AhaTree::PickCompaction(const Version& v) const {
+  double best = 1.0;
+  int level = -1;
+  const double l0 = static_cast<double>(v.root[0].runs.size()) / cfg_.l0_runs;
+  if (l0 >= best) {
+    best = l0;
+    level = 0;
+  }
+  // The last level has no limit until the first tree formation pushes its data down.
+  for (size_t l = 1; l + 1 < v.root.size(); ++l) {
+    const double score =
+        static_cast<double>(v.root[l].pages()) / static_cast<double>(LevelLimitPages(l));
+    if (score >= best) {
+      best = score;
+      level = static_cast<int>(l);
+    }
+  }
+  return level;
+}
+
+Status AhaTree::Compact(size_t from) {
+  const auto v = current();
+  const size_t to = from + 1;
+  std::vector<std::shared_ptr<const Run>> upper;  // inputs from `from`, freshest first
+  if (from == 0) {
+    upper = v->root[0].runs;
+  } else {
+    // Round robin over the level's key space, as LevelDB's compaction pointer does.
+    const auto& runs = v->root[from].runs;
+    std::string& pointer = compact_pointer_[from];
+    auto it = std::find_if(runs.begin(), runs.end(),
+                           [&](const auto& r) { return r->meta().min_key > pointer; });
+    if (it == runs.end()) it = runs.begin();
+    upper.push_back(*it);
+    pointer = (*it)->meta().min_key;
+  }
+  if (upper.empty()) return Status::Ok();
+  std::string lo = upper[0]->meta().min_key, hi = upper[0]->meta().max_key;
+  for (const auto& r : upper) {
+    lo = std::min(lo, r->meta().min_key);
+    hi = std::max(hi, r->meta().max_key);
+  }
+  std::vector<std::shared_ptr<const Run>> lower;
+  for (const auto& r : v->root[to].runs) {
+    if (r->meta().max_key >= lo && r->meta().min_key <= hi) lower.push_back(r);
+  }
+  const bool bottom = to + 1 == v->root.size();
+
+  std::vector<std::shared_ptr<const Run>> out;
+  std::vector<std::string> released;
+  uint64_t read_bytes = 0;
+  if (from > 0 && lower.empty()) {
+    out = upper;  // a trivial move: nothing to merge with
+  } else {
+    std::vector<std::unique_ptr<aha::Source>> sources;
+    for (const auto& r : upper) {
+      sources.push_back(
+          aha::NewRunSource(pool_, r, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+      read_bytes += r->meta().data_pages * kPageSize;
+    }
+    if (!lower.empty()) {
+      for (const auto& r : lower) read_bytes += r->meta().data_pages * kPageSize;
+      sources.push_back(
+          aha::NewLevelSource(pool_, lower, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+    }
+    GROVE_RETURN_IF_ERROR(WriteRuns(std::move(sources), bottom, &out, &released));
+  }
+  const bool moved = from > 0 && lower.empty();
+  Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+    auto next = std::make_shared<Version>(*current());
+    EraseRuns(&next->root[from].runs, upper);
+    EraseRuns(&next->root[to].runs, lower);
+    auto& dst = next->root[to].runs;
+    dst.insert(dst.end(), out.begin(), out.end());
+    SortByKey(&dst);
+    if (!moved) {
+      for (const auto& r : out) space_.Installed(*r);
+      for (const auto& r : upper) space_.Retire(r);
+      for (const auto& r : lower) space_.Retire(r);
+    }
+    for (const std::string& cell : released) ctx_.services->ReleaseCell(cell);
+    Publish(std::move(next));
+    return Status::Ok();
+  });
+  if (!s.ok()) {
+    if (!moved) AbandonOutputs(out);
+    return s;
+  }
+  compactions_.fetch_add(1, std::memory_order_relaxed);
+  cells_released_.fetch_add(released.size(), std::memory_order_relaxed);
+  if (!moved) {
+    compaction_bytes_read_.fetch_add(read_bytes, std::memory_order_relaxed);
+    for (const auto& r : out) {
+      compaction_bytes_written_.fetch_add(r->meta().pages * kPageSize, std::memory_order_relaxed);
+    }
+  }
+  return Status::Ok();
+}
+
+Status AhaTree::WriteRuns(std::vector<std::unique_ptr<aha::Source>> sources, bool bottom,
+                          std::vector<std::shared_ptr<const Run>>* out,
+                          std::vector<std::string>* released) {
+  aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
+  const aha::RunOptions options{cfg_.run_pages, cfg_.bloom_bits_per_key};
+  aha::RunBuilder builder(options);
+  uint64_t dropped = 0;
+  for (; merge.Valid(); merge.Next()) {
+    for (const Entry& old : merge.shadowed()) {
+      if (!old.tombstone) released->push_back(old.cell);
+    }
+    const Entry& e = merge.entry();
+    if (bottom && e.tombstone) {  // nothing older lies below the last level
+      ++dropped;
+      continue;
+    }
+    if (!builder.Fits(e)) {
+      GROVE_RETURN_IF_ERROR(FinishRun(&builder, out, /*in_unit=*/true));
+      builder = aha::RunBuilder(options);
+    }
+    builder.Add(e);
+  }
+  GROVE_RETURN_IF_ERROR(merge.status());
+  if (!builder.empty()) GROVE_RETURN_IF_ERROR(FinishRun(&builder, out, /*in_unit=*/true));
+  tombstones_dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status AhaTree::FinishRun(aha::RunBuilder* builder, std::vector<std::shared_ptr<const Run>>* out,
+                          bool in_unit) {
+  auto finish = [&]() -> Status {
+    auto run = builder->Finish(&space_, ctx_.direct_writer,
+                               in_unit ? IoCause::kCompaction : IoCause::kBulkLoad);
+    if (!run.ok()) return run.status();
+    out->push_back(std::move(*run));
+    return Status::Ok();
+  };
+  // The extent is allocated inside a unit, so that a checkpoint's allocator state and its list of
+  // runs in flight always agree (run_space.h). A bulk load runs alone: no unit is needed or
+  // possible there.
+  if (!in_unit) return finish();
+  return ctx_.services->RunMaintenance(0, [&](WriteRoom*) { return finish(); });
+}
+
+void AhaTree::AbandonOutputs(const std::vector<std::shared_ptr<const Run>>& outputs) {
+  if (outputs.empty()) return;
+  // Freed inside a unit for the same reason they were allocated in one. When no unit can run
+  // (closing), they stay in flight: the final checkpoint lists them and a reopen frees them.
+  Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+    for (const auto& r : outputs) space_.Abandon(r->meta().first, r->meta().pages);
+    return Status::Ok();
+  });
+  if (!s.ok() && !s.IsUnavailable()) NoteBackgroundError("freeing unused runs", s);
+}
+
+void AhaTree::NoteBackgroundError(const char* what, const Status& s) {
+  // Logged once per second at most: a failing disk would otherwise flood the log.
+  const uint64_t now = NowNanos() / 1000;
+  uint64_t last = last_error_log_us_.load(std::memory_order_relaxed);
+  if (ctx_.logger == nullptr || now < last + 1000000 ||
+      !last_error_log_us_.compare_exchange_strong(last, now)) {
+    return;
+  }
+  ctx_.logger->Log(LogLevel::kWarn,
+                   fmt::format("aha: {} failed (the memtables keep their records and the work is "
+                               "retried): {}",
+                               what, s.ToString()));
+}
+
+}  // namespace grove

@@ -1,0 +1,147 @@
+// AHA-tree reads: point lookups top-down through the buffers, and cursors that merge them.
+
+#include <algorithm>
+
+#include "index/aha/aha.h"
+#include "index/aha/merge.h"
+
+namespace grove {
+
+using aha::Entry;
+using aha::Level;
+using aha::Run;
+
+namespace {
+
+// The run of a level below level 0 whose range may hold `key`, or null.
+const Run* RunFor(const Level& level, Slice key) {
+  auto it = std::upper_bound(level.runs.begin(), level.runs.end(), key,
+                             [](Slice k, const std::shared_ptr<const Run>& r) {
+                               return k.compare(r->meta().min_key) < 0;
+                             });
+  if (it == level.runs.begin()) return nullptr;
+  const Run* r = std::prev(it)->get();
+  return r->Covers(key) ? r : nullptr;
+}
+
+}  // namespace
+
+StatusOr<bool> AhaTree::Get(Slice key, std::string* cell) {
+  gets_.fetch_add(1, std::memory_order_relaxed);
+  const Snapshot snap = TakeSnapshot();
+  Entry e;
+  auto answer = [&]() -> bool {
+    if (e.tombstone) return false;
+    *cell = std::move(e.cell);
+    return true;
+  };
+  if (snap.active->Get(key, &e)) return answer();
+  for (const auto& t : snap.version->frozen) {
+    if (t->Get(key, &e)) return answer();
+  }
+  // Freshest first: level 0 newest run first, then one run per deeper level.
+  uint64_t probed = 0, skipped = 0;
+  auto probe = [&](const Run& r) -> StatusOr<bool> {
+    ++probed;
+    bool filtered = false;
+    GROVE_ASSIGN_OR_RETURN(const bool found, r.Get(pool_, key, &e, &filtered));
+    skipped += filtered;
+    return found;
+  };
+  StatusOr<bool> result = false;
+  bool done = false;
+  for (size_t l = 0; l < snap.version->root.size() && !done; ++l) {
+    const Level& level = snap.version->root[l];
+    if (l == 0) {
+      for (const auto& r : level.runs) {
+        if (!r->Covers(key)) continue;
+        result = probe(*r);
+        if (!result.ok() || *result) {
+          done = true;
+          break;
+        }
+      }
+    } else if (const Run* r = RunFor(level, key); r != nullptr) {
+      result = probe(*r);
+      done = !result.ok() || *result;
+    }
+  }
+  runs_probed_.fetch_add(probed, std::memory_order_relaxed);
+  filter_skips_.fetch_add(skipped, std::memory_order_relaxed);
+  if (!result.ok()) return result.status();
+  return *result && answer();
+}
+
+namespace {
+
+// Live entries of a merge within [lower, upper) (reverse: downward from below upper).
+class AhaCursor final : public IndexCursor {
+ public:
+  AhaCursor(AhaTree::Snapshot snap, std::unique_ptr<aha::MergingIterator> merge,
+            const CursorOptions& o)
+      : snap_(std::move(snap)), merge_(std::move(merge)), o_(o) {
+    Settle();
+  }
+  bool Valid() const override { return valid_; }
+  void Next() override {
+    if (!valid_) return;
+    merge_->Next();
+    Settle();
+  }
+  Slice key() const override { return merge_->entry().key; }
+  Slice cell() const override { return merge_->entry().cell; }
+  Status status() const override { return merge_->status(); }
+
+ private:
+  // Skips tombstones and, going backward, keys at or above the upper bound; stops at the bounds.
+  void Settle() {
+    valid_ = false;
+    for (; merge_->Valid(); merge_->Next()) {
+      const Slice k = merge_->entry().key;
+      if (!o_.reverse) {
+        if (o_.has_upper && k.compare(o_.upper) >= 0) return;
+      } else {
+        if (k.compare(o_.lower) < 0) return;
+        if (o_.has_upper && k.compare(o_.upper) >= 0) continue;
+      }
+      if (merge_->entry().tombstone) continue;
+      valid_ = true;
+      return;
+    }
+  }
+
+  AhaTree::Snapshot snap_;  // keeps the runs and memtables alive
+  std::unique_ptr<aha::MergingIterator> merge_;
+  CursorOptions o_;
+  bool valid_ = false;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<IndexCursor>> AhaTree::NewCursor(const CursorOptions& o) {
+  Snapshot snap = TakeSnapshot();
+  const bool from_start = o.reverse && !o.has_upper;
+  const Slice start = o.reverse ? Slice(o.upper) : Slice(o.lower);
+  std::vector<std::unique_ptr<aha::Source>> sources;
+  sources.push_back(aha::NewMemTableSource(snap.active, start, from_start, o.reverse));
+  for (const auto& t : snap.version->frozen) {
+    sources.push_back(aha::NewMemTableSource(t, start, from_start, o.reverse));
+  }
+  for (size_t l = 0; l < snap.version->root.size(); ++l) {
+    const Level& level = snap.version->root[l];
+    if (l == 0) {
+      for (const auto& r : level.runs) {
+        if (!r->Overlaps(o.lower, o.upper, o.has_upper)) continue;
+        sources.push_back(aha::NewRunSource(pool_, r, start, from_start, o.reverse, IoCause::kScan,
+                                            cfg_.readahead_pages));
+      }
+    } else if (!level.runs.empty()) {
+      sources.push_back(aha::NewLevelSource(pool_, level.runs, start, from_start, o.reverse,
+                                            IoCause::kScan, cfg_.readahead_pages));
+    }
+  }
+  auto merge = std::make_unique<aha::MergingIterator>(std::move(sources), o.reverse, false);
+  return std::unique_ptr<IndexCursor>(new AhaCursor(std::move(snap), std::move(merge), o));
+}
+
+}  // namespace grove

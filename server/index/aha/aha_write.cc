@@ -1,0 +1,112 @@
+// AHA-tree writes: the memtable, admission control, and bulk loads into the bottom level.
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "index/aha/aha.h"
+#include "util/clock.h"
+
+namespace grove {
+
+using aha::Entry;
+using aha::Run;
+using aha::Version;
+
+Status AhaTree::Put(const WriteContext& w, Slice key, Slice cell,
+                    std::optional<std::string>* old_cell) {
+  return Write(w, key, false, cell, old_cell);
+}
+
+Status AhaTree::Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) {
+  return Write(w, key, true, Slice(), old_cell);
+}
+
+Status AhaTree::Write(const WriteContext& w, Slice key, bool tombstone, Slice cell,
+                      std::optional<std::string>* old_cell) {
+  uint64_t bytes;
+  {
+    std::shared_lock<std::shared_mutex> lock(mem_mu_);
+    *old_cell = active_->Put(key, w.lsn, tombstone, cell);
+    bytes = active_->bytes();
+  }
+  Lsn seen = latest_lsn_.load(std::memory_order_relaxed);
+  while (w.lsn > seen && !latest_lsn_.compare_exchange_weak(seen, w.lsn)) {
+  }
+  if (bytes >= FreezeBytes()) Kick();
+  return Status::Ok();
+}
+
+Status AhaTree::Prepare(Slice key) {
+  // Admission control (the paper's soft limit): writes wait here, outside the write gate and
+  // holding nothing, only while the memtables are twice their budget or level 0 has three times
+  // the runs that start its compaction, so that flushes and compactions keep up. Bounded: a stuck
+  // background thread (a full disk) slows writes down but does not stop them.
+  auto over = [&] {
+    const Snapshot snap = TakeSnapshot();
+    uint64_t bytes = snap.active->bytes();
+    for (const auto& t : snap.version->frozen) bytes += t->bytes();
+    return bytes > 4 * FreezeBytes() ||
+           snap.version->root[0].runs.size() >= 3 * static_cast<size_t>(cfg_.l0_runs);
+  };
+  if (!over()) return Status::Ok();
+  stalls_.fetch_add(1, std::memory_order_relaxed);
+  for (int i = 0; i < 2000 && over(); ++i) {
+    Kick();
+    std::unique_lock<std::mutex> lock(bg_mu_);
+    if (bg_stop_) break;
+    drained_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  }
+  return Status::Ok();
+}
+
+Status AhaTree::BulkLoad(const BulkSource& source) {
+  const uint64_t t0 = NowNanos();
+  auto v = current();
+  for (const auto& level : v->root) {
+    if (!level.runs.empty() || active_->entries() > 0 || !v->frozen.empty()) {
+      return Status::FailedPrecondition("aha: bulk load needs an empty index");
+    }
+  }
+  // The sorted input becomes the bottom level of the root buffer, run by run: the state the
+  // paper's first tree formation starts from.
+  aha::RunBuilder builder(aha::RunOptions{cfg_.run_pages, cfg_.bloom_bits_per_key});
+  std::vector<std::shared_ptr<const Run>> runs;
+  std::string key, cell, prev;
+  uint64_t n = 0;
+  Status s;
+  for (;;) {
+    StatusOr<bool> more = source(&key, &cell);
+    if (!more.ok()) {
+      s = more.status();
+      break;
+    }
+    if (!*more) break;
+    s = CheckBulkEntry(n, prev, key, cell.size(), ctx_.options->max_key_bytes,
+                       std::max<size_t>(ctx_.options->inline_value_bytes + 1, 32));
+    if (!s.ok()) break;
+    Entry e{key, 0, false, cell};
+    if (!builder.Fits(e)) {
+      s = FinishRun(&builder, &runs, /*in_unit=*/false);
+      if (!s.ok()) break;
+      builder = aha::RunBuilder(aha::RunOptions{cfg_.run_pages, cfg_.bloom_bits_per_key});
+    }
+    builder.Add(e);
+    prev = key;
+    ++n;
+  }
+  if (s.ok() && !builder.empty()) s = FinishRun(&builder, &runs, /*in_unit=*/false);
+  if (!s.ok()) {
+    // No unit can run during a bulk load (it pauses the write gate); none is needed either.
+    for (const auto& r : runs) space_.Abandon(r->meta().first, r->meta().pages);
+    return s;
+  }
+  auto next = std::make_shared<Version>(*v);
+  next->root.back().runs = runs;
+  for (const auto& r : runs) space_.Installed(*r);
+  Publish(std::move(next));
+  bulk_load_us_ = (NowNanos() - t0) / 1000;
+  return Status::Ok();
+}
+
+}  // namespace grove

@@ -1,0 +1,112 @@
+// The aha variant through the Db: the root buffer's life cycle (freezes, flushes, leveled
+// compactions and trivial moves) under random writes with replacements and deletes, values large
+// enough to live in the value store (so that every dropped version must be released, or Verify
+// finds its blob leaked), and the shape the levels keep.
+
+#include <map>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "conformance/cases.h"
+#include "engine/db_test_util.h"
+#include "testutil/temp_dir.h"
+
+namespace grove::testing {
+namespace {
+
+Options AhaOptions(const std::string& dir, ParamMap params) {
+  Options o = SmallOptions(dir);
+  o.cache_bytes = 8 << 20;
+  o.index.variant = "aha";
+  o.index.params = std::move(params);
+  return o;
+}
+
+double Extra(Db* db, const std::string& name) {
+  const IndexStats s = db->GetStats().index;
+  auto it = s.extra.find(name);
+  EXPECT_NE(it, s.extra.end()) << name;
+  return it == s.extra.end() ? -1 : it->second;
+}
+
+// Waits (bounded) until the background thread has flushed every frozen memtable and level 0
+// is under its compaction trigger.
+void Settle(Db* db, double l0_runs) {
+  for (int i = 0; i < 2000; ++i) {
+    if (Extra(db, "frozen_memtables") == 0 && Extra(db, "root_level0_runs") < l0_runs) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+TEST(AhaVariantTest, RootBufferFlushesCompactsAndReleasesWhatItDrops) {
+  TempDir dir;
+  const ParamMap params = {
+      {"memtable_bytes", "32768"}, {"run_pages", "16"}, {"l0_runs", "2"}, {"level_ratio", "3"}};
+  Model model;
+  std::mt19937_64 rng(7);
+  {
+    auto db = Db::Open(AhaOptions(dir.path(), params));
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    for (int step = 0; step < 20000; ++step) {
+      const uint64_t i = rng() % 3000;
+      const std::string k = Key(i);
+      if (rng() % 6 == 0) {
+        ASSERT_OK((*db)->Delete(k));
+        model.erase(k);
+      } else {
+        // One value in eight goes to the value store: its pages must be freed exactly when the
+        // last version naming them is dropped.
+        const size_t len = rng() % 8 == 0 ? 1500 + rng() % 3000 : 8 + rng() % 100;
+        const std::string v = Value(i, step, len);
+        ASSERT_OK((*db)->Put(k, v));
+        model[k] = v;
+      }
+    }
+    Settle(db->get(), 2);
+    ExpectMatches(db->get(), model, "after the writes");
+    ExpectVerifyClean(db->get(), model.size(), "after the writes");
+    EXPECT_GT(Extra(db->get(), "flushes_total"), 10);
+    EXPECT_GT(Extra(db->get(), "compactions_total"), 2);
+    EXPECT_GT(Extra(db->get(), "cells_released_total"), 0);
+    EXPECT_GT(Extra(db->get(), "tombstones_dropped_total"), 0);
+    EXPECT_GT(Extra(db->get(), "root_level2_runs"), 0) << "data reached the last level";
+    const DbStats s = (*db)->GetStats();
+    EXPECT_GT(s.cache.page_writes[static_cast<int>(IoCause::kCompaction)], 0u);
+    ASSERT_OK((*db)->Close());
+  }
+  // Reopened: the runs are read back from their descriptors; retired extents were freed.
+  auto db = Db::Open(AhaOptions(dir.path(), params));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  ExpectMatches(db->get(), model, "after reopening");
+  ExpectVerifyClean(db->get(), model.size(), "after reopening");
+  EXPECT_EQ(Extra(db->get(), "retired_runs"), 0);
+  std::string v;
+  for (const auto& [k, want] : model) {
+    ASSERT_TRUE(*(*db)->Get(k, &v)) << k;
+    ASSERT_EQ(v, want);
+  }
+  // Absent keys inside the runs' ranges: the Bloom filters answer most of them.
+  for (uint64_t i = 0; i < 500; ++i) ASSERT_FALSE(*(*db)->Get(Key(i) + "~", &v));
+  EXPECT_GT(Extra(db->get(), "filter_skips_total"), 400);
+}
+
+TEST(AhaVariantTest, BadParametersAreRefusedByName) {
+  TempDir dir;
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"run_pages", "4"},
+                                                        {"memtable_bytes", "12"},
+                                                        {"l0_runs", "0"},
+                                                        {"root_levels", "1"},
+                                                        {"bloom_bits_per_key", "-1"},
+                                                        {"buffer_pool_share", "1"}}) {
+    auto db = Db::Open(AhaOptions(dir.path(), {{name, value}}));
+    ASSERT_FALSE(db.ok()) << name;
+    EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument) << db.status().ToString();
+    EXPECT_NE(db.status().ToString().find(name), std::string::npos) << db.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace grove::testing

@@ -26,6 +26,9 @@ class DbImpl::DirectWriter final : public DirectPageWriter {
         db_->data_file_->Write(first * kPageSize, Slice(images, count * kPageSize)));
     db_->epochs_.RecordDirect(first, count, epoch);
     db_->direct_runs_.fetch_add(1);
+    // A reader of a freed page (a blob freed under a Get, which then re-reads its cell) may have
+    // brought the page's old image back into the cache; it must not outlive the new one.
+    for (size_t i = 0; i < count; ++i) db_->pool_->Discard(first + i);
     db_->pool_->RecordWrites(cause, count);
     return Status::Ok();
   }

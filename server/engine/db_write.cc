@@ -374,7 +374,10 @@ Status DbImpl::BulkLoadLocked(const BulkLoadSource& source) {
   if (!s.ok()) {
     // Pages may have been allocated and written for a tree that will never be installed. The
     // durable state does not know them; reopening returns to it.
-    if (s.code() != StatusCode::kInvalidArgument || n > 0) {
+    // A variant that refused before taking any entry (kFailedPrecondition: not empty) wrote
+    // nothing either.
+    if (n > 0 ||
+        (s.code() != StatusCode::kInvalidArgument && s.code() != StatusCode::kFailedPrecondition)) {
       SetBackgroundError(s.WithContext("bulk load failed part way"));
     }
     return s;

@@ -39,7 +39,7 @@ StatusOr<PageId> ExtentAllocator::AllocateLocked(uint32_t n, bool unreferenced) 
         fmt::format("extent of {} pages: must be 1..{}", n, kMaxExtentPages));
   }
   // Candidates looked at per order before growing the file instead, for unreferenced extents.
-  constexpr int kMaxProbes = 64;
+  constexpr int kMaxProbes = 1024;
   const int want = OrderFor(n);
   for (;;) {
     for (int have = want; have < kOrders; ++have) {
@@ -85,6 +85,11 @@ bool ExtentAllocator::RecentlyFreedLocked(PageId first, uint64_t n) const {
 void ExtentAllocator::Free(PageId first, uint32_t n) {
   MutexLock lock(&mu_);
   for (PageId p = first; p < first + n; ++p) recently_freed_[p] = kUntagged;
+  FreeRangeLocked(first, n);
+}
+
+void ExtentAllocator::FreeUnreferenced(PageId first, uint32_t n) {
+  MutexLock lock(&mu_);
   FreeRangeLocked(first, n);
 }
 

@@ -52,6 +52,9 @@ class ExtentAllocator {
   StatusOr<PageId> AllocateUnreferenced(uint32_t n);
   // Returns [first, first + n) to the free pool. REQUIRES: the run was allocated.
   void Free(PageId first, uint32_t n);
+  // The same for pages no durable checkpoint names (a retired run the newest durable checkpoint
+  // left out, a run never installed): AllocateUnreferenced may take them at once.
+  void FreeUnreferenced(PageId first, uint32_t n);
 
   // Checkpoint `epoch` takes its snapshot now (with writers paused): pages freed so far are free
   // in it.

@@ -220,7 +220,7 @@ IndexStats AhaTree::GetStats() {
   s.variant = "aha";
   s.height = 1;
   auto& x = s.extra;
-  uint64_t runs = 0, filter = 0, index = 0, data = 0, fence_bytes = 0;
+  uint64_t runs = 0, filter = 0, index = 0, data = 0, fence_bytes = 0, versions = 0;
   for (size_t l = 0; l < snap.version->root.size(); ++l) {
     const Level& level = snap.version->root[l];
     uint64_t bytes = 0;
@@ -230,6 +230,7 @@ IndexStats AhaTree::GetStats() {
       index += m.index_pages();
       data += m.data_pages;
       bytes += m.bytes;
+      versions += m.entries - m.tombstones;
       fence_bytes += r->memory_bytes();
     }
     runs += level.runs.size();
@@ -243,7 +244,14 @@ IndexStats AhaTree::GetStats() {
   s.leaf_pages = data;
   s.model_bytes = fence_bytes;
   uint64_t frozen_bytes = 0;
-  for (const auto& t : snap.version->frozen) frozen_bytes += t->bytes();
+  versions += snap.active->entries();
+  for (const auto& t : snap.version->frozen) {
+    frozen_bytes += t->bytes();
+    versions += t->entries();
+  }
+  // Versions, not keys: a key written twice in different buffers counts twice, a deleted one
+  // may still count. Zero exactly when the index holds nothing.
+  s.entries = versions;
   x["memtable_bytes"] = static_cast<double>(snap.active->bytes());
   x["memtable_entries"] = static_cast<double>(snap.active->entries());
   x["frozen_memtables"] = static_cast<double>(snap.version->frozen.size());

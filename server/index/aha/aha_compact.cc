@@ -217,7 +217,10 @@ Status AhaTree::Compact(size_t from) {
       sources.push_back(
           aha::NewLevelSource(pool_, lower, "", true, false, IoCause::kCompaction, cfg_.run_pages));
     }
-    GROVE_RETURN_IF_ERROR(WriteRuns(std::move(sources), bottom, &out, &released));
+    if (Status s = WriteRuns(std::move(sources), bottom, &out, &released); !s.ok()) {
+      AbandonOutputs(out);  // the runs written before the failure
+      return s;
+    }
   }
   const bool moved = from > 0 && lower.empty();
   Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {

@@ -18,7 +18,7 @@ void RunSpace::Abandon(PageId first, uint32_t pages) {
   MutexLock lock(&mu_);
   in_flight_.erase(first);
   for (uint32_t i = 0; i < pages; ++i) pool_->Discard(first + i);
-  allocator_->Free(first, pages);
+  allocator_->FreeUnreferenced(first, pages);  // never installed: no checkpoint names it
 }
 
 void RunSpace::Installed(const Run& run) {
@@ -66,7 +66,8 @@ void RunSpace::FreeUnreferencedLocked(std::vector<std::shared_ptr<const Run>>* l
     }
     const RunMeta& m = r->meta();
     for (uint32_t i = 0; i < m.pages; ++i) pool_->Discard(m.first + i);
-    allocator_->Free(m.first, m.pages);
+    // Retired before a checkpoint that is durable now: no durable checkpoint names it.
+    allocator_->FreeUnreferenced(m.first, m.pages);
   }
   *list = std::move(keep);
 }

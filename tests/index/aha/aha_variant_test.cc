@@ -92,6 +92,26 @@ TEST(AhaVariantTest, RootBufferFlushesCompactsAndReleasesWhatItDrops) {
   EXPECT_GT(Extra(db->get(), "filter_skips_total"), 400);
 }
 
+TEST(AhaVariantTest, BulkLoadIntoAFilledStoreIsRefusedAndWritesGoOn) {
+  TempDir dir;
+  auto db = Db::Open(AhaOptions(dir.path(), {}));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  ASSERT_OK((*db)->Put("a", "1"));
+  EXPECT_GT((*db)->GetStats().index.entries, 0u);
+  bool given = false;
+  const Status s = (*db)->BulkLoad([&](std::string* k, std::string* v) -> StatusOr<bool> {
+    if (given) return false;
+    given = true;
+    *k = "b";
+    *v = "2";
+    return true;
+  });
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  // A refused bulk load leaves the store writable.
+  ASSERT_OK((*db)->Put("c", "3"));
+  ExpectMatches(db->get(), {{"a", "1"}, {"c", "3"}}, "after the refused load");
+}
+
 TEST(AhaVariantTest, BadParametersAreRefusedByName) {
   TempDir dir;
   for (const auto& [name, value] :

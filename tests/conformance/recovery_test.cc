@@ -87,12 +87,15 @@ TEST_P(ConformanceRecoveryTest, ReplayOntoAStateThatHoldsPartOfABatch) {
 }
 
 // The pages the index claims in Verify(), with what it calls them.
+// The pages the index claims as holding something it reads (Verify's claims).
 std::vector<std::pair<PageId, std::string>> IndexPages(Db* db) {
   class Claims final : public IndexVerifier {
    public:
     void ClaimPages(PageId first, uint32_t count, std::string_view what) override {
       for (PageId p = first; p < first + count; ++p) pages.emplace_back(p, std::string(what));
     }
+    // Space held for reuse: damage there harms nothing.
+    void ClaimUnusedPages(PageId, uint32_t, std::string_view) override {}
     void OnCell(Slice, Slice) override {}
     void OnShadowedCell(Slice, Slice) override {}
     void Problem(std::string) override {}
@@ -101,6 +104,13 @@ std::vector<std::pair<PageId, std::string>> IndexPages(Db* db) {
   Claims claims;
   EXPECT_OK(static_cast<DbImpl*>(db)->index()->Verify(&claims));
   return claims.pages;
+}
+
+bool Holds(Db* db, PageId page) {
+  for (const auto& [p, what] : IndexPages(db)) {
+    if (p == page) return true;
+  }
+  return false;
 }
 
 // One damaged page of the index at a time (a bit flip in its body, on disk): opening, reads,
@@ -142,6 +152,15 @@ TEST_P(ConformanceRecoveryTest, DamagedIndexPagesAreDataLossNeverWrongData) {
   }
   const std::string path = dir.path() + "/grove.data";
   for (const auto& [page, what] : sample) {
+    {
+      // Background work (a compaction) may have moved the page's contents elsewhere since the
+      // sample was taken: then it belongs to the index no more, and damage there harms nothing.
+      auto db = Db::Open(o);
+      ASSERT_TRUE(db.ok()) << db.status().ToString();
+      const bool holds = Holds(db->get(), page);
+      ASSERT_OK((*db)->Close());
+      if (!holds) continue;
+    }
     std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
     const std::streamoff at = static_cast<std::streamoff>(page * 4096 + 100 + page % 3000);
     f.seekg(at);

@@ -165,6 +165,11 @@ class IndexVerifier {
   virtual ~IndexVerifier() = default;
   // The index owns pages [first, first + count).
   virtual void ClaimPages(PageId first, uint32_t count, std::string_view what) = 0;
+  // The index owns pages [first, first + count) that hold nothing it reads: space it keeps
+  // allocated until it may be reused (AHA-tree's retired runs). Claimed like any other page.
+  virtual void ClaimUnusedPages(PageId first, uint32_t count, std::string_view what) {
+    ClaimPages(first, count, what);
+  }
   // A live entry: counted, and its blob (if any) claimed and read back.
   virtual void OnCell(Slice key, Slice cell) = 0;
   // A cell the index still references but that is no entry any more (a replaced cell awaiting

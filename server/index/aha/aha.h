@@ -176,6 +176,7 @@ class AhaTree final : public Index {
   std::atomic<uint64_t> gets_{0}, runs_probed_{0}, filter_skips_{0}, stalls_{0};
   std::atomic<uint64_t> last_error_log_us_{0};
   std::atomic<uint64_t> bulk_load_us_{0};
+  std::atomic<uint64_t> bg_steps_{0};  // background steps that did work (Prepare's pacing)
 
   std::vector<std::string> compact_pointer_;  // per level: where the next compaction starts
 

@@ -76,6 +76,7 @@ void AhaTree::BackgroundLoop() {
     }
     for (;;) {
       StatusOr<bool> did = Step();
+      if (did.ok() && *did) bg_steps_.fetch_add(1);
       drained_cv_.notify_all();
       if (!did.ok()) {
         // Unavailable: not open yet (recovery replays the WAL first), closing or fail-stopped;

@@ -102,7 +102,7 @@ Status AhaTree::Verify(IndexVerifier* v) {
     }
   }
   for (const auto& [first, pages] : space_.RetiredExtents()) {
-    v->ClaimPages(first, pages, "aha retired run");
+    v->ClaimUnusedPages(first, pages, "aha retired run");
   }
 
   // Every key: its newest version is a cell (or a tombstone); the older ones are shadowed cells

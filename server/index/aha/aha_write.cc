@@ -39,8 +39,10 @@ Status AhaTree::Write(const WriteContext& w, Slice key, bool tombstone, Slice ce
 
 Status AhaTree::Prepare(Slice key) {
   // Admission control (the paper's soft limit): writes wait here, outside the write gate and
-  // holding nothing, only while the memtables are twice their budget or level 0 has three times
-  // the runs that start its compaction, so that flushes and compactions keep up. Bounded: a stuck
+  // holding nothing, only while the memtables hold four times the freeze size or level 0 has three
+  // times the runs that start its compaction, so that flushes and compactions keep up. A wait
+  // ends once the background thread finishes a step (so a batch's keys, each prepared in turn, are
+  // paced by the background work rather than each waiting it out), and after 2 s at most: a stuck
   // background thread (a full disk) slows writes down but does not stop them.
   auto over = [&] {
     const Snapshot snap = TakeSnapshot();
@@ -51,7 +53,8 @@ Status AhaTree::Prepare(Slice key) {
   };
   if (!over()) return Status::Ok();
   stalls_.fetch_add(1, std::memory_order_relaxed);
-  for (int i = 0; i < 2000 && over(); ++i) {
+  const uint64_t steps = bg_steps_.load();
+  for (int i = 0; i < 2000 && over() && bg_steps_.load() == steps; ++i) {
     Kick();
     std::unique_lock<std::mutex> lock(bg_mu_);
     if (bg_stop_) break;

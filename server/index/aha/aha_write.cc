@@ -1,5 +1,6 @@
 // AHA-tree writes: the memtable, admission control, and bulk loads into the bottom level.
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -66,10 +67,11 @@ Status AhaTree::Prepare(Slice key) {
 Status AhaTree::BulkLoad(const BulkSource& source) {
   const uint64_t t0 = NowNanos();
   auto v = current();
-  for (const auto& level : v->root) {
-    if (!level.runs.empty() || active_->entries() > 0 || !v->frozen.empty()) {
-      return Status::FailedPrecondition("aha: bulk load needs an empty index");
-    }
+  const bool empty = active_->entries() == 0 && v->frozen.empty() &&
+                     std::all_of(v->root.begin(), v->root.end(),
+                                 [](const aha::Level& l) { return l.runs.empty(); });
+  if (!empty) {
+    return Status::FailedPrecondition("aha: bulk load needs an empty index");
   }
   // The sorted input becomes the bottom level of the root buffer, run by run: the state the
   // paper's first tree formation starts from.

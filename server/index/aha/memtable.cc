@@ -54,11 +54,6 @@ void MemTable::Collect(Slice from, bool from_start, bool inclusive, bool reverse
   }
 }
 
-void MemTable::ForEach(const std::function<void(const Entry&)>& fn) const {
-  MutexLock lock(&mu_);
-  for (const auto& [k, v] : map_) fn(ToEntry(k, v));
-}
-
 void MemTable::ValueCells(std::vector<std::string>* out) const {
   MutexLock lock(&mu_);
   for (const auto& [k, v] : map_) {

@@ -43,8 +43,6 @@ class MemTable {
   // itself included when `inclusive`; with `from_start`, from the first (reverse: last) entry.
   void Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max,
                std::vector<Entry>* out) const;
-  // Every entry in key order (a frozen table's flush).
-  void ForEach(const std::function<void(const Entry&)>& fn) const;
   // Cells of the values held here (tombstones have none).
   void ValueCells(std::vector<std::string>* out) const;
 

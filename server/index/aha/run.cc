@@ -187,11 +187,6 @@ uint32_t RunBuilder::IndexPagesFor(uint64_t fence_bytes) const {
       1, (fence_bytes + (kRegionBytes - kMaxFence) - 1) / (kRegionBytes - kMaxFence)));
 }
 
-uint32_t RunBuilder::PagesIfFinished() const {
-  const uint32_t data = static_cast<uint32_t>(pages_.size()) + (current_.empty() ? 0 : 1);
-  return data + FilterPagesFor(meta_.entries) + IndexPagesFor(fence_bytes_);
-}
-
 bool RunBuilder::Fits(const Entry& e) const {
   const bool new_page = current_.empty() || current_free_ < CellBytes(e);
   const uint32_t data =

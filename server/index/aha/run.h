@@ -132,8 +132,6 @@ class RunBuilder {
   void Add(const Entry& e);
   bool empty() const { return meta_.entries == 0; }
   uint64_t entries() const { return meta_.entries; }
-  // Pages the run takes if finished now.
-  uint32_t PagesIfFinished() const;
 
   // Allocates the extent and writes the run. REQUIRES: !empty(). The builder is spent after.
   StatusOr<std::shared_ptr<Run>> Finish(ExtentSource* extents, DirectPageWriter* writer,

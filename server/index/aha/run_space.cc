@@ -118,10 +118,4 @@ std::vector<std::pair<PageId, uint32_t>> RunSpace::RetiredExtents() const {
 
 uint64_t RunSpace::retired_runs() const { return RetiredExtents().size(); }
 
-uint64_t RunSpace::retired_pages() const {
-  uint64_t n = 0;
-  for (const auto& [first, pages] : RetiredExtents()) n += pages;
-  return n;
-}
-
 }  // namespace grove::aha

@@ -63,7 +63,6 @@ class RunSpace final : public ExtentSource {
   static Status FreeRetiredAtOpen(Slice* in, ExtentAllocator* allocator);
 
   uint64_t retired_runs() const;
-  uint64_t retired_pages() const;
   // Extents of retired and in-flight runs, for Verify (allocated, but no live run's).
   std::vector<std::pair<PageId, uint32_t>> RetiredExtents() const;
 

@@ -103,12 +103,16 @@ std::vector<VariantCase> ConformanceCases() {
       // The paper's LIPP-B+ ablation: every inner conflict makes a child node.
       AulidCase("aulid_lipp_b", {{"mode", "lipp_b"}}),
       AhaCase("aha", {}),
-      // Small memtables, small runs and early compactions: flushes, merges and trivial moves
-      // all through the suite, crash points included.
+      // Small memtables, runs and buffers, a fanout of 4 and early compactions: flushes,
+      // merges, trivial moves, the tree's formation, push-downs and leaf and inner splits all
+      // through the suite, crash points included.
       AhaCase("aha_small_runs", {{"memtable_bytes", "16384"},
                                  {"run_pages", "32"},
                                  {"l0_runs", "2"},
-                                 {"level_ratio", "2"}}),
+                                 {"level_ratio", "2"},
+                                 {"fanout", "4"},
+                                 {"node_pages", "64"},
+                                 {"node_l0_runs", "2"}}),
   };
   const char* all = std::getenv("GROVE_CONFORMANCE");
   if (all != nullptr && std::string(all) == "all") {

@@ -28,24 +28,31 @@ StatusOr<Config> ParseConfig(const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(c.level_ratio, ParseDoubleParam(params, "level_ratio", 2.0, 100.0));
   GROVE_ASSIGN_OR_RETURN(const uint64_t ra, ParseUintParam(params, "readahead_pages", 1, 64));
   c.readahead_pages = static_cast<uint32_t>(ra);
+  GROVE_ASSIGN_OR_RETURN(const uint64_t fanout, ParseUintParam(params, "fanout", 2, 4096));
+  c.fanout = static_cast<uint32_t>(fanout);
+  GROVE_ASSIGN_OR_RETURN(c.node_pages, ParseUintParam(params, "node_pages", 16, 1u << 24));
+  if (c.node_pages < 2ull * c.run_pages) {
+    return Status::InvalidArgument(fmt::format(
+        "index.params.node_pages ({}) must be at least twice index.params.run_pages ({}): a leaf "
+        "splits into leaves of half a buffer, each of whole runs",
+        c.node_pages, c.run_pages));
+  }
+  GROVE_ASSIGN_OR_RETURN(const uint64_t nl0, ParseUintParam(params, "node_l0_runs", 1, 64));
+  c.node_l0_runs = static_cast<uint32_t>(nl0);
   return c;
-}
-
-uint64_t Level::pages() const {
-  uint64_t n = 0;
-  for (const auto& r : runs) n += r->meta().pages;
-  return n;
 }
 
 }  // namespace aha
 
 using aha::Level;
+using aha::Node;
 using aha::Run;
 using aha::Version;
 
 namespace {
 
-constexpr uint32_t kMetadataVersion = 1;
+// 1: the root buffer's levels; 2: the tree (node.h), root first.
+constexpr uint32_t kMetadataVersion = 2;
 // The memtable needs room for one active and one frozen table of at least this much.
 constexpr uint64_t kMinFreezeBytes = 64 << 10;
 
@@ -56,7 +63,7 @@ VariantSpec AhaTree::Spec() {
   spec.name = "aha";
   spec.summary =
       "AHA-tree: a buffer tree whose nodes own LSM buffers (root: memtable and levels of sorted "
-      "runs with Bloom filters); so far the root alone, before the first tree formation";
+      "runs with Bloom filters), pushed down by moving runs; leaves split multi-way";
   spec.params = {
       {"buffer_pool_share", "0.75", false,
        "share of cache_bytes for the buffer pool (run pages, filters); the rest holds the "
@@ -70,6 +77,12 @@ VariantSpec AhaTree::Spec() {
       {"root_levels", "3", false, "disk levels of the root buffer, level 0 included (2..8)"},
       {"level_ratio", "10", false, "size ratio of consecutive levels (2..100)"},
       {"readahead_pages", "8", false, "pages a scan reads per IO within a run (1..64)"},
+      {"fanout", "64", false, "most children of a tree node (2..4096)"},
+      {"node_pages", "2048", false,
+       "size limit of a node's buffer in pages (at least 2 x run_pages): an inner node over it "
+       "pushes its bottom level down, a leaf over it splits"},
+      {"node_l0_runs", "8", false,
+       "runs pushed into a node's level 0 that start its compaction (1..64)"},
   };
   spec.page_types = {{static_cast<uint16_t>(aha::kRunData), "aha run data page"},
                      {static_cast<uint16_t>(aha::kRunFilter), "aha run filter page"},
@@ -114,41 +127,57 @@ StatusOr<std::unique_ptr<Index>> AhaTree::Open(const IndexContext& ctx, const Pa
 
 Status AhaTree::Restore(Slice* in) {
   auto v = std::make_shared<Version>();
-  v->root.resize(cfg_.root_levels);
+  auto root = std::make_shared<Node>();
+  root->levels.resize(cfg_.root_levels);
+  v->root = root;
   if (in == nullptr) {
     Publish(std::move(v));
     return Status::Ok();
   }
-  uint32_t version, levels;
-  if (!GetVarint32(in, &version) || version != kMetadataVersion) {
+  uint32_t version;
+  if (!GetVarint32(in, &version) || (version != 1 && version != kMetadataVersion)) {
     return Status::DataLoss("aha metadata in the manifest is of another format version");
   }
-  if (!GetVarint32(in, &levels) || levels == 0 || levels > 64) {
-    return Status::DataLoss("aha metadata: malformed level count");
+  aha::OpenRunFn open = [&](const aha::RunMeta& m) -> StatusOr<std::shared_ptr<const Run>> {
+    GROVE_ASSIGN_OR_RETURN(std::shared_ptr<Run> run, Run::Open(pool_, m));
+    return std::shared_ptr<const Run>(std::move(run));
+  };
+  std::shared_ptr<const Node> decoded;
+  if (version == 1) {
+    // The root buffer's levels alone: a tree that has not formed yet.
+    uint32_t levels;
+    if (!GetVarint32(in, &levels) || levels == 0 || levels > 64) {
+      return Status::DataLoss("aha metadata: malformed level count");
+    }
+    auto n = std::make_shared<Node>();
+    n->levels.resize(levels);
+    for (uint32_t l = 0; l < levels; ++l) {
+      uint64_t count;
+      if (!GetVarint64(in, &count) || count > (1u << 24)) {
+        return Status::DataLoss(fmt::format("aha metadata: malformed level {}", l));
+      }
+      for (uint64_t i = 0; i < count; ++i) {
+        aha::RunMeta m;
+        GROVE_RETURN_IF_ERROR(aha::RunMeta::DecodeFrom(in, &m));
+        GROVE_ASSIGN_OR_RETURN(auto run, open(m));
+        n->levels[l].runs.push_back(std::move(run));
+      }
+    }
+    decoded = std::move(n);
+  } else {
+    GROVE_ASSIGN_OR_RETURN(decoded, aha::DecodeNode(in, open));
   }
-  if (levels > cfg_.root_levels) {
+  if (decoded->levels.size() > cfg_.root_levels) {
     return Status::InvalidArgument(fmt::format(
         "index.params.root_levels: the data directory's root buffer has {} levels, more than {}",
-        levels, cfg_.root_levels));
-  }
-  std::vector<std::vector<aha::RunMeta>> metas(levels);
-  for (uint32_t l = 0; l < levels; ++l) {
-    uint64_t n;
-    if (!GetVarint64(in, &n) || n > (1u << 24)) {
-      return Status::DataLoss(fmt::format("aha metadata: malformed level {}", l));
-    }
-    metas[l].resize(n);
-    for (auto& m : metas[l]) GROVE_RETURN_IF_ERROR(aha::RunMeta::DecodeFrom(in, &m));
+        decoded->levels.size(), cfg_.root_levels));
   }
   // The extents this checkpoint no longer names but still counted as allocated.
   GROVE_RETURN_IF_ERROR(aha::RunSpace::FreeRetiredAtOpen(in, ctx_.allocator));
   if (!in->empty()) return Status::DataLoss("aha metadata: trailing bytes");
-  for (uint32_t l = 0; l < levels; ++l) {
-    for (const auto& m : metas[l]) {
-      GROVE_ASSIGN_OR_RETURN(std::shared_ptr<Run> run, Run::Open(pool_, m));
-      v->root[l].runs.push_back(std::move(run));
-    }
-  }
+  auto top = std::make_shared<Node>(*decoded);
+  top->levels.resize(cfg_.root_levels);
+  v->root = std::move(top);
   Publish(std::move(v));
   return Status::Ok();
 }
@@ -192,11 +221,7 @@ std::string AhaTree::SerializeMetadata() {
   const auto v = current();
   std::string s;
   PutVarint32(&s, kMetadataVersion);
-  PutVarint32(&s, static_cast<uint32_t>(v->root.size()));
-  for (const Level& level : v->root) {
-    PutVarint64(&s, level.runs.size());
-    for (const auto& r : level.runs) r->meta().EncodeTo(&s);
-  }
+  aha::EncodeNode(*v->root, &s);
   space_.Serialize(&s);
   return s;
 }
@@ -218,11 +243,9 @@ IndexStats AhaTree::GetStats() {
   const Snapshot snap = TakeSnapshot();
   IndexStats s;
   s.variant = "aha";
-  s.height = 1;
   auto& x = s.extra;
   uint64_t runs = 0, filter = 0, index = 0, data = 0, fence_bytes = 0, versions = 0;
-  for (size_t l = 0; l < snap.version->root.size(); ++l) {
-    const Level& level = snap.version->root[l];
+  auto count = [&](const Level& level) {
     uint64_t bytes = 0;
     for (const auto& r : level.runs) {
       const auto& m = r->meta();
@@ -234,9 +257,49 @@ IndexStats AhaTree::GetStats() {
       fence_bytes += r->memory_bytes();
     }
     runs += level.runs.size();
-    x[fmt::format("root_level{}_runs", l)] = static_cast<double>(level.runs.size());
-    x[fmt::format("root_level{}_bytes", l)] = static_cast<double>(bytes);
+    return bytes;
+  };
+  const Node& root = *snap.version->root;
+  for (size_t l = 0; l < root.levels.size(); ++l) {
+    x[fmt::format("root_level{}_runs", l)] = static_cast<double>(root.levels[l].runs.size());
+    x[fmt::format("root_level{}_bytes", l)] = static_cast<double>(count(root.levels[l]));
   }
+  // Below the root: buffer bytes and runs per depth (1: the root's children), and the nodes.
+  std::vector<uint64_t> depth_bytes, depth_runs;
+  uint64_t leaves = 0, inner = 0, leaf_bytes = 0;
+  std::vector<std::pair<const Node*, size_t>> stack;
+  for (const auto& c : root.children) stack.emplace_back(c.get(), 1);
+  while (!stack.empty()) {
+    auto [n, depth] = stack.back();
+    stack.pop_back();
+    if (depth_bytes.size() <= depth) {
+      depth_bytes.resize(depth + 1);
+      depth_runs.resize(depth + 1);
+    }
+    for (const Level& level : n->levels) {
+      const uint64_t bytes = count(level);
+      depth_bytes[depth] += bytes;
+      depth_runs[depth] += level.runs.size();
+      if (n->leaf()) leaf_bytes += bytes;
+    }
+    (n->leaf() ? leaves : inner) += 1;
+    for (const auto& c : n->children) stack.emplace_back(c.get(), depth + 1);
+  }
+  for (size_t d = 1; d < depth_bytes.size(); ++d) {
+    x[fmt::format("depth{}_buffer_bytes", d)] = static_cast<double>(depth_bytes[d]);
+    x[fmt::format("depth{}_runs", d)] = static_cast<double>(depth_runs[d]);
+  }
+  s.height = aha::Height(root);
+  x["leaves"] = static_cast<double>(leaves);
+  x["inner_nodes"] = static_cast<double>(inner);
+  x["leaf_buffer_bytes"] = static_cast<double>(leaf_bytes);
+  x["formations_total"] = static_cast<double>(formations_.load());
+  x["pushdowns_total"] = static_cast<double>(pushdowns_.load());
+  x["runs_moved_total"] = static_cast<double>(runs_moved_.load());
+  x["runs_cut_total"] = static_cast<double>(runs_cut_.load());
+  x["leaf_splits_total"] = static_cast<double>(leaf_splits_.load());
+  x["inner_splits_total"] = static_cast<double>(inner_splits_.load());
+  x["node_compactions_total"] = static_cast<double>(node_compactions_.load());
   // What a lookup reads besides data pages: the filter pages play the inner nodes' part (the
   // index pages are read once, when a run is opened, and kept in memory as fence keys).
   s.inner_pages = filter;

@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -51,6 +52,7 @@
 #include "buffer/buffer_pool.h"
 #include "index/aha/memtable.h"
 #include "index/aha/merge.h"
+#include "index/aha/node.h"
 #include "index/aha/run.h"
 #include "index/aha/run_space.h"
 #include "index/variant.h"
@@ -69,21 +71,17 @@ struct Config {
   uint32_t root_levels = 3;  // the rootLSM's disk levels: L0, L1, L2
   double level_ratio = 10;
   uint32_t readahead_pages = 8;  // scan read-ahead within a run
+  uint32_t fanout = 64;          // most children of a node
+  uint64_t node_pages = 2048;    // a node buffer's size limit (pages, >= 2 x run_pages)
+  uint32_t node_l0_runs = 8;     // level 0 runs of a node buffer that start its compaction
 };
 
 StatusOr<Config> ParseConfig(const ParamMap& params);
 
-// A level of a buffer. Level 0: runs that may overlap, newest first. Deeper: disjoint, in key
-// order.
-struct Level {
-  std::vector<std::shared_ptr<const Run>> runs;
-  uint64_t pages() const;
-};
-
 // What readers see; immutable once published.
 struct Version {
   std::vector<std::shared_ptr<const MemTable>> frozen;  // being flushed, newest first
-  std::vector<Level> root;                              // the rootLSM's disk levels
+  std::shared_ptr<const Node> root;                     // its levels are the rootLSM's disk levels
 };
 
 }  // namespace aha
@@ -144,19 +142,53 @@ class AhaTree final : public Index {
   StatusOr<bool> Step();
   Status Freeze();
   Status FlushOldest();
-  // Level `from` into level from + 1 (from 0: every run of level 0).
-  Status Compact(size_t from);
-  // The level that most needs a compaction (score >= 1), or -1.
+  // Level `from` of the node at `path` into level from + 1 (from 0: every run of level 0), cut
+  // at the node's routing keys (guarded compaction).
+  Status Compact(const aha::Path& path, size_t from);
+  // The level of the root buffer that most needs a compaction (score >= 1), or -1. The last
+  // level's score says when to push it down (or form the tree).
   int PickCompaction(const aha::Version& v) const;
-  // Merges `sources` (freshest first) into runs cut at `run_pages`; written in units of one run.
-  // Shadowed versions' cells go to *released; tombstones are dropped with `bottom`.
+  // Merges `sources` (freshest first) into runs cut at `run_pages` and at `guards` (sorted; may
+  // be null); written in units of one run. Shadowed versions' cells go to *released; tombstones
+  // are dropped with `bottom`.
   Status WriteRuns(std::vector<std::unique_ptr<aha::Source>> sources, bool bottom,
+                   const std::vector<std::string>* guards,
                    std::vector<std::shared_ptr<const aha::Run>>* out,
                    std::vector<std::string>* released);
   // Writes the builder's run, in a unit of its own unless `in_unit` is false (bulk loads).
   Status FinishRun(aha::RunBuilder* builder, std::vector<std::shared_ptr<const aha::Run>>* out,
                    bool in_unit);
+  // Makes background work visible in one unit: `edit` changes a copy of the current version,
+  // `outputs` become installed, `retired` are retired and `released` cells released. The
+  // outputs are abandoned when the unit fails.
+  Status Install(const std::function<void(aha::Version*)>& edit,
+                 const std::vector<std::shared_ptr<const aha::Run>>& outputs,
+                 const std::vector<std::shared_ptr<const aha::Run>>& retired,
+                 const std::vector<std::string>& released);
   void AbandonOutputs(const std::vector<std::shared_ptr<const aha::Run>>& outputs);
+
+  // --- The tree (aha_tree.cc) ---
+  enum class NodeWorkKind { kNone, kCompact, kEmpty, kSplitLeaf, kSplitInner };
+  struct NodeWork {
+    NodeWorkKind kind = NodeWorkKind::kNone;
+    aha::Path path;
+  };
+  // The first node, parents before children, over a limit: too many children, a buffer over
+  // node_pages or with too many level 0 runs.
+  NodeWork FindNodeWork(const aha::Version& v) const;
+  Status DoNodeWork(const NodeWork& w);
+  // Level-emptying: the bottom level of the node's buffer moves to its children's level 0 (a
+  // run straddling a routing key is cut first). The root as a leaf: the first tree formation.
+  Status EmptyLevel(const aha::Path& path);
+  Status FormTree();
+  // A leaf's whole buffer compacted and shared out among new sibling leaves (multi-way split).
+  Status SplitLeaf(const aha::Path& path);
+  // A node with too many children split in two, its buffer split at the separator. The root
+  // keeps its buffer and gets two children instead.
+  Status SplitInner(const aha::Path& path);
+  // `run` rewritten into pieces cut at `guards`; nothing is dropped.
+  Status CutRun(const std::shared_ptr<const aha::Run>& run, const std::vector<std::string>& guards,
+                std::vector<std::shared_ptr<const aha::Run>>* pieces);
   void NoteBackgroundError(const char* what, const Status& s);
 
   IndexContext ctx_;
@@ -178,7 +210,13 @@ class AhaTree final : public Index {
   std::atomic<uint64_t> bulk_load_us_{0};
   std::atomic<uint64_t> bg_steps_{0};  // background steps that did work (Prepare's pacing)
 
-  std::vector<std::string> compact_pointer_;  // per level: where the next compaction starts
+  std::atomic<uint64_t> formations_{0}, pushdowns_{0}, runs_moved_{0}, runs_cut_{0},
+      leaf_splits_{0}, inner_splits_{0}, node_compactions_{0};
+
+  // Background thread only.
+  std::vector<std::string> compact_pointer_;  // per root level: where the next compaction starts
+  bool tree_work_ = true;                     // the tree may have a node over its limits
+  bool prefer_nodes_ = false;                 // alternates root compactions and node work
 
   std::mutex bg_mu_;
   std::condition_variable bg_cv_;       // wakes the background thread

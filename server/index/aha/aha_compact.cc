@@ -108,9 +108,28 @@ StatusOr<bool> AhaTree::Step() {
     GROVE_RETURN_IF_ERROR(FlushOldest());
     return true;
   }
+  // The root's level 0 first (writers wait on it); otherwise root compactions and work on the
+  // nodes below take turns, so neither starves the other.
   const int level = PickCompaction(*snap.version);
+  NodeWork work;
+  if (tree_work_) {
+    work = FindNodeWork(*snap.version);
+    if (work.kind == NodeWorkKind::kNone) tree_work_ = false;
+  }
+  const bool node_turn =
+      work.kind != NodeWorkKind::kNone && (level < 0 || (level > 0 && prefer_nodes_));
+  if (node_turn) {
+    prefer_nodes_ = false;
+    GROVE_RETURN_IF_ERROR(DoNodeWork(work));
+    return true;
+  }
   if (level < 0) return false;
-  GROVE_RETURN_IF_ERROR(Compact(static_cast<size_t>(level)));
+  prefer_nodes_ = true;
+  if (static_cast<size_t>(level) + 1 == snap.version->root->levels.size()) {
+    GROVE_RETURN_IF_ERROR(EmptyLevel({}));
+  } else {
+    GROVE_RETURN_IF_ERROR(Compact({}, static_cast<size_t>(level)));
+  }
   return true;
 }
 
@@ -132,39 +151,35 @@ Status AhaTree::FlushOldest() {
   sources.push_back(aha::NewMemTableSource(table, "", true, false));
   std::vector<std::shared_ptr<const Run>> out;
   std::vector<std::string> released;  // one source: nothing is shadowed
-  Status s = WriteRuns(std::move(sources), /*bottom=*/false, &out, &released);
-  if (s.ok()) {
-    s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
-      auto next = std::make_shared<Version>(*current());
-      std::erase_if(next->frozen, [&](const auto& t) { return t.get() == table.get(); });
-      auto& l0 = next->root[0].runs;
-      l0.insert(l0.begin(), out.begin(), out.end());
-      for (const auto& r : out) space_.Installed(*r);
-      Publish(std::move(next));
-      return Status::Ok();
-    });
-  }
-  if (!s.ok()) {
+  if (Status s = WriteRuns(std::move(sources), /*bottom=*/false, nullptr, &out, &released);
+      !s.ok()) {
     AbandonOutputs(out);
     return s;
   }
+  GROVE_RETURN_IF_ERROR(Install(
+      [&](Version* next) {
+        std::erase_if(next->frozen, [&](const auto& t) { return t.get() == table.get(); });
+        auto& l0 = aha::CopyPath(&next->root, {})[0]->levels[0].runs;
+        l0.insert(l0.begin(), out.begin(), out.end());
+      },
+      out, {}, {}));
   flushes_.fetch_add(1, std::memory_order_relaxed);
   for (const auto& r : out) flush_bytes_.fetch_add(r->meta().pages * kPageSize);
   return Status::Ok();
 }
 
 int AhaTree::PickCompaction(const Version& v) const {
+  const auto& levels = v.root->levels;
   double best = 1.0;
   int level = -1;
-  const double l0 = static_cast<double>(v.root[0].runs.size()) / cfg_.l0_runs;
+  const double l0 = static_cast<double>(levels[0].runs.size()) / cfg_.l0_runs;
   if (l0 >= best) {
     best = l0;
     level = 0;
   }
-  // The last level has no limit until the first tree formation pushes its data down.
-  for (size_t l = 1; l + 1 < v.root.size(); ++l) {
+  for (size_t l = 1; l < levels.size(); ++l) {
     const double score =
-        static_cast<double>(v.root[l].pages()) / static_cast<double>(LevelLimitPages(l));
+        static_cast<double>(levels[l].pages()) / static_cast<double>(LevelLimitPages(l));
     if (score >= best) {
       best = score;
       level = static_cast<int>(l);
@@ -173,15 +188,17 @@ int AhaTree::PickCompaction(const Version& v) const {
   return level;
 }
 
-Status AhaTree::Compact(size_t from) {
+Status AhaTree::Compact(const aha::Path& path, size_t from) {
   const auto v = current();
+  const aha::Node& node = aha::NodeAt(*v->root, path);
   const size_t to = from + 1;
   std::vector<std::shared_ptr<const Run>> upper;  // inputs from `from`, freshest first
   if (from == 0) {
-    upper = v->root[0].runs;
+    upper = node.levels[0].runs;
   } else {
-    // Round robin over the level's key space, as LevelDB's compaction pointer does.
-    const auto& runs = v->root[from].runs;
+    // Round robin over the level's key space, as LevelDB's compaction pointer does (the root's
+    // levels only: below the root, only level 0 is compacted).
+    const auto& runs = node.levels[from].runs;
     std::string& pointer = compact_pointer_[from];
     auto it = std::find_if(runs.begin(), runs.end(),
                            [&](const auto& r) { return r->meta().min_key > pointer; });
@@ -196,16 +213,18 @@ Status AhaTree::Compact(size_t from) {
     hi = std::max(hi, r->meta().max_key);
   }
   std::vector<std::shared_ptr<const Run>> lower;
-  for (const auto& r : v->root[to].runs) {
+  for (const auto& r : node.levels[to].runs) {
     if (r->meta().max_key >= lo && r->meta().min_key <= hi) lower.push_back(r);
   }
-  const bool bottom = to + 1 == v->root.size();
+  // Tombstones go where nothing older can lie below: the last level of a leaf.
+  const bool bottom = to + 1 == node.levels.size() && node.leaf();
+  const bool moved = from > 0 && lower.empty();  // a trivial move: nothing to merge with
 
-  std::vector<std::shared_ptr<const Run>> out;
+  std::vector<std::shared_ptr<const Run>> out, retired;
   std::vector<std::string> released;
   uint64_t read_bytes = 0;
-  if (from > 0 && lower.empty()) {
-    out = upper;  // a trivial move: nothing to merge with
+  if (moved) {
+    out = upper;
   } else {
     std::vector<std::unique_ptr<aha::Source>> sources;
     for (const auto& r : upper) {
@@ -218,33 +237,30 @@ Status AhaTree::Compact(size_t from) {
       sources.push_back(
           aha::NewLevelSource(pool_, lower, "", true, false, IoCause::kCompaction, cfg_.run_pages));
     }
-    if (Status s = WriteRuns(std::move(sources), bottom, &out, &released); !s.ok()) {
+    if (Status s = WriteRuns(std::move(sources), bottom, &node.pivots, &out, &released); !s.ok()) {
       AbandonOutputs(out);  // the runs written before the failure
       return s;
     }
+    retired = upper;
+    retired.insert(retired.end(), lower.begin(), lower.end());
   }
-  const bool moved = from > 0 && lower.empty();
-  Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
-    auto next = std::make_shared<Version>(*current());
-    EraseRuns(&next->root[from].runs, upper);
-    EraseRuns(&next->root[to].runs, lower);
-    auto& dst = next->root[to].runs;
-    dst.insert(dst.end(), out.begin(), out.end());
-    SortByKey(&dst);
-    if (!moved) {
-      for (const auto& r : out) space_.Installed(*r);
-      for (const auto& r : upper) space_.Retire(r);
-      for (const auto& r : lower) space_.Retire(r);
-    }
-    for (const std::string& cell : released) ctx_.services->ReleaseCell(cell);
-    Publish(std::move(next));
-    return Status::Ok();
-  });
-  if (!s.ok()) {
-    if (!moved) AbandonOutputs(out);
-    return s;
+  const std::vector<std::shared_ptr<const Run>> none;
+  GROVE_RETURN_IF_ERROR(Install(
+      [&](Version* next) {
+        aha::Node* n = aha::CopyPath(&next->root, path).back();
+        EraseRuns(&n->levels[from].runs, upper);
+        EraseRuns(&n->levels[to].runs, lower);
+        auto& dst = n->levels[to].runs;
+        dst.insert(dst.end(), out.begin(), out.end());
+        SortByKey(&dst);
+      },
+      moved ? none : out, retired, released));
+  if (!path.empty()) {
+    node_compactions_.fetch_add(1, std::memory_order_relaxed);
+    tree_work_ = true;
+  } else {
+    compactions_.fetch_add(1, std::memory_order_relaxed);
   }
-  compactions_.fetch_add(1, std::memory_order_relaxed);
   cells_released_.fetch_add(released.size(), std::memory_order_relaxed);
   if (!moved) {
     compaction_bytes_read_.fetch_add(read_bytes, std::memory_order_relaxed);
@@ -256,24 +272,32 @@ Status AhaTree::Compact(size_t from) {
 }
 
 Status AhaTree::WriteRuns(std::vector<std::unique_ptr<aha::Source>> sources, bool bottom,
+                          const std::vector<std::string>* guards,
                           std::vector<std::shared_ptr<const Run>>* out,
                           std::vector<std::string>* released) {
   aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
   const aha::RunOptions options{cfg_.run_pages, cfg_.bloom_bits_per_key};
   aha::RunBuilder builder(options);
   uint64_t dropped = 0;
+  // The first guard above the run being built: a run never spans one (guarded compaction).
+  const std::string* next_guard = nullptr;
   for (; merge.Valid(); merge.Next()) {
     for (const Entry& old : merge.shadowed()) {
       if (!old.tombstone) released->push_back(old.cell);
     }
     const Entry& e = merge.entry();
-    if (bottom && e.tombstone) {  // nothing older lies below the last level
+    if (bottom && e.tombstone) {  // nothing older lies below
       ++dropped;
       continue;
     }
-    if (!builder.Fits(e)) {
+    const bool crosses = next_guard != nullptr && Slice(e.key).compare(*next_guard) >= 0;
+    if (!builder.empty() && (crosses || !builder.Fits(e))) {
       GROVE_RETURN_IF_ERROR(FinishRun(&builder, out, /*in_unit=*/true));
       builder = aha::RunBuilder(options);
+    }
+    if (builder.empty() && guards != nullptr) {
+      auto it = std::upper_bound(guards->begin(), guards->end(), e.key);
+      next_guard = it == guards->end() ? nullptr : &*it;
     }
     builder.Add(e);
   }
@@ -281,6 +305,23 @@ Status AhaTree::WriteRuns(std::vector<std::unique_ptr<aha::Source>> sources, boo
   if (!builder.empty()) GROVE_RETURN_IF_ERROR(FinishRun(&builder, out, /*in_unit=*/true));
   tombstones_dropped_.fetch_add(dropped, std::memory_order_relaxed);
   return Status::Ok();
+}
+
+Status AhaTree::Install(const std::function<void(Version*)>& edit,
+                        const std::vector<std::shared_ptr<const Run>>& outputs,
+                        const std::vector<std::shared_ptr<const Run>>& retired,
+                        const std::vector<std::string>& released) {
+  Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+    auto next = std::make_shared<Version>(*current());
+    edit(next.get());
+    for (const auto& r : outputs) space_.Installed(*r);
+    for (const auto& r : retired) space_.Retire(r);
+    for (const std::string& cell : released) ctx_.services->ReleaseCell(cell);
+    Publish(std::move(next));
+    return Status::Ok();
+  });
+  if (!s.ok()) AbandonOutputs(outputs);
+  return s;
 }
 
 Status AhaTree::FinishRun(aha::RunBuilder* builder, std::vector<std::shared_ptr<const Run>>* out,

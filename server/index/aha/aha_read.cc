@@ -39,7 +39,8 @@ StatusOr<bool> AhaTree::Get(Slice key, std::string* cell) {
   for (const auto& t : snap.version->frozen) {
     if (t->Get(key, &e)) return answer();
   }
-  // Freshest first: level 0 newest run first, then one run per deeper level.
+  // Freshest first: the root's buffer, then each buffer on the path down to the leaf; within a
+  // buffer level 0 newest run first, then one run per deeper level.
   uint64_t probed = 0, skipped = 0;
   auto probe = [&](const Run& r) -> StatusOr<bool> {
     ++probed;
@@ -50,20 +51,23 @@ StatusOr<bool> AhaTree::Get(Slice key, std::string* cell) {
   };
   StatusOr<bool> result = false;
   bool done = false;
-  for (size_t l = 0; l < snap.version->root.size() && !done; ++l) {
-    const Level& level = snap.version->root[l];
-    if (l == 0) {
-      for (const auto& r : level.runs) {
-        if (!r->Covers(key)) continue;
-        result = probe(*r);
-        if (!result.ok() || *result) {
-          done = true;
-          break;
+  for (const aha::Node* node = snap.version->root.get(); node != nullptr && !done;
+       node = node->leaf() ? nullptr : node->children[node->ChildFor(key)].get()) {
+    for (size_t l = 0; l < node->levels.size() && !done; ++l) {
+      const Level& level = node->levels[l];
+      if (l == 0) {
+        for (const auto& r : level.runs) {
+          if (!r->Covers(key)) continue;
+          result = probe(*r);
+          if (!result.ok() || *result) {
+            done = true;
+            break;
+          }
         }
+      } else if (const Run* r = RunFor(level, key); r != nullptr) {
+        result = probe(*r);
+        done = !result.ok() || *result;
       }
-    } else if (const Run* r = RunFor(level, key); r != nullptr) {
-      result = probe(*r);
-      done = !result.ok() || *result;
     }
   }
   runs_probed_.fetch_add(probed, std::memory_order_relaxed);
@@ -77,9 +81,9 @@ namespace {
 // Live entries of a merge within [lower, upper) (reverse: downward from below upper).
 class AhaCursor final : public IndexCursor {
  public:
-  AhaCursor(AhaTree::Snapshot snap, std::unique_ptr<aha::MergingIterator> merge,
-            const CursorOptions& o)
-      : snap_(std::move(snap)), merge_(std::move(merge)), o_(o) {
+  AhaCursor(AhaTree::Snapshot snap, std::unique_ptr<aha::ScanContext> scan,
+            std::unique_ptr<aha::MergingIterator> merge, const CursorOptions& o)
+      : snap_(std::move(snap)), scan_(std::move(scan)), merge_(std::move(merge)), o_(o) {
     Settle();
   }
   bool Valid() const override { return valid_; }
@@ -110,7 +114,8 @@ class AhaCursor final : public IndexCursor {
     }
   }
 
-  AhaTree::Snapshot snap_;  // keeps the runs and memtables alive
+  AhaTree::Snapshot snap_;                  // keeps the runs and memtables alive
+  std::unique_ptr<aha::ScanContext> scan_;  // the tree's sources refer to it
   std::unique_ptr<aha::MergingIterator> merge_;
   CursorOptions o_;
   bool valid_ = false;
@@ -127,21 +132,14 @@ StatusOr<std::unique_ptr<IndexCursor>> AhaTree::NewCursor(const CursorOptions& o
   for (const auto& t : snap.version->frozen) {
     sources.push_back(aha::NewMemTableSource(t, start, from_start, o.reverse));
   }
-  for (size_t l = 0; l < snap.version->root.size(); ++l) {
-    const Level& level = snap.version->root[l];
-    if (l == 0) {
-      for (const auto& r : level.runs) {
-        if (!r->Overlaps(o.lower, o.upper, o.has_upper)) continue;
-        sources.push_back(aha::NewRunSource(pool_, r, start, from_start, o.reverse, IoCause::kScan,
-                                            cfg_.readahead_pages));
-      }
-    } else if (!level.runs.empty()) {
-      sources.push_back(aha::NewLevelSource(pool_, level.runs, start, from_start, o.reverse,
-                                            IoCause::kScan, cfg_.readahead_pages));
-    }
-  }
+  // The tree, below the memtables: its nodes are opened as the scan reaches them.
+  auto scan = std::make_unique<aha::ScanContext>(aha::ScanContext{
+      pool_, IoCause::kScan, cfg_.readahead_pages, o.lower, o.upper, o.has_upper, o.reverse});
+  sources.push_back(
+      aha::NewNodeSource(scan.get(), snap.version->root, aha::KeyRange{}, start, from_start));
   auto merge = std::make_unique<aha::MergingIterator>(std::move(sources), o.reverse, false);
-  return std::unique_ptr<IndexCursor>(new AhaCursor(std::move(snap), std::move(merge), o));
+  return std::unique_ptr<IndexCursor>(
+      new AhaCursor(std::move(snap), std::move(scan), std::move(merge), o));
 }
 
 }  // namespace grove

@@ -1,6 +1,7 @@
-// AHA-tree Verify: every run's pages, order, bounds and filter; the levels' shape; the freshness
-// invariant (a fresher buffer never holds an older version of a key than a buffer below it); and
-// the cells, live and shadowed, for the engine's value store accounting.
+// AHA-tree Verify: the tree's shape (routing keys, buffer levels, runs inside their node's range);
+// every run's pages, order, bounds and filter; the freshness invariant (a fresher buffer never
+// holds an older version of a key than a buffer below it); and the cells, live and shadowed, for
+// the engine's value store accounting.
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@ namespace grove {
 
 using aha::Entry;
 using aha::Level;
+using aha::Node;
 using aha::Run;
 
 namespace {
@@ -65,64 +67,129 @@ void VerifyRun(BufferPool* pool, const Run& run, const std::string& where, Index
   }
 }
 
+std::string NodeName(const aha::Path& path) {
+  if (path.empty()) return "aha root";
+  std::string s = "aha node";
+  for (size_t i : path) s += fmt::format("/{}", i);
+  return s;
+}
+
 }  // namespace
 
 Status AhaTree::Verify(IndexVerifier* v) {
   const Snapshot snap = TakeSnapshot();
-  const auto& levels = snap.version->root;
-  std::vector<std::unique_ptr<aha::Source>> sources;
-  std::vector<std::string> names;  // per source, for messages
-  sources.push_back(aha::NewMemTableSource(snap.active, "", true, false));
-  names.push_back("the active memtable");
-  for (size_t i = 0; i < snap.version->frozen.size(); ++i) {
-    sources.push_back(aha::NewMemTableSource(snap.version->frozen[i], "", true, false));
-    names.push_back(fmt::format("frozen memtable {}", i));
-  }
-  for (size_t l = 0; l < levels.size(); ++l) {
-    const Level& level = levels[l];
-    for (size_t i = 0; i < level.runs.size(); ++i) {
-      const Run& r = *level.runs[i];
-      const std::string where =
-          fmt::format("aha root level {} run {} (page {})", l, i, r.meta().first);
-      v->ClaimPages(r.meta().first, r.meta().pages, "aha run");
-      VerifyRun(pool_, r, where, v);
-      if (l > 0 && i > 0 && level.runs[i - 1]->meta().max_key >= r.meta().min_key) {
-        v->Problem(where + ": overlaps the run before it in a level that must be disjoint");
-      }
-      if (l == 0) {
-        sources.push_back(aha::NewRunSource(pool_, level.runs[i], "", true, false, IoCause::kScan,
-                                            cfg_.readahead_pages));
-        names.push_back(where);
+  // Structure first, node by node: routing keys, level shapes, every run inside its node's range
+  // (and checked once, page by page).
+  struct Frame {
+    const Node* node;
+    aha::Path path;
+    aha::KeyRange range;
+  };
+  std::vector<Frame> stack{{snap.version->root.get(), {}, {}}};
+  std::vector<Frame> leaves;
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    const Node& n = *f.node;
+    const std::string name = NodeName(f.path);
+    const size_t want = f.path.empty() ? cfg_.root_levels : aha::kNodeLevels;
+    if (n.levels.size() != want) {
+      v->Problem(fmt::format("{}: {} buffer levels, {} expected", name, n.levels.size(), want));
+    }
+    for (size_t l = 0; l < n.levels.size(); ++l) {
+      const Level& level = n.levels[l];
+      for (size_t i = 0; i < level.runs.size(); ++i) {
+        const Run& r = *level.runs[i];
+        const std::string where =
+            fmt::format("{} level {} run {} (page {})", name, l, i, r.meta().first);
+        v->ClaimPages(r.meta().first, r.meta().pages, "aha run");
+        VerifyRun(pool_, r, where, v);
+        if (!f.range.Contains(r.meta().min_key) || !f.range.Contains(r.meta().max_key)) {
+          v->Problem(where + ": holds keys outside its node's range");
+        }
+        if (l > 0 && i > 0 && level.runs[i - 1]->meta().max_key >= r.meta().min_key) {
+          v->Problem(where + ": overlaps the run before it in a level that must be disjoint");
+        }
       }
     }
-    if (l > 0 && !level.runs.empty()) {
-      sources.push_back(aha::NewLevelSource(pool_, level.runs, "", true, false, IoCause::kScan,
-                                            cfg_.readahead_pages));
-      names.push_back(fmt::format("aha root level {}", l));
+    if (n.leaf()) {
+      leaves.push_back(f);
+      continue;
+    }
+    if (n.pivots.size() + 1 != n.children.size()) {
+      v->Problem(fmt::format("{}: {} routing keys for {} children", name, n.pivots.size(),
+                             n.children.size()));
+      continue;
+    }
+    for (size_t i = 0; i < n.pivots.size(); ++i) {
+      if ((i > 0 && n.pivots[i - 1] >= n.pivots[i]) || !f.range.Contains(n.pivots[i]) ||
+          n.pivots[i] == f.range.lo) {
+        v->Problem(fmt::format("{}: routing key {} is out of order or outside the node", name, i));
+      }
+    }
+    for (size_t i = n.children.size(); i-- > 0;) {
+      aha::Path p = f.path;
+      p.push_back(i);
+      stack.push_back({n.children[i].get(), std::move(p), n.ChildRange(f.range, i)});
     }
   }
   for (const auto& [first, pages] : space_.RetiredExtents()) {
     v->ClaimUnusedPages(first, pages, "aha retired run");
   }
 
-  // Every key: its newest version is a cell (or a tombstone); the older ones are shadowed cells
-  // awaiting release. The newest must come from the freshest source that holds the key.
-  aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
+  // Then the versions, leaf range by leaf range, merging every buffer on the path down to the
+  // leaf (freshest first). Each key's newest version is a cell (or a tombstone); the older ones
+  // are shadowed cells awaiting release, and must all lie in buffers below the newest one's.
   uint64_t reported = 0;
-  for (; merge.Valid(); merge.Next()) {
-    const Entry& e = merge.entry();
-    for (size_t k = 0; k < merge.shadowed().size(); ++k) {
-      const Entry& old = merge.shadowed()[k];
-      if (merge.shadowed_sources()[k] < merge.source() && reported++ < 10) {
-        v->Problem(fmt::format("freshness: {} holds an older version (lsn {}) than {} (lsn {})",
-                               names[merge.shadowed_sources()[k]], old.lsn, names[merge.source()],
-                               e.lsn));
-      }
-      if (!old.tombstone) v->OnShadowedCell(old.key, old.cell);
+  for (const Frame& leaf : leaves) {
+    const aha::KeyRange& range = leaf.range;
+    const aha::ScanContext scan{pool_,
+                                IoCause::kScan,
+                                cfg_.readahead_pages,
+                                range.lo,
+                                range.hi,
+                                range.has_hi,
+                                /*reverse=*/false};
+    std::vector<std::unique_ptr<aha::Source>> sources;
+    std::vector<std::string> names;  // per source, for messages
+    sources.push_back(aha::NewMemTableSource(snap.active, range.lo, false, false));
+    names.push_back("the active memtable");
+    for (size_t i = 0; i < snap.version->frozen.size(); ++i) {
+      sources.push_back(aha::NewMemTableSource(snap.version->frozen[i], range.lo, false, false));
+      names.push_back(fmt::format("frozen memtable {}", i));
     }
-    if (!e.tombstone) v->OnCell(e.key, e.cell);
+    const Node* n = snap.version->root.get();
+    for (size_t depth = 0;; ++depth) {
+      const size_t before = sources.size();
+      aha::AddBufferSources(scan, n->levels, range.lo, false, &sources);
+      for (size_t i = before; i < sources.size(); ++i) {
+        names.push_back(
+            fmt::format("{} (source {})",
+                        NodeName(aha::Path(leaf.path.begin(),
+                                           leaf.path.begin() + static_cast<ptrdiff_t>(depth))),
+                        i - before));
+      }
+      if (depth == leaf.path.size()) break;
+      n = n->children[leaf.path[depth]].get();
+    }
+    aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
+    for (; merge.Valid(); merge.Next()) {
+      const Entry& e = merge.entry();
+      if (range.has_hi && Slice(e.key).compare(range.hi) >= 0) break;
+      for (size_t k = 0; k < merge.shadowed().size(); ++k) {
+        const Entry& old = merge.shadowed()[k];
+        if (merge.shadowed_sources()[k] < merge.source() && reported++ < 10) {
+          v->Problem(fmt::format("freshness: {} holds an older version (lsn {}) than {} (lsn {})",
+                                 names[merge.shadowed_sources()[k]], old.lsn, names[merge.source()],
+                                 e.lsn));
+        }
+        if (!old.tombstone) v->OnShadowedCell(old.key, old.cell);
+      }
+      if (!e.tombstone) v->OnCell(e.key, e.cell);
+    }
+    GROVE_RETURN_IF_ERROR(merge.status());
   }
-  return merge.status();
+  return Status::Ok();
 }
 
 }  // namespace grove

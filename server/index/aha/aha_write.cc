@@ -50,7 +50,7 @@ Status AhaTree::Prepare(Slice key) {
     uint64_t bytes = snap.active->bytes();
     for (const auto& t : snap.version->frozen) bytes += t->bytes();
     return bytes > 4 * FreezeBytes() ||
-           snap.version->root[0].runs.size() >= 3 * static_cast<size_t>(cfg_.l0_runs);
+           snap.version->root->levels[0].runs.size() >= 3 * static_cast<size_t>(cfg_.l0_runs);
   };
   if (!over()) return Status::Ok();
   stalls_.fetch_add(1, std::memory_order_relaxed);
@@ -67,14 +67,12 @@ Status AhaTree::Prepare(Slice key) {
 Status AhaTree::BulkLoad(const BulkSource& source) {
   const uint64_t t0 = NowNanos();
   auto v = current();
-  const bool empty = active_->entries() == 0 && v->frozen.empty() &&
-                     std::all_of(v->root.begin(), v->root.end(),
-                                 [](const aha::Level& l) { return l.runs.empty(); });
+  const bool empty =
+      active_->entries() == 0 && v->frozen.empty() && v->root->leaf() && v->root->buffer_empty();
   if (!empty) {
     return Status::FailedPrecondition("aha: bulk load needs an empty index");
   }
-  // The sorted input becomes the bottom level of the root buffer, run by run: the state the
-  // paper's first tree formation starts from.
+  // The sorted input becomes the bottom level of the root buffer, run by run.
   aha::RunBuilder builder(aha::RunOptions{cfg_.run_pages, cfg_.bloom_bits_per_key});
   std::vector<std::shared_ptr<const Run>> runs;
   std::string key, cell, prev;
@@ -106,8 +104,16 @@ Status AhaTree::BulkLoad(const BulkSource& source) {
     for (const auto& r : runs) space_.Abandon(r->meta().first, r->meta().pages);
     return s;
   }
+  // The paper's bottom-up bulk load: runs beyond the last level's size become the leaves at once
+  // (the first tree formation), as the background would make them.
   auto next = std::make_shared<Version>(*v);
-  next->root.back().runs = runs;
+  aha::Node* root = aha::CopyPath(&next->root, {})[0];
+  root->levels.back().runs = runs;
+  const size_t last = root->levels.size() - 1;
+  if (root->levels.back().pages() > LevelLimitPages(last)) {
+    aha::FormTree(root, cfg_.fanout);
+    formations_.fetch_add(1, std::memory_order_relaxed);
+  }
   for (const auto& r : runs) space_.Installed(*r);
   Publish(std::move(next));
   bulk_load_us_ = (NowNanos() - t0) / 1000;

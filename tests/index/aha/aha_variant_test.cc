@@ -3,6 +3,7 @@
 // enough to live in the value store (so that every dropped version must be released, or Verify
 // finds its blob leaked), and the shape the levels keep.
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <thread>
@@ -71,7 +72,8 @@ TEST(AhaVariantTest, RootBufferFlushesCompactsAndReleasesWhatItDrops) {
     EXPECT_GT(Extra(db->get(), "compactions_total"), 2);
     EXPECT_GT(Extra(db->get(), "cells_released_total"), 0);
     EXPECT_GT(Extra(db->get(), "tombstones_dropped_total"), 0);
-    EXPECT_GT(Extra(db->get(), "root_level2_runs"), 0) << "data reached the last level";
+    EXPECT_GT(Extra(db->get(), "root_level2_runs") + Extra(db->get(), "formations_total"), 0)
+        << "data reached the last level";
     const DbStats s = (*db)->GetStats();
     EXPECT_GT(s.cache.page_writes[static_cast<int>(IoCause::kCompaction)], 0u);
     ASSERT_OK((*db)->Close());
@@ -90,6 +92,121 @@ TEST(AhaVariantTest, RootBufferFlushesCompactsAndReleasesWhatItDrops) {
   // Absent keys inside the runs' ranges: the Bloom filters answer most of them.
   for (uint64_t i = 0; i < 500; ++i) ASSERT_FALSE(*(*db)->Get(Key(i) + "~", &v));
   EXPECT_GT(Extra(db->get(), "filter_skips_total"), 400);
+}
+
+// Every key of `model` within [lower, upper), both ways, as a bounded scan returns it.
+void ExpectRange(Db* db, const Model& model, const std::string& lower, const std::string& upper,
+                 bool reverse) {
+  ScanOptions o;
+  o.lower = lower;
+  o.upper = upper;
+  o.has_upper = true;
+  o.reverse = reverse;
+  std::vector<std::string> want;
+  for (auto it = model.lower_bound(lower); it != model.end() && it->first < upper; ++it) {
+    want.push_back(it->first);
+  }
+  if (reverse) std::reverse(want.begin(), want.end());
+  auto it = db->NewIterator(o);
+  ASSERT_TRUE(it.ok());
+  size_t i = 0;
+  for (; (*it)->Valid(); (*it)->Next(), ++i) {
+    ASSERT_LT(i, want.size()) << "[" << lower << ", " << upper << ") reverse " << reverse;
+    ASSERT_EQ((*it)->key(), want[i]);
+    ASSERT_EQ((*it)->value(), model.at(want[i]));
+  }
+  ASSERT_OK((*it)->status());
+  EXPECT_EQ(i, want.size()) << "[" << lower << ", " << upper << ") reverse " << reverse;
+}
+
+// Past the root buffer: the tree forms from its last level, level-emptying pushes runs down
+// (cutting the ones that straddle a routing key), leaves split many ways, inner nodes split with
+// their buffers, and reads merge every buffer on the way.
+TEST(AhaVariantTest, TreeFormsPushesDownAndSplits) {
+  TempDir dir;
+  const ParamMap params = {{"memtable_bytes", "16384"}, {"run_pages", "8"}, {"l0_runs", "2"},
+                           {"level_ratio", "2"},        {"fanout", "3"},    {"node_pages", "16"},
+                           {"node_l0_runs", "2"}};
+  Model model;
+  std::mt19937_64 rng(11);
+  auto check_ranges = [&](Db* db) {
+    for (int q = 0; q < 40; ++q) {
+      std::string a = Key(rng() % 6000), b = Key(rng() % 6000);
+      if (b < a) std::swap(a, b);
+      ExpectRange(db, model, a, b, q % 2 == 1);
+    }
+  };
+  {
+    auto db = Db::Open(AhaOptions(dir.path(), params));
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    for (int step = 0; step < 40000; ++step) {
+      const uint64_t i = rng() % 6000;
+      const std::string k = Key(i);
+      if (rng() % 8 == 0) {
+        ASSERT_OK((*db)->Delete(k));
+        model.erase(k);
+      } else {
+        const size_t len = rng() % 16 == 0 ? 1500 + rng() % 2000 : 8 + rng() % 80;
+        const std::string v = Value(i, step, len);
+        ASSERT_OK((*db)->Put(k, v));
+        model[k] = v;
+      }
+      if (step % 10000 == 9999) check_ranges(db->get());
+    }
+    Settle(db->get(), 2);
+    ExpectMatches(db->get(), model, "after the writes");
+    check_ranges(db->get());
+    ExpectVerifyClean(db->get(), model.size(), "after the writes");
+    EXPECT_EQ(Extra(db->get(), "formations_total"), 1);
+    EXPECT_GT(Extra(db->get(), "pushdowns_total"), 2);
+    EXPECT_GT(Extra(db->get(), "runs_moved_total"), 0);
+    EXPECT_GT(Extra(db->get(), "leaf_splits_total"), 0);
+    EXPECT_GT(Extra(db->get(), "inner_splits_total"), 0);
+    EXPECT_GT(Extra(db->get(), "leaves"), 3);
+    EXPECT_GE((*db)->GetStats().index.height, 3u);
+    ASSERT_OK((*db)->Close());
+  }
+  // The tree comes back from the metadata as it was.
+  auto db = Db::Open(AhaOptions(dir.path(), params));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_GE((*db)->GetStats().index.height, 3u);
+  ExpectMatches(db->get(), model, "after reopening");
+  check_ranges(db->get());
+  ExpectVerifyClean(db->get(), model.size(), "after reopening");
+}
+
+// A bulk load larger than the root's last level forms the tree at once (the paper's bottom-up
+// first formation): each run a leaf, no rewrite.
+TEST(AhaVariantTest, BulkLoadFormsTheTree) {
+  TempDir dir;
+  const ParamMap params = {{"memtable_bytes", "16384"}, {"run_pages", "8"}, {"l0_runs", "2"},
+                           {"level_ratio", "2"},        {"fanout", "4"},    {"node_pages", "16"}};
+  auto db = Db::Open(AhaOptions(dir.path(), params));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  Model model;
+  uint64_t n = 0;
+  ASSERT_OK((*db)->BulkLoad([&](std::string* k, std::string* v) -> StatusOr<bool> {
+    if (n == 20000) return false;
+    *k = Key(n);
+    *v = Value(n, 0, 40);
+    model[*k] = *v;
+    ++n;
+    return true;
+  }));
+  EXPECT_EQ(Extra(db->get(), "formations_total"), 1);
+  EXPECT_GT(Extra(db->get(), "leaves"), 4);
+  EXPECT_EQ(Extra(db->get(), "root_level2_runs"), 0);
+  ExpectMatches(db->get(), model, "after the load");
+  ExpectVerifyClean(db->get(), model.size(), "after the load");
+  for (uint64_t i = 0; i < 20000; i += 7) {
+    ASSERT_OK((*db)->Put(Key(i), "new"));
+    model[Key(i)] = "new";
+  }
+  ASSERT_OK((*db)->Delete(Key(5)));
+  model.erase(Key(5));
+  Settle(db->get(), 2);
+  ExpectMatches(db->get(), model, "after writes over the load");
+  ExpectVerifyClean(db->get(), model.size(), "after writes over the load");
 }
 
 TEST(AhaVariantTest, BulkLoadIntoAFilledStoreIsRefusedAndWritesGoOn) {
@@ -120,7 +237,10 @@ TEST(AhaVariantTest, BadParametersAreRefusedByName) {
                                                         {"l0_runs", "0"},
                                                         {"root_levels", "1"},
                                                         {"bloom_bits_per_key", "-1"},
-                                                        {"buffer_pool_share", "1"}}) {
+                                                        {"buffer_pool_share", "1"},
+                                                        {"fanout", "1"},
+                                                        {"node_pages", "100"},
+                                                        {"node_l0_runs", "0"}}) {
     auto db = Db::Open(AhaOptions(dir.path(), {{name, value}}));
     ASSERT_FALSE(db.ok()) << name;
     EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument) << db.status().ToString();

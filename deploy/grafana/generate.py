@@ -399,6 +399,20 @@ def build():
     d.timeseries("Buffers probed per lookup", "Runs a point lookup consulted, since the store "
                  "opened (a Bloom filter answers most of them without a data page).", "short",
                  [(f"avg({ah('runs_probed_per_get')})", "{{instance}}")])
+    d.timeseries("Tree buffers by depth", "Key and cell bytes held in node buffers below the "
+                 "root, by depth (1: the root's children); the deepest are the leaves' buffers.",
+                 "bytes", [(f"sum({ah(f'depth{i}_buffer_bytes')})", f"depth {i}")
+                           for i in range(1, 5)])
+    d.timeseries("Tree changes/s", "Push-downs (a node's bottom level moved to its children), "
+                 "runs cut at a routing key on the way, leaf and inner splits, node buffer "
+                 "compactions.", "ops",
+                 [(f"sum({ah_rate('pushdowns_total')})", "push-downs"),
+                  (f"sum({ah_rate('runs_cut_total')})", "runs cut"),
+                  (f"sum({ah_rate('leaf_splits_total')})", "leaf splits"),
+                  (f"sum({ah_rate('inner_splits_total')})", "inner splits"),
+                  (f"sum({ah_rate('node_compactions_total')})", "node compactions")])
+    d.timeseries("Tree nodes", "Leaves and inner nodes below the root.", "short",
+                 [(f"sum({ah('leaves')})", "leaves"), (f"sum({ah('inner_nodes')})", "inner")])
 
     return {
         "uid": UID,

@@ -5,20 +5,25 @@
 // whose every node owns an LSM buffer. docs/variants.md describes how it maps onto Grove and what
 // is built so far; docs/formats/aha.md its runs.
 //
-// Built so far: the tree before its first formation, which the paper starts from: the root alone,
-// whose buffer (the rootLSM) is a memtable above levels of sorted runs (run.h).
+// Built so far: the write-optimised buffer tree. The root's buffer (the rootLSM) is a memtable
+// above levels of sorted runs (run.h); below it, a tree of nodes (node.h) each with a buffer of
+// two levels, formed from the root's last level and grown by level-emptying and splits
+// (aha_tree.cc). Hot-range adaptation comes next.
 //
 //   Put/Delete: the active memtable (blind writes: a version replaced in the memtable is handed
 //               back, one replaced in a run is released when a merge drops it).
-//   Get:        the active memtable, the frozen ones newest first, then the root's levels: level 0
-//               newest run first, then one run per deeper level (disjoint runs); the first
-//               version found wins (a tombstone: absent). Bloom filters answer most absent keys.
-//   Scans:      a merge of the memtables and one source per run of level 0 and per deeper level.
+//   Get:        the active memtable, the frozen ones newest first, then every buffer on the path
+//               from the root to the key's leaf: level 0 newest run first, then one run per
+//               deeper level (disjoint runs); the first version found wins (a tombstone:
+//               absent). Bloom filters answer most absent keys.
+//   Scans:      a merge of the memtables and the tree, whose nodes open as the scan reaches them.
 //   Flush:      a full memtable is frozen, written into runs and installed at the top of level 0.
 //   Compaction: leveled, as in LevelDB: level 0 into level 1 when it has `l0_runs` runs; a run of
 //               level i into level i+1 when level i exceeds its size (level 1: l0_runs memtables,
-//               then x `level_ratio`). Outputs into the last level drop tombstones. Until the
-//               first tree formation lands, the last level has no size limit.
+//               then x `level_ratio`). Outputs are cut at the root's routing keys. When the last
+//               level exceeds its size, it is pushed down to the children (the first time: it
+//               forms the tree).
+//   Below:      node buffers compact, push down, split (aha_tree.cc).
 //
 // Durability: the memtables are memory only; the WAL keeps their records (OldestUnpersistedLsn)
 // and their blob cells are listed for recovery. Runs are written outside the buffer pool
@@ -33,8 +38,9 @@
 //   * mem_mu_ (shared): writers hold it shared while they write into the active memtable; a
 //     freeze holds it exclusively while it swaps the memtable and publishes the new Version, so a
 //     reader's snapshot (taken under it, shared) never misses a frozen table.
-//   * One background thread freezes, flushes and compacts; it alone changes the levels, so a
-//     new Version is always derived from the current one without conflicts.
+//   * One background thread freezes, flushes, compacts and changes the tree; it alone changes the
+//     levels and nodes, so a new Version is always derived from the current one without
+//     conflicts, and work planned on one version is installed on a version with the same tree.
 // Lock order: mem_mu_ -> state_mu_ -> (memtable's, RunSpace's own mutexes). bg_mu_ alone.
 
 #include <atomic>

@@ -1,5 +1,5 @@
-// AHA-tree background work: freezing and flushing memtables, and leveled compaction of the root
-// buffer. One thread does it all, in maintenance units that are short: each output run is
+// AHA-tree background work: freezing and flushing memtables, leveled compaction of the root
+// buffer (and of node buffers' level 0), and the scheduling of the tree's work (aha_tree.cc). One thread does it all, in maintenance units that are short: each output run is
 // allocated and written in a unit of its own, and a flush or compaction becomes visible in one
 // final unit that installs its outputs, retires its inputs and releases the cells it dropped.
 // Merging and reading inputs happen outside units, so checkpoints never wait for a whole

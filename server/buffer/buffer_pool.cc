@@ -1,7 +1,9 @@
 #include "buffer/buffer_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -188,6 +190,20 @@ void BufferPool::MarkDirty(Frame* frame) {
 }
 
 StatusOr<uint32_t> BufferPool::ReserveFrame() {
+  // Frames a checkpoint is writing cannot be evicted until it ends (a failed checkpoint dirties
+  // them again), but they are clean: when they are all that stands in the way, wait for the
+  // checkpoint (bounded) rather than fail the read or write that needs a frame.
+  StatusOr<uint32_t> idx = ReserveFrameOnce();
+  for (int i = 0; i < 1000 && !idx.ok() && idx.status().code() == StatusCode::kResourceExhausted &&
+                  flushing_count_.load() > 0;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    idx = ReserveFrameOnce();
+  }
+  return idx;
+}
+
+StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
   MutexLock lock(&evict_mu_);
   if (!free_frames_.empty()) {
     const uint32_t idx = free_frames_.back();

@@ -212,6 +212,9 @@ class BufferPool {
   Frame* PinIfPresent(PageId id, Retention retention, bool touch = true);
   // Takes a frame out of circulation for a new page: free list first, then CLOCK.
   StatusOr<uint32_t> ReserveFrame();
+  // One attempt of ReserveFrame: kResourceExhausted when every frame is pinned, dirty, flushing
+  // or protected.
+  StatusOr<uint32_t> ReserveFrameOnce();
   void ReturnFrame(uint32_t index);
   // Inserts `id` -> frame in the table, unless someone else inserted `id` first (then returns
   // false and the caller uses theirs).

@@ -2,13 +2,83 @@
 
 #include "index/aha/aha.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
+#include "util/clock.h"
 #include "util/coding.h"
 
 namespace grove {
 
 namespace aha {
+
+namespace {
+
+// A key of hot_ranges with its escapes resolved: \xHH a byte, \\ a backslash.
+StatusOr<std::string> Unescape(const std::string& in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '\\') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 1 < in.size() && in[i + 1] == '\\') {
+      out.push_back('\\');
+      ++i;
+      continue;
+    }
+    auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+    if (i + 3 < in.size() && in[i + 1] == 'x' && hex(in[i + 2]) && hex(in[i + 3])) {
+      out.push_back(static_cast<char>(std::stoi(in.substr(i + 2, 2), nullptr, 16)));
+      i += 3;
+      continue;
+    }
+    return Status::InvalidArgument(
+        fmt::format("index.params.hot_ranges: '{}': a backslash must start \\xHH or \\\\", in));
+  }
+  return out;
+}
+
+// "lo..hi[,lo..hi]": key ranges [lo, hi) with lo < hi, merged where they overlap.
+StatusOr<std::vector<HotRange>> ParseHotRanges(const ParamMap& params) {
+  auto it = params.find("hot_ranges");
+  std::vector<HotRange> out;
+  if (it == params.end() || it->second.empty()) return out;
+  const std::string& text = it->second;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(pos, comma - pos);
+    const size_t dots = item.find("..");
+    if (dots == std::string::npos || dots == 0 || dots + 2 >= item.size()) {
+      return Status::InvalidArgument(
+          fmt::format("index.params.hot_ranges: '{}' is not lo..hi (two keys, lo below hi)", item));
+    }
+    GROVE_ASSIGN_OR_RETURN(std::string lo, Unescape(item.substr(0, dots)));
+    GROVE_ASSIGN_OR_RETURN(std::string hi, Unescape(item.substr(dots + 2)));
+    HotRange h{std::move(lo), std::move(hi)};
+    if (h.lo >= h.hi) {
+      return Status::InvalidArgument(
+          fmt::format("index.params.hot_ranges: '{}': lo must be below hi", item));
+    }
+    out.push_back(std::move(h));
+    pos = comma + 1;
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.lo < b.lo; });
+  std::vector<HotRange> merged;
+  for (auto& h : out) {
+    if (!merged.empty() && h.lo <= merged.back().hi) {
+      merged.back().hi = std::max(merged.back().hi, h.hi);
+    } else {
+      merged.push_back(std::move(h));
+    }
+  }
+  return merged;
+}
+
+}  // namespace
 
 StatusOr<Config> ParseConfig(const ParamMap& params) {
   Config c;
@@ -39,6 +109,21 @@ StatusOr<Config> ParseConfig(const ParamMap& params) {
   }
   GROVE_ASSIGN_OR_RETURN(const uint64_t nl0, ParseUintParam(params, "node_l0_runs", 1, 64));
   c.node_l0_runs = static_cast<uint32_t>(nl0);
+  GROVE_ASSIGN_OR_RETURN(c.hot_ranges, ParseHotRanges(params));
+  GROVE_ASSIGN_OR_RETURN(const std::string detect,
+                         ParseEnumParam(params, "hot_detect", {"true", "false"}));
+  c.hot_detect = detect == "true";
+  GROVE_ASSIGN_OR_RETURN(const std::string adapt,
+                         ParseEnumParam(params, "adapt", {"query", "eager", "off"}));
+  c.adapt = adapt == "query"   ? Config::Adapt::kQuery
+            : adapt == "eager" ? Config::Adapt::kEager
+                               : Config::Adapt::kOff;
+  GROVE_ASSIGN_OR_RETURN(const std::string split,
+                         ParseEnumParam(params, "split", {"down", "side"}));
+  c.down_split = split == "down";
+  GROVE_ASSIGN_OR_RETURN(const std::string alloc,
+                         ParseEnumParam(params, "leaf_alloc", {"even", "sound_remedy"}));
+  c.leaf_alloc = alloc == "even" ? LeafAlloc::kEven : LeafAlloc::kSoundRemedy;
   return c;
 }
 
@@ -83,6 +168,20 @@ VariantSpec AhaTree::Spec() {
        "pushes its bottom level down, a leaf over it splits"},
       {"node_l0_runs", "8", false,
        "runs pushed into a node's level 0 that start its compaction (1..64)"},
+      {"hot_ranges", "", false,
+       "hot key ranges to adapt, lo..hi[,lo..hi] ([lo, hi); in keys, \\xHH is a byte and \\\\ a "
+       "backslash, so ',' and '.' can be written as \\x2c and \\x2e)"},
+      {"hot_detect", "true", false, "also detect a hot range from recent range searches"},
+      {"adapt", "query", false,
+       "when hot ranges adapt (their buffers emptied, their leaves turned into B+-tree pages): "
+       "query (when range searches meet them), eager (as soon as they hold buffered data) or "
+       "off"},
+      {"split", "down", false,
+       "leaf transformation: down (the leaf becomes an inner node over its parts) or side "
+       "(compacted into sibling leaves)"},
+      {"leaf_alloc", "even", false,
+       "fill of new leaf pages: even (all about equally full) or sound_remedy (fills spread "
+       "between half and full)"},
   };
   spec.page_types = {{static_cast<uint16_t>(aha::kRunData), "aha run data page"},
                      {static_cast<uint16_t>(aha::kRunFilter), "aha run filter page"},
@@ -266,7 +365,10 @@ IndexStats AhaTree::GetStats() {
   }
   // Below the root: buffer bytes and runs per depth (1: the root's children), and the nodes.
   std::vector<uint64_t> depth_bytes, depth_runs;
-  uint64_t leaves = 0, inner = 0, leaf_bytes = 0;
+  uint64_t leaves = 0, inner = 0, leaf_bytes = 0, adapted = 0, leaf_pages = 0;
+  // Utilisation of leaf pages, in tenths: [0, 0.5), then 0.5.., 0.6.., 0.7.., 0.8.., 0.9..1.
+  uint64_t fill[6] = {0, 0, 0, 0, 0, 0};
+  const double capacity = static_cast<double>(aha::LeafPageCapacity());
   std::vector<std::pair<const Node*, size_t>> stack;
   for (const auto& c : root.children) stack.emplace_back(c.get(), 1);
   while (!stack.empty()) {
@@ -283,6 +385,15 @@ IndexStats AhaTree::GetStats() {
       if (n->leaf()) leaf_bytes += bytes;
     }
     (n->leaf() ? leaves : inner) += 1;
+    if (n->adapted()) {
+      ++adapted;
+      leaf_pages += n->pages.size();
+      for (const auto& p : n->pages) {
+        versions += p->entries;
+        const double u = static_cast<double>(p->used) / capacity;
+        fill[u < 0.5 ? 0 : std::min(5, static_cast<int>(u * 10) - 4)] += 1;
+      }
+    }
     for (const auto& c : n->children) stack.emplace_back(c.get(), depth + 1);
   }
   for (size_t d = 1; d < depth_bytes.size(); ++d) {
@@ -300,6 +411,28 @@ IndexStats AhaTree::GetStats() {
   x["leaf_splits_total"] = static_cast<double>(leaf_splits_.load());
   x["inner_splits_total"] = static_cast<double>(inner_splits_.load());
   x["node_compactions_total"] = static_cast<double>(node_compactions_.load());
+  x["adapted_leaves"] = static_cast<double>(adapted);
+  x["leaf_pages"] = static_cast<double>(leaf_pages);
+  const char* bucket[6] = {"lt50", "50", "60", "70", "80", "90"};
+  for (int b = 0; b < 6; ++b) {
+    x[fmt::format("leaf_pages_fill_{}", bucket[b])] = static_cast<double>(fill[b]);
+  }
+  const auto hot = HotRanges();
+  x["hot_ranges"] = static_cast<double>(hot.size());
+  x["hot_detections_total"] = static_cast<double>(detections_.load());
+  x["adaptation_in_progress"] = adapting_.load() ? 1.0 : 0.0;
+  x["adaptation_seconds"] =
+      adapting_.load() ? static_cast<double>(NowNanos() - adapt_start_ns_.load()) / 1e9 : 0.0;
+  x["adaptations_total"] = static_cast<double>(adaptations_.load());
+  x["last_adaptation_seconds"] = static_cast<double>(last_adaptation_us_.load()) / 1e6;
+  x["adaptation_steps_total"] = static_cast<double>(adapt_steps_.load());
+  x["leaf_transforms_total"] = static_cast<double>(transforms_.load());
+  x["page_merges_total"] = static_cast<double>(page_merges_.load());
+  x["hot_runs_emptied_total"] = static_cast<double>(hot_runs_emptied_.load());
+  x["scans_total"] = static_cast<double>(scans_.load());
+  x["scan_runs_probed_total"] = static_cast<double>(scan_runs_.load());
+  x["runs_probed_per_scan"] =
+      scans_.load() == 0 ? 0.0 : static_cast<double>(scan_runs_.load()) / scans_.load();
   // What a lookup reads besides data pages: the filter pages play the inner nodes' part (the
   // index pages are read once, when a run is opened, and kept in memory as fence keys).
   s.inner_pages = filter;

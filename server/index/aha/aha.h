@@ -45,6 +45,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,12 @@ namespace grove {
 
 namespace aha {
 
+// [lo, hi): a key range range searches favour.
+struct HotRange {
+  std::string lo, hi;
+  bool operator==(const HotRange&) const = default;
+};
+
 struct Config {
   double pool_share = 0.75;     // of cache_bytes for the buffer pool; the rest holds the memtables
   uint64_t memtable_bytes = 0;  // freeze threshold; 0: half the memtables' share of the cache
@@ -80,6 +87,14 @@ struct Config {
   uint32_t fanout = 64;          // most children of a node
   uint64_t node_pages = 2048;    // a node buffer's size limit (pages, >= 2 x run_pages)
   uint32_t node_l0_runs = 8;     // level 0 runs of a node buffer that start its compaction
+  // Hot ranges and adaptation (aha_hot.cc).
+  std::vector<HotRange> hot_ranges;  // configured
+  bool hot_detect = true;            // also detect one from range searches
+  // When hot ranges adapt: when range searches meet them (the paper), as soon as they hold
+  // buffered data (eager: ahead of a known read phase), or never.
+  enum class Adapt { kQuery, kEager, kOff } adapt = Adapt::kQuery;
+  bool down_split = true;  // split: down (true) | side
+  LeafAlloc leaf_alloc = LeafAlloc::kEven;
 };
 
 StatusOr<Config> ParseConfig(const ParamMap& params);
@@ -148,6 +163,8 @@ class AhaTree final : public Index {
   StatusOr<bool> Step();
   Status Freeze();
   Status FlushOldest();
+  // A compaction of the root's level `level`, or its push-down when it is the last.
+  StatusOr<bool> RootStep(const aha::Version& v, int level);
   // Level `from` of the node at `path` into level from + 1 (from 0: every run of level 0), cut
   // at the node's routing keys (guarded compaction).
   Status Compact(const aha::Path& path, size_t from);
@@ -167,14 +184,26 @@ class AhaTree final : public Index {
   // Makes background work visible in one unit: `edit` changes a copy of the current version,
   // `outputs` become installed, `retired` are retired and `released` cells released. The
   // outputs are abandoned when the unit fails.
+  // Leaf pages likewise: `page_extents` written are installed, `retired_pages` retired.
   Status Install(const std::function<void(aha::Version*)>& edit,
                  const std::vector<std::shared_ptr<const aha::Run>>& outputs,
                  const std::vector<std::shared_ptr<const aha::Run>>& retired,
-                 const std::vector<std::string>& released);
+                 const std::vector<std::string>& released,
+                 const std::vector<aha::PageExtent>& page_extents = {},
+                 const aha::LeafPages& retired_pages = {});
+  void AbandonPages(const std::vector<aha::PageExtent>& extents);
   void AbandonOutputs(const std::vector<std::shared_ptr<const aha::Run>>& outputs);
 
   // --- The tree (aha_tree.cc) ---
-  enum class NodeWorkKind { kNone, kCompact, kEmpty, kSplitLeaf, kSplitInner };
+  enum class NodeWorkKind {
+    kNone,
+    kCompact,
+    kEmpty,
+    kSplitLeaf,
+    kSplitInner,
+    kMergePages,
+    kSplitPages
+  };
   struct NodeWork {
     NodeWorkKind kind = NodeWorkKind::kNone;
     aha::Path path;
@@ -192,10 +221,44 @@ class AhaTree final : public Index {
   // A node with too many children split in two, its buffer split at the separator. The root
   // keeps its buffer and gets two children instead.
   Status SplitInner(const aha::Path& path);
+  // Guards of a node's compactions: its routing keys and the hot bounds inside its range.
+  std::vector<std::string> Guards(const aha::Node& node, const aha::KeyRange& range) const;
   // `run` rewritten into pieces cut at `guards`; nothing is dropped.
   Status CutRun(const std::shared_ptr<const aha::Run>& run, const std::vector<std::string>& guards,
                 std::vector<std::shared_ptr<const aha::Run>>* pieces);
   void NoteBackgroundError(const char* what, const Status& s);
+
+  // --- Hot ranges and adaptation (aha_hot.cc) ---
+ public:
+  // The hot ranges in force: the configured ones and the detected one, sorted, disjoint.
+  std::vector<aha::HotRange> HotRanges() const;
+  // A finished range search's span, from its first to its last key: the detector's input; a
+  // search that meets a hot range asks for adaptation.
+  void NoteScan(Slice first, Slice last, uint64_t runs_opened);
+
+ private:
+  enum class AdaptKind { kNone, kForm, kEmptyHot, kTransform, kMergePages };
+  struct AdaptWork {
+    AdaptKind kind = AdaptKind::kNone;
+    aha::Path path;
+  };
+  // Parents first (one level at a time, paper §5): the first node whose buffer holds hot-range
+  // runs, or hot leaf still in runs.
+  AdaptWork FindAdaptWork(const aha::Version& v, const std::vector<aha::HotRange>& hot) const;
+  Status DoAdaptWork(const AdaptWork& w, const std::vector<aha::HotRange>& hot);
+  // Hotspot-emptying (§4.5): the node's runs that meet a hot range are cut at its routing keys
+  // and the hot bounds; the hot pieces go to the children's level 0, the rest stays in place.
+  Status EmptyHot(const aha::Path& path, const std::vector<aha::HotRange>& hot);
+  // Leaf transformation (§6): a leaf meeting a hot range is split at the hot bounds, down (it
+  // becomes an inner node over one empty leaf per part, keeping its buffer) or side (compacted
+  // into sibling leaves); a wholly hot leaf's runs become leaf pages.
+  Status Transform(const aha::Path& path, const std::vector<aha::HotRange>& hot);
+  // An adapted leaf's buffer merged into its pages, copy-on-write.
+  Status MergePages(const aha::Path& path);
+  // An adapted leaf with too many pages split in two (its buffer empty): no IO.
+  Status SplitPages(const aha::Path& path);
+  // The detector's guess from the recent range searches, or nothing.
+  std::vector<aha::HotRange> DetectLocked(const aha::Version& v) const REQUIRES(hot_mu_);
 
   IndexContext ctx_;
   BufferPool* const pool_;
@@ -219,10 +282,20 @@ class AhaTree final : public Index {
   std::atomic<uint64_t> formations_{0}, pushdowns_{0}, runs_moved_{0}, runs_cut_{0},
       leaf_splits_{0}, inner_splits_{0}, node_compactions_{0};
 
+  mutable Mutex hot_mu_;
+  std::vector<aha::HotRange> detected_ GUARDED_BY(hot_mu_);
+  std::vector<std::pair<std::string, std::string>> spans_ GUARDED_BY(hot_mu_);  // ring
+  uint64_t spans_seen_ GUARDED_BY(hot_mu_) = 0;
+  std::atomic<bool> adapt_requested_{false};
+  std::atomic<bool> adapting_{false};
+  std::atomic<uint64_t> adapt_start_ns_{0};
+  std::atomic<uint64_t> adaptations_{0}, last_adaptation_us_{0}, adapt_steps_{0}, transforms_{0},
+      page_merges_{0}, hot_runs_emptied_{0}, scans_{0}, scan_runs_{0}, detections_{0};
+
   // Background thread only.
   std::vector<std::string> compact_pointer_;  // per root level: where the next compaction starts
   bool tree_work_ = true;                     // the tree may have a node over its limits
-  bool prefer_nodes_ = false;                 // alternates root compactions and node work
+  int turn_ = 0;                              // whose turn: root compaction, node work, adaptation
 
   std::mutex bg_mu_;
   std::condition_variable bg_cv_;       // wakes the background thread

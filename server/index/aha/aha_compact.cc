@@ -1,9 +1,9 @@
 // AHA-tree background work: freezing and flushing memtables, leveled compaction of the root
-// buffer (and of node buffers' level 0), and the scheduling of the tree's work (aha_tree.cc). One thread does it all, in maintenance units that are short: each output run is
-// allocated and written in a unit of its own, and a flush or compaction becomes visible in one
-// final unit that installs its outputs, retires its inputs and releases the cells it dropped.
-// Merging and reading inputs happen outside units, so checkpoints never wait for a whole
-// compaction.
+// buffer (and of node buffers' level 0), and the scheduling of the tree's work (aha_tree.cc). One
+// thread does it all, in maintenance units that are short: each output run is allocated and written
+// in a unit of its own, and a flush or compaction becomes visible in one final unit that installs
+// its outputs, retires its inputs and releases the cells it dropped. Merging and reading inputs
+// happen outside units, so checkpoints never wait for a whole compaction.
 
 #include <algorithm>
 
@@ -108,24 +108,50 @@ StatusOr<bool> AhaTree::Step() {
     GROVE_RETURN_IF_ERROR(FlushOldest());
     return true;
   }
-  // The root's level 0 first (writers wait on it); otherwise root compactions and work on the
-  // nodes below take turns, so neither starves the other.
+  // The root's level 0 first (writers wait on it); otherwise root compactions, work on the nodes
+  // below and adaptation take turns, so none starves the others.
   const int level = PickCompaction(*snap.version);
+  if (level == 0) return RootStep(*snap.version, level);
   NodeWork work;
   if (tree_work_) {
     work = FindNodeWork(*snap.version);
     if (work.kind == NodeWorkKind::kNone) tree_work_ = false;
   }
-  const bool node_turn =
-      work.kind != NodeWorkKind::kNone && (level < 0 || (level > 0 && prefer_nodes_));
-  if (node_turn) {
-    prefer_nodes_ = false;
-    GROVE_RETURN_IF_ERROR(DoNodeWork(work));
+  AdaptWork adapt;
+  std::vector<aha::HotRange> hot;
+  const bool eager = cfg_.adapt == aha::Config::Adapt::kEager;
+  if (cfg_.adapt != aha::Config::Adapt::kOff && (eager || adapt_requested_.load())) {
+    hot = HotRanges();
+    adapt = FindAdaptWork(*snap.version, hot);
+    if (adapt.kind == AdaptKind::kNone) {
+      // Converged: every buffer on the hot ranges is empty and their leaves are pages.
+      adapt_requested_ = false;
+      if (adapting_.exchange(false)) {
+        adaptations_.fetch_add(1, std::memory_order_relaxed);
+        last_adaptation_us_ = (NowNanos() - adapt_start_ns_.load()) / 1000;
+      }
+    } else if (!adapting_.exchange(true)) {
+      adapt_start_ns_ = NowNanos();
+    }
+  }
+  const bool has[3] = {level > 0, work.kind != NodeWorkKind::kNone, adapt.kind != AdaptKind::kNone};
+  for (int k = 0; k < 3; ++k) {
+    const int which = (turn_ + k) % 3;
+    if (!has[which]) continue;
+    turn_ = (which + 1) % 3;
+    if (which == 0) return RootStep(*snap.version, level);
+    if (which == 1) {
+      GROVE_RETURN_IF_ERROR(DoNodeWork(work));
+    } else {
+      GROVE_RETURN_IF_ERROR(DoAdaptWork(adapt, hot));
+    }
     return true;
   }
-  if (level < 0) return false;
-  prefer_nodes_ = true;
-  if (static_cast<size_t>(level) + 1 == snap.version->root->levels.size()) {
+  return false;
+}
+
+StatusOr<bool> AhaTree::RootStep(const Version& v, int level) {
+  if (static_cast<size_t>(level) + 1 == v.root->levels.size()) {
     GROVE_RETURN_IF_ERROR(EmptyLevel({}));
   } else {
     GROVE_RETURN_IF_ERROR(Compact({}, static_cast<size_t>(level)));
@@ -191,6 +217,7 @@ int AhaTree::PickCompaction(const Version& v) const {
 Status AhaTree::Compact(const aha::Path& path, size_t from) {
   const auto v = current();
   const aha::Node& node = aha::NodeAt(*v->root, path);
+  const std::vector<std::string> guards = Guards(node, aha::RangeAt(*v->root, path));
   const size_t to = from + 1;
   std::vector<std::shared_ptr<const Run>> upper;  // inputs from `from`, freshest first
   if (from == 0) {
@@ -216,8 +243,8 @@ Status AhaTree::Compact(const aha::Path& path, size_t from) {
   for (const auto& r : node.levels[to].runs) {
     if (r->meta().max_key >= lo && r->meta().min_key <= hi) lower.push_back(r);
   }
-  // Tombstones go where nothing older can lie below: the last level of a leaf.
-  const bool bottom = to + 1 == node.levels.size() && node.leaf();
+  // Tombstones go where nothing older can lie below: the last level of a leaf without pages.
+  const bool bottom = to + 1 == node.levels.size() && node.leaf() && !node.adapted();
   const bool moved = from > 0 && lower.empty();  // a trivial move: nothing to merge with
 
   std::vector<std::shared_ptr<const Run>> out, retired;
@@ -237,7 +264,7 @@ Status AhaTree::Compact(const aha::Path& path, size_t from) {
       sources.push_back(
           aha::NewLevelSource(pool_, lower, "", true, false, IoCause::kCompaction, cfg_.run_pages));
     }
-    if (Status s = WriteRuns(std::move(sources), bottom, &node.pivots, &out, &released); !s.ok()) {
+    if (Status s = WriteRuns(std::move(sources), bottom, &guards, &out, &released); !s.ok()) {
       AbandonOutputs(out);  // the runs written before the failure
       return s;
     }
@@ -310,18 +337,34 @@ Status AhaTree::WriteRuns(std::vector<std::unique_ptr<aha::Source>> sources, boo
 Status AhaTree::Install(const std::function<void(Version*)>& edit,
                         const std::vector<std::shared_ptr<const Run>>& outputs,
                         const std::vector<std::shared_ptr<const Run>>& retired,
-                        const std::vector<std::string>& released) {
+                        const std::vector<std::string>& released,
+                        const std::vector<aha::PageExtent>& page_extents,
+                        const aha::LeafPages& retired_pages) {
   Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
     auto next = std::make_shared<Version>(*current());
     edit(next.get());
     for (const auto& r : outputs) space_.Installed(*r);
     for (const auto& r : retired) space_.Retire(r);
+    for (const auto& [first, pages] : page_extents) space_.Installed(first);
+    for (const auto& p : retired_pages) space_.Retire(p, p->id, 1);
     for (const std::string& cell : released) ctx_.services->ReleaseCell(cell);
     Publish(std::move(next));
     return Status::Ok();
   });
-  if (!s.ok()) AbandonOutputs(outputs);
+  if (!s.ok()) {
+    AbandonOutputs(outputs);
+    AbandonPages(page_extents);
+  }
   return s;
+}
+
+void AhaTree::AbandonPages(const std::vector<aha::PageExtent>& extents) {
+  if (extents.empty()) return;
+  Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+    for (const auto& [first, pages] : extents) space_.Abandon(first, pages);
+    return Status::Ok();
+  });
+  if (!s.ok() && !s.IsUnavailable()) NoteBackgroundError("freeing unused leaf pages", s);
 }
 
 Status AhaTree::FinishRun(aha::RunBuilder* builder, std::vector<std::shared_ptr<const Run>>* out,

@@ -69,6 +69,10 @@ StatusOr<bool> AhaTree::Get(Slice key, std::string* cell) {
         done = !result.ok() || *result;
       }
     }
+    if (!done && node->adapted()) {  // below an adapted leaf's buffer: its pages
+      result = aha::GetFromPages(pool_, node->pages, key, &e);
+      done = true;
+    }
   }
   runs_probed_.fetch_add(probed, std::memory_order_relaxed);
   filter_skips_.fetch_add(skipped, std::memory_order_relaxed);
@@ -81,10 +85,20 @@ namespace {
 // Live entries of a merge within [lower, upper) (reverse: downward from below upper).
 class AhaCursor final : public IndexCursor {
  public:
-  AhaCursor(AhaTree::Snapshot snap, std::unique_ptr<aha::ScanContext> scan,
+  AhaCursor(AhaTree* tree, AhaTree::Snapshot snap, std::unique_ptr<aha::ScanContext> scan,
             std::unique_ptr<aha::MergingIterator> merge, const CursorOptions& o)
-      : snap_(std::move(snap)), scan_(std::move(scan)), merge_(std::move(merge)), o_(o) {
+      : tree_(tree),
+        snap_(std::move(snap)),
+        scan_(std::move(scan)),
+        merge_(std::move(merge)),
+        o_(o) {
     Settle();
+  }
+  // The span this search covered feeds the hot-range detector.
+  ~AhaCursor() override {
+    if (seen_ == 0) return;
+    const bool up = !o_.reverse;
+    tree_->NoteScan(up ? first_ : last_, up ? last_ : first_, scan_->runs_opened);
   }
   bool Valid() const override { return valid_; }
   void Next() override {
@@ -110,15 +124,20 @@ class AhaCursor final : public IndexCursor {
       }
       if (merge_->entry().tombstone) continue;
       valid_ = true;
+      if (seen_++ == 0) first_ = merge_->entry().key;
+      last_ = merge_->entry().key;
       return;
     }
   }
 
+  AhaTree* tree_;
   AhaTree::Snapshot snap_;                  // keeps the runs and memtables alive
   std::unique_ptr<aha::ScanContext> scan_;  // the tree's sources refer to it
   std::unique_ptr<aha::MergingIterator> merge_;
   CursorOptions o_;
   bool valid_ = false;
+  uint64_t seen_ = 0;
+  std::string first_, last_;  // in the scan's direction
 };
 
 }  // namespace
@@ -139,7 +158,7 @@ StatusOr<std::unique_ptr<IndexCursor>> AhaTree::NewCursor(const CursorOptions& o
       aha::NewNodeSource(scan.get(), snap.version->root, aha::KeyRange{}, start, from_start));
   auto merge = std::make_unique<aha::MergingIterator>(std::move(sources), o.reverse, false);
   return std::unique_ptr<IndexCursor>(
-      new AhaCursor(std::move(snap), std::move(scan), std::move(merge), o));
+      new AhaCursor(this, std::move(snap), std::move(scan), std::move(merge), o));
 }
 
 }  // namespace grove

@@ -38,7 +38,15 @@ AhaTree::NodeWork AhaTree::FindNodeWork(const Version& v) const {
     stack.pop_back();
     const Node& n = *f.node;
     if (n.children.size() > cfg_.fanout) return {NodeWorkKind::kSplitInner, f.path};
-    if (!f.path.empty()) {  // the root's buffer has its own levels and limits (PickCompaction)
+    if (!f.path.empty() && n.adapted()) {
+      // An adapted leaf merges its buffer into its pages; too many pages make two leaves.
+      if (n.buffer_pages() > cfg_.node_pages || n.levels[0].runs.size() > cfg_.node_l0_runs) {
+        return {NodeWorkKind::kMergePages, f.path};
+      }
+      if (n.pages.size() > 2 * aha::kMaxLeafPagesPerNode && n.buffer_empty()) {
+        return {NodeWorkKind::kSplitPages, f.path};
+      }
+    } else if (!f.path.empty()) {  // the root's buffer has its own limits (PickCompaction)
       if (n.buffer_pages() > cfg_.node_pages) {
         return {n.leaf() ? NodeWorkKind::kSplitLeaf : NodeWorkKind::kEmpty, f.path};
       }
@@ -63,6 +71,10 @@ Status AhaTree::DoNodeWork(const NodeWork& w) {
       return SplitLeaf(w.path);
     case NodeWorkKind::kSplitInner:
       return SplitInner(w.path);
+    case NodeWorkKind::kMergePages:
+      return MergePages(w.path);
+    case NodeWorkKind::kSplitPages:
+      return SplitPages(w.path);
     case NodeWorkKind::kNone:
       break;
   }
@@ -72,9 +84,9 @@ Status AhaTree::DoNodeWork(const NodeWork& w) {
 Status AhaTree::FormTree() {
   const size_t runs = current()->root->levels.back().runs.size();
   if (runs == 0) return Status::Ok();
-  GROVE_RETURN_IF_ERROR(Install(
-      [&](Version* next) { aha::FormTree(aha::CopyPath(&next->root, {})[0], cfg_.fanout); }, {},
-      {}, {}));
+  GROVE_RETURN_IF_ERROR(
+      Install([&](Version* next) { aha::FormTree(aha::CopyPath(&next->root, {})[0], cfg_.fanout); },
+              {}, {}, {}));
   formations_.fetch_add(1, std::memory_order_relaxed);
   runs_moved_.fetch_add(runs, std::memory_order_relaxed);
   tree_work_ = true;
@@ -104,6 +116,7 @@ Status AhaTree::EmptyLevel(const Path& path) {
   const Node& node = aha::NodeAt(*v->root, path);
   if (node.leaf()) {
     if (path.empty()) return FormTree();
+    if (node.adapted()) return MergePages(path);
     return SplitLeaf(path);  // a leaf has nowhere to push: it splits
   }
   // The bottom (oldest) level moves to the top of the children's buffers, which keeps the

@@ -112,6 +112,32 @@ Status AhaTree::Verify(IndexVerifier* v) {
         }
       }
     }
+    if (!n.pages.empty() && !n.leaf()) v->Problem(name + ": an inner node with leaf pages");
+    for (size_t i = 0; i < n.pages.size(); ++i) {
+      const aha::LeafPage& page = *n.pages[i];
+      v->ClaimPages(page.id, 1, "aha leaf page");
+      std::vector<Entry> entries;
+      if (Status s = aha::ReadLeafPage(pool_, page, IoCause::kScan, &entries); !s.ok()) {
+        v->Problem(fmt::format("{} leaf page {}: {}", name, i, s.ToString()));
+        continue;
+      }
+      const bool last = i + 1 == n.pages.size();
+      for (const Entry& e : entries) {
+        if (!f.range.Contains(e.key) || (i > 0 && e.key < page.low) ||
+            (!last && e.key >= n.pages[i + 1]->low)) {
+          v->Problem(
+              fmt::format("{} leaf page {} (page {}): a key outside its place", name, i, page.id));
+          break;
+        }
+      }
+      if (entries.size() != page.entries) {
+        v->Problem(fmt::format("{} leaf page {}: {} entries, {} listed", name, i, entries.size(),
+                               page.entries));
+      }
+      if (!entries.empty() && entries[0].key != page.low) {
+        v->Problem(fmt::format("{} leaf page {}: its first key is not the one listed", name, i));
+      }
+    }
     if (n.leaf()) {
       leaves.push_back(f);
       continue;
@@ -171,6 +197,11 @@ Status AhaTree::Verify(IndexVerifier* v) {
       }
       if (depth == leaf.path.size()) break;
       n = n->children[leaf.path[depth]].get();
+    }
+    if (n->adapted()) {
+      sources.push_back(aha::NewPagesSource(pool_, n->pages, range.lo, false, false, IoCause::kScan,
+                                            cfg_.readahead_pages));
+      names.push_back(NodeName(leaf.path) + " leaf pages");
     }
     aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
     for (; merge.Valid(); merge.Next()) {

@@ -124,13 +124,21 @@ void GroupNodes(std::vector<std::shared_ptr<const Node>>* nodes, std::vector<std
   }
 }
 
-// A node: varint32 levels, then per level varint64 runs and their descriptors; varint32 children;
-// when > 0, children - 1 length-prefixed pivots and the children, in order.
+// A node: varint32 levels, then per level varint64 runs and their descriptors; varint64 leaf
+// pages, each varint64 id, varint32 used bytes, varint32 entries, length-prefixed low key; varint32
+// children; when > 0, children - 1 length-prefixed pivots and the children, in order.
 void EncodeNode(const Node& node, std::string* out) {
   PutVarint32(out, static_cast<uint32_t>(node.levels.size()));
   for (const Level& level : node.levels) {
     PutVarint64(out, level.runs.size());
     for (const auto& r : level.runs) r->meta().EncodeTo(out);
+  }
+  PutVarint64(out, node.pages.size());
+  for (const auto& p : node.pages) {
+    PutVarint64(out, p->id);
+    PutVarint32(out, p->used);
+    PutVarint32(out, p->entries);
+    PutLengthPrefixed(out, p->low);
   }
   PutVarint32(out, static_cast<uint32_t>(node.children.size()));
   if (node.leaf()) return;
@@ -158,11 +166,27 @@ StatusOr<std::shared_ptr<const Node>> DecodeNode(Slice* in, const OpenRunFn& ope
       node->levels[l].runs.push_back(std::move(run));
     }
   }
+  uint64_t pages;
+  if (!GetVarint64(in, &pages) || pages > (1u << 24)) {
+    return Status::DataLoss("aha metadata: malformed leaf page count");
+  }
+  for (uint64_t i = 0; i < pages; ++i) {
+    auto page = std::make_shared<LeafPage>();
+    Slice low;
+    if (!GetVarint64(in, &page->id) || !GetVarint32(in, &page->used) ||
+        !GetVarint32(in, &page->entries) || page->entries == 0 || !GetLengthPrefixed(in, &low) ||
+        page->id < 2 || (i > 0 && low.compare(node->pages.back()->low) <= 0)) {
+      return Status::DataLoss(fmt::format("aha metadata: malformed leaf page {}", i));
+    }
+    page->low.assign(low.data(), low.size());
+    node->pages.push_back(std::move(page));
+  }
   uint32_t children;
   if (!GetVarint32(in, &children) || children > (1u << 20)) {
     return Status::DataLoss("aha metadata: malformed child count");
   }
   if (children == 0) return std::shared_ptr<const Node>(std::move(node));
+  if (!node->pages.empty()) return Status::DataLoss("aha metadata: an inner node with leaf pages");
   node->pivots.resize(children - 1);
   for (std::string& p : node->pivots) {
     Slice s;
@@ -183,8 +207,9 @@ void AddBufferSources(const ScanContext& ctx, const std::vector<Level>& levels, 
     if (l == 0) {
       for (const auto& r : level.runs) {
         if (!r->Overlaps(ctx.lower, ctx.upper, ctx.has_upper)) continue;
-        out->push_back(NewRunSource(ctx.pool, r, start, from_start, ctx.reverse, ctx.cause,
-                                    ctx.readahead));
+        ++ctx.runs_opened;
+        out->push_back(
+            NewRunSource(ctx.pool, r, start, from_start, ctx.reverse, ctx.cause, ctx.readahead));
       }
       continue;
     }
@@ -193,6 +218,7 @@ void AddBufferSources(const ScanContext& ctx, const std::vector<Level>& levels, 
       if (r->Overlaps(ctx.lower, ctx.upper, ctx.has_upper)) runs.push_back(r);
     }
     if (!runs.empty()) {
+      ++ctx.runs_opened;
       out->push_back(NewLevelSource(ctx.pool, std::move(runs), start, from_start, ctx.reverse,
                                     ctx.cause, ctx.readahead));
     }
@@ -241,8 +267,8 @@ class ChildrenSource final : public Source {
         return;
       }
       const size_t c = static_cast<size_t>(i);
-      child_ = NewNodeSource(ctx_, node_->children[c], node_->ChildRange(range_, c), start,
-                             from_start);
+      child_ =
+          NewNodeSource(ctx_, node_->children[c], node_->ChildRange(range_, c), start, from_start);
       if (child_->Valid() || !child_->status().ok()) return;
       from_start = true;
     }
@@ -274,6 +300,10 @@ std::unique_ptr<Source> NewNodeSource(const ScanContext* ctx, std::shared_ptr<co
                                       const KeyRange& range, Slice start, bool from_start) {
   std::vector<std::unique_ptr<Source>> sources;
   AddBufferSources(*ctx, node->levels, start, from_start, &sources);
+  if (node->adapted()) {
+    sources.push_back(NewPagesSource(ctx->pool, node->pages, start, from_start, ctx->reverse,
+                                     ctx->cause, ctx->readahead));
+  }
   if (!node->leaf()) {
     sources.push_back(std::make_unique<ChildrenSource>(ctx, node, range, start, from_start));
   }

@@ -13,8 +13,10 @@
 //   +-- child k: keys >= pk
 //
 // A leaf is a node without children. Before the first tree formation the root is a leaf: the
-// whole index is its buffer. Freshness invariant: a buffer nearer the root holds newer versions
-// than any buffer below it, and within a buffer a lower level index is newer.
+// whole index is its buffer. An adapted leaf (a hot range's, after its buffers were emptied) also
+// holds B+-tree leaf pages below its buffer (page_leaf.h). Freshness invariant: a buffer nearer the
+// root holds newer versions than any buffer below it, and within a buffer a lower level index is
+// newer.
 
 #include <cstddef>
 #include <functional>
@@ -25,6 +27,7 @@
 #include "grove/index.h"
 
 #include "index/aha/merge.h"
+#include "index/aha/page_leaf.h"
 #include "index/aha/run.h"
 
 namespace grove::aha {
@@ -51,10 +54,13 @@ struct KeyRange {
 
 struct Node {
   std::vector<Level> levels;
-  std::vector<std::string> pivots;  // child i holds [pivots[i-1], pivots[i])
+  std::vector<std::string> pivots;                    // child i holds [pivots[i-1], pivots[i])
   std::vector<std::shared_ptr<const Node>> children;  // empty: a leaf
+  // An adapted leaf's B+-tree pages (page_leaf.h): its oldest versions, below its buffer.
+  LeafPages pages;
 
   bool leaf() const { return children.empty(); }
+  bool adapted() const { return !pages.empty(); }
   size_t ChildFor(Slice key) const;
   KeyRange ChildRange(const KeyRange& mine, size_t i) const;
   uint64_t buffer_pages() const;
@@ -98,6 +104,7 @@ struct ScanContext {
   std::string lower, upper;  // the scan's bounds (upper only with has_upper)
   bool has_upper;
   bool reverse;
+  mutable uint64_t runs_opened = 0;  // buffers (runs) the scan probed
 };
 std::unique_ptr<Source> NewNodeSource(const ScanContext* ctx, std::shared_ptr<const Node> node,
                                       const KeyRange& range, Slice start, bool from_start);

@@ -21,14 +21,20 @@ void RunSpace::Abandon(PageId first, uint32_t pages) {
   allocator_->FreeUnreferenced(first, pages);  // never installed: no checkpoint names it
 }
 
-void RunSpace::Installed(const Run& run) {
+void RunSpace::Installed(PageId first) {
   MutexLock lock(&mu_);
-  in_flight_.erase(run.meta().first);
+  in_flight_.erase(first);
 }
 
 void RunSpace::Retire(std::shared_ptr<const Run> run) {
+  const PageId first = run->meta().first;
+  const uint32_t pages = run->meta().pages;
+  Retire(std::shared_ptr<const void>(std::move(run)), first, pages);
+}
+
+void RunSpace::Retire(std::shared_ptr<const void> ref, PageId first, uint32_t pages) {
   MutexLock lock(&mu_);
-  pending_.push_back(std::move(run));
+  pending_.push_back(Extent{std::move(ref), first, pages});
 }
 
 void RunSpace::PrepareCheckpoint(uint64_t epoch) {
@@ -57,17 +63,16 @@ void RunSpace::OnCheckpointAbandoned(uint64_t epoch) {
   FreeUnreferencedLocked(&held_);
 }
 
-void RunSpace::FreeUnreferencedLocked(std::vector<std::shared_ptr<const Run>>* list) {
-  std::vector<std::shared_ptr<const Run>> keep;
-  for (auto& r : *list) {
-    if (r.use_count() > 1) {
-      keep.push_back(std::move(r));
+void RunSpace::FreeUnreferencedLocked(std::vector<Extent>* list) {
+  std::vector<Extent> keep;
+  for (auto& x : *list) {
+    if (x.ref.use_count() > 1) {
+      keep.push_back(std::move(x));
       continue;
     }
-    const RunMeta& m = r->meta();
-    for (uint32_t i = 0; i < m.pages; ++i) pool_->Discard(m.first + i);
+    for (uint32_t i = 0; i < x.pages; ++i) pool_->Discard(x.first + i);
     // Retired before a checkpoint that is durable now: no durable checkpoint names it.
-    allocator_->FreeUnreferenced(m.first, m.pages);
+    allocator_->FreeUnreferenced(x.first, x.pages);
   }
   *list = std::move(keep);
 }
@@ -106,8 +111,8 @@ Status RunSpace::FreeRetiredAtOpen(Slice* in, ExtentAllocator* allocator) {
 std::vector<std::pair<PageId, uint32_t>> RunSpace::RetiredExtents() const {
   MutexLock lock(&mu_);
   std::vector<std::pair<PageId, uint32_t>> out;
-  auto add = [&](const std::vector<std::shared_ptr<const Run>>& list) {
-    for (const auto& r : list) out.emplace_back(r->meta().first, r->meta().pages);
+  auto add = [&](const std::vector<Extent>& list) {
+    for (const auto& x : list) out.emplace_back(x.first, x.pages);
   };
   add(pending_);
   for (const auto& [e, list] : by_epoch_) add(list);

@@ -46,10 +46,15 @@ class RunSpace final : public ExtentSource {
   StatusOr<PageId> Allocate(uint32_t pages) override;
   void Abandon(PageId first, uint32_t pages) override;
   // `run` is now part of the index (its metadata will name it).
-  void Installed(const Run& run);
+  void Installed(const Run& run) { Installed(run.meta().first); }
+  // The extent allocated at `first` is now part of the index (leaf pages, page_leaf.h).
+  void Installed(PageId first);
 
   // `run` is no longer part of the index (it was merged or moved into other runs).
   void Retire(std::shared_ptr<const Run> run);
+  // Pages [first, first + pages) are no longer part of the index; `ref` is what readers hold
+  // while they may still read them (a leaf page's descriptor).
+  void Retire(std::shared_ptr<const void> ref, PageId first, uint32_t pages);
 
   // Checkpoint hooks (Index::PrepareCheckpoint, OnCheckpointDurable, OnCheckpointAbandoned).
   void PrepareCheckpoint(uint64_t epoch);
@@ -67,16 +72,21 @@ class RunSpace final : public ExtentSource {
   std::vector<std::pair<PageId, uint32_t>> RetiredExtents() const;
 
  private:
-  // Frees the runs of `list` that no reader holds; keeps the others in it.
-  void FreeUnreferencedLocked(std::vector<std::shared_ptr<const Run>>* list) REQUIRES(mu_);
+  struct Extent {
+    std::shared_ptr<const void> ref;  // unread once it is the only reference
+    PageId first;
+    uint32_t pages;
+  };
+  // Frees the extents of `list` that no reader holds; keeps the others in it.
+  void FreeUnreferencedLocked(std::vector<Extent>* list) REQUIRES(mu_);
 
   BufferPool* const pool_;
   ExtentAllocator* const allocator_;
   mutable Mutex mu_;
-  std::vector<std::shared_ptr<const Run>> pending_ GUARDED_BY(mu_);
-  std::map<uint64_t, std::vector<std::shared_ptr<const Run>>> by_epoch_ GUARDED_BY(mu_);
+  std::vector<Extent> pending_ GUARDED_BY(mu_);
+  std::map<uint64_t, std::vector<Extent>> by_epoch_ GUARDED_BY(mu_);
   // Checkpoint-free but still held by readers: freed when the last reader lets go (next hook).
-  std::vector<std::shared_ptr<const Run>> held_ GUARDED_BY(mu_);
+  std::vector<Extent> held_ GUARDED_BY(mu_);
   std::map<PageId, uint32_t> in_flight_ GUARDED_BY(mu_);  // first page -> pages
 };
 

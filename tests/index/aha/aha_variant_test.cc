@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <random>
 #include <thread>
 
@@ -209,6 +210,140 @@ TEST(AhaVariantTest, BulkLoadFormsTheTree) {
   ExpectVerifyClean(db->get(), model.size(), "after writes over the load");
 }
 
+// Range searches over `lo..hi` (keys i in [lo, hi)) until adaptation has converged, bounded.
+void ScanUntilAdapted(Db* db, uint64_t lo, uint64_t hi, double adaptations) {
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 3000; ++round) {
+    ScanOptions o;
+    o.lower = Key(lo + rng() % (hi - lo));
+    auto it = db->NewIterator(o);
+    ASSERT_TRUE(it.ok());
+    for (int n = 0; n < 20 && (*it)->Valid(); ++n) (*it)->Next();
+    ASSERT_OK((*it)->status());
+    it->reset();
+    if (Extra(db, "adaptations_total") >= adaptations && Extra(db, "adaptation_in_progress") == 0) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ADD_FAILURE() << "adaptation did not converge";
+}
+
+// Runs a range search inside [lo, hi) probed, as the variant counts them.
+double RunsProbedByScans(Db* db, uint64_t lo, uint64_t hi, int scans) {
+  const double before = Extra(db, "scan_runs_probed_total");
+  for (int q = 0; q < scans; ++q) {
+    ScanOptions o;
+    o.lower = Key(lo + (hi - lo) * q / scans);
+    o.upper = Key(std::min(hi, lo + (hi - lo) * q / scans + 30));
+    o.has_upper = true;
+    auto it = db->NewIterator(o);
+    EXPECT_TRUE(it.ok());
+    while ((*it)->Valid()) (*it)->Next();
+  }
+  return Extra(db, "scan_runs_probed_total") - before;
+}
+
+struct AdaptCase {
+  std::string split, alloc;
+};
+void PrintTo(const AdaptCase& c, std::ostream* os) { *os << c.split << "/" << c.alloc; }
+
+class AhaAdaptTest : public ::testing::TestWithParam<AdaptCase> {};
+
+// A configured hot range: range searches on it empty its buffers from the root down and turn its
+// leaves into B+-tree pages; then a search reads pages only. Writes to it go back through the
+// buffers (batch insert) and the next searches adapt it again; the pages survive a reopen.
+TEST_P(AhaAdaptTest, HotRangeAdaptsBothWaysAndSurvivesAReopen) {
+  TempDir dir;
+  const ParamMap params = {{"memtable_bytes", "16384"},
+                           {"run_pages", "8"},
+                           {"l0_runs", "2"},
+                           {"level_ratio", "2"},
+                           {"fanout", "4"},
+                           {"node_pages", "16"},
+                           {"node_l0_runs", "2"},
+                           {"hot_ranges", Key(2000) + ".." + Key(2600)},
+                           {"hot_detect", "false"},
+                           {"split", GetParam().split},
+                           {"leaf_alloc", GetParam().alloc}};
+  Model model;
+  std::mt19937_64 rng(5);
+  auto write = [&](Db* db, uint64_t lo, uint64_t span, int n, int seed) {
+    for (int step = 0; step < n; ++step) {
+      const uint64_t i = lo + rng() % span;
+      if (rng() % 10 == 0) {
+        ASSERT_OK(db->Delete(Key(i)));
+        model.erase(Key(i));
+      } else {
+        const size_t len = rng() % 20 == 0 ? 1500 : 10 + rng() % 60;
+        const std::string v = Value(i, seed * 100000 + step, len);
+        ASSERT_OK(db->Put(Key(i), v));
+        model[Key(i)] = v;
+      }
+    }
+  };
+  {
+    auto db = Db::Open(AhaOptions(dir.path(), params));
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    write(db->get(), 0, 6000, 30000, 1);
+    Settle(db->get(), 2);
+    ScanUntilAdapted(db->get(), 2000, 2600, 1);
+    ExpectMatches(db->get(), model, "after adapting");
+    ExpectVerifyClean(db->get(), model.size(), "after adapting");
+    EXPECT_GT(Extra(db->get(), "adapted_leaves"), 0);
+    EXPECT_GT(Extra(db->get(), "leaf_pages"), 0);
+    EXPECT_GT(Extra(db->get(), "leaf_transforms_total"), 0);
+    // Adapted: a search inside the hot range probes no run, only leaf pages.
+    EXPECT_EQ(RunsProbedByScans(db->get(), 2000, 2600, 20), 0);
+    // Writes come back: hot keys through the buffers again, then the searches adapt again.
+    write(db->get(), 2000, 600, 4000, 2);
+    write(db->get(), 0, 6000, 2000, 3);
+    Settle(db->get(), 2);
+    ExpectMatches(db->get(), model, "after hot writes");
+    ScanUntilAdapted(db->get(), 2000, 2600, 2);
+    EXPECT_GT(Extra(db->get(), "page_merges_total"), 0);
+    EXPECT_EQ(RunsProbedByScans(db->get(), 2000, 2600, 20), 0);
+    ExpectMatches(db->get(), model, "after adapting again");
+    ExpectVerifyClean(db->get(), model.size(), "after adapting again");
+    ASSERT_OK((*db)->Close());
+  }
+  auto db = Db::Open(AhaOptions(dir.path(), params));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_GT(Extra(db->get(), "leaf_pages"), 0);
+  ExpectMatches(db->get(), model, "after reopening");
+  ExpectVerifyClean(db->get(), model.size(), "after reopening");
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, AhaAdaptTest,
+                         ::testing::Values(AdaptCase{"down", "even"},
+                                           AdaptCase{"side", "sound_remedy"}),
+                         [](const auto& info) {
+                           return info.param.split + "_" + info.param.alloc;
+                         });
+
+// Without a configured range, searches concentrated on a narrow range are detected as hot.
+TEST(AhaVariantTest, DetectorFindsTheRangeSearchesFavour) {
+  TempDir dir;
+  const ParamMap params = {{"memtable_bytes", "16384"}, {"run_pages", "8"}, {"l0_runs", "2"},
+                           {"level_ratio", "2"},        {"fanout", "4"},    {"node_pages", "16"}};
+  Model model;
+  auto db = Db::Open(AhaOptions(dir.path(), params));
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  for (uint64_t i = 0; i < 8000; ++i) {
+    const std::string v = Value(i, 0, 60);
+    ASSERT_OK((*db)->Put(Key((i * 7919) % 8000), v));
+    model[Key((i * 7919) % 8000)] = v;
+  }
+  Settle(db->get(), 2);
+  EXPECT_EQ(Extra(db->get(), "hot_ranges"), 0);
+  ScanUntilAdapted(db->get(), 4000, 4300, 1);
+  EXPECT_EQ(Extra(db->get(), "hot_ranges"), 1);
+  EXPECT_GT(Extra(db->get(), "adapted_leaves"), 0);
+  ExpectMatches(db->get(), model, "after adapting");
+  ExpectVerifyClean(db->get(), model.size(), "after adapting");
+}
+
 TEST(AhaVariantTest, BulkLoadIntoAFilledStoreIsRefusedAndWritesGoOn) {
   TempDir dir;
   auto db = Db::Open(AhaOptions(dir.path(), {}));
@@ -240,7 +375,12 @@ TEST(AhaVariantTest, BadParametersAreRefusedByName) {
                                                         {"buffer_pool_share", "1"},
                                                         {"fanout", "1"},
                                                         {"node_pages", "100"},
-                                                        {"node_l0_runs", "0"}}) {
+                                                        {"node_l0_runs", "0"},
+                                                        {"hot_ranges", "b..a"},
+                                                        {"hot_ranges", "nodots"},
+                                                        {"split", "up"},
+                                                        {"leaf_alloc", "odd"},
+                                                        {"adapt", "yes"}}) {
     auto db = Db::Open(AhaOptions(dir.path(), {{name, value}}));
     ASSERT_FALSE(db.ok()) << name;
     EXPECT_EQ(db.status().code(), StatusCode::kInvalidArgument) << db.status().ToString();

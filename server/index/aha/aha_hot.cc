@@ -1,0 +1,532 @@
+// AHA-tree's adaptation to hot ranges (paper §4.5, §5, §6): hot ranges configured or detected,
+// hotspot-emptying one node at a time from the root down, leaf transformation (down or side
+// split) into B+-tree leaf pages, and merging later writes into those pages. The reverse
+// direction needs no procedure of its own: writes to an adapted range go through the buffers
+// again (batch insert) and reach the pages by push-downs and merges, and the next range searches
+// on it adapt it again.
+//
+// Detector (the paper takes hot ranges as given): every finished range search reports the span
+// it covered, from its first to its last key. Every 64 searches the detector takes the last 256
+// spans, and the range from the 5th percentile of their first keys to the 95th percentile of
+// their last keys is hot when it covers at most a quarter of the leaves (and the tree has at
+// least four): searches spread over the key space find no hot range. One range at a time.
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "index/aha/aha.h"
+#include "index/aha/merge.h"
+#include "util/clock.h"
+
+namespace grove {
+
+using aha::HotRange;
+using aha::KeyRange;
+using aha::Node;
+using aha::Path;
+using aha::Run;
+using aha::Version;
+
+namespace {
+
+using RunList = std::vector<std::shared_ptr<const Run>>;
+
+constexpr size_t kSpanWindow = 256;
+constexpr uint64_t kDetectEvery = 64;
+constexpr double kMaxHotLeafShare = 0.25;
+
+bool Meets(Slice min, Slice max, const HotRange& h) {
+  return max.compare(h.lo) >= 0 && min.compare(h.hi) < 0;
+}
+
+bool RangeMeets(const KeyRange& r, const HotRange& h) {
+  return (!r.has_hi || Slice(r.hi).compare(h.lo) > 0) && Slice(r.lo).compare(h.hi) < 0;
+}
+
+bool RunMeetsHot(const Run& r, const KeyRange& range, const std::vector<HotRange>& hot) {
+  for (const HotRange& h : hot) {
+    if (RangeMeets(range, h) && Meets(r.meta().min_key, r.meta().max_key, h)) return true;
+  }
+  return false;
+}
+
+bool BufferMeetsHot(const Node& n, const KeyRange& range, const std::vector<HotRange>& hot) {
+  for (const auto& level : n.levels) {
+    for (const auto& r : level.runs) {
+      if (RunMeetsHot(*r, range, hot)) return true;
+    }
+  }
+  return false;
+}
+
+bool InsideHot(Slice min, Slice max, const std::vector<HotRange>& hot) {
+  for (const HotRange& h : hot) {
+    if (min.compare(h.lo) >= 0 && max.compare(h.hi) < 0) return true;
+  }
+  return false;
+}
+
+// A node's range cut at the hot bounds inside it: consecutive parts, each wholly hot or cold.
+struct Part {
+  KeyRange range;
+  bool hot = false;
+};
+std::vector<Part> PartsOf(const KeyRange& r, const std::vector<HotRange>& hot) {
+  std::vector<std::string> cuts;
+  for (const HotRange& h : hot) {
+    for (const std::string* b : {&h.lo, &h.hi}) {
+      if (Slice(*b).compare(r.lo) > 0 && (!r.has_hi || Slice(*b).compare(r.hi) < 0)) {
+        cuts.push_back(*b);
+      }
+    }
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<Part> parts;
+  std::string lo = r.lo;
+  for (size_t i = 0; i <= cuts.size(); ++i) {
+    Part p;
+    p.range.lo = lo;
+    if (i < cuts.size()) {
+      p.range.hi = cuts[i];
+      p.range.has_hi = true;
+      lo = cuts[i];
+    } else {
+      p.range.hi = r.hi;
+      p.range.has_hi = r.has_hi;
+    }
+    // A part lies wholly inside or outside each hot range: test its first key.
+    for (const HotRange& h : hot) {
+      if (Slice(p.range.lo).compare(h.lo) >= 0 && Slice(p.range.lo).compare(h.hi) < 0) {
+        p.hot = true;
+      }
+    }
+    parts.push_back(std::move(p));
+  }
+  return parts;
+}
+
+std::shared_ptr<Node> NewNode() { return aha::NewNode(); }
+
+// Adapted leaves for `pages`, at most aha::kMaxLeafPagesPerNode each; *seps gets the boundaries between them.
+void PageLeaves(const aha::LeafPages& pages, std::vector<std::shared_ptr<const Node>>* nodes,
+                std::vector<std::string>* seps) {
+  for (size_t i = 0; i < pages.size() || i == 0; i += aha::kMaxLeafPagesPerNode) {
+    auto n = NewNode();
+    if (!pages.empty()) {
+      const size_t end = std::min(pages.size(), i + aha::kMaxLeafPagesPerNode);
+      n->pages.assign(pages.begin() + static_cast<ptrdiff_t>(i),
+                      pages.begin() + static_cast<ptrdiff_t>(end));
+      if (i > 0) seps->push_back(pages[i]->low);
+    }
+    nodes->push_back(std::move(n));
+    if (pages.empty()) break;
+  }
+}
+
+}  // namespace
+
+std::vector<HotRange> AhaTree::HotRanges() const {
+  std::vector<HotRange> all = cfg_.hot_ranges;
+  {
+    MutexLock lock(&hot_mu_);
+    all.insert(all.end(), detected_.begin(), detected_.end());
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.lo < b.lo; });
+  std::vector<HotRange> merged;
+  for (auto& h : all) {
+    if (!merged.empty() && h.lo <= merged.back().hi) {
+      merged.back().hi = std::max(merged.back().hi, h.hi);
+    } else {
+      merged.push_back(std::move(h));
+    }
+  }
+  return merged;
+}
+
+void AhaTree::NoteScan(Slice first, Slice last, uint64_t runs_opened) {
+  scans_.fetch_add(1, std::memory_order_relaxed);
+  scan_runs_.fetch_add(runs_opened, std::memory_order_relaxed);
+  if (cfg_.adapt == aha::Config::Adapt::kOff) return;
+  if (cfg_.hot_detect) {
+    MutexLock lock(&hot_mu_);
+    const auto span = std::make_pair(std::string(first), std::string(last));
+    if (spans_.size() < kSpanWindow) {
+      spans_.push_back(span);
+    } else {
+      spans_[spans_seen_ % kSpanWindow] = span;
+    }
+    if (++spans_seen_ % kDetectEvery == 0 && spans_.size() >= kDetectEvery) {
+      std::vector<HotRange> found = DetectLocked(*current());
+      if (found != detected_) {
+        detected_ = std::move(found);
+        detections_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  // Query-triggered (§5): a search that meets a hot range starts (or continues) adaptation.
+  for (const HotRange& h : HotRanges()) {
+    if (Meets(first, last, h)) {
+      if (!adapt_requested_.exchange(true)) Kick();
+      break;
+    }
+  }
+}
+
+std::vector<HotRange> AhaTree::DetectLocked(const Version& v) const {
+  std::vector<std::string> firsts, lasts;
+  for (const auto& [f, l] : spans_) {
+    firsts.push_back(f);
+    lasts.push_back(l);
+  }
+  std::sort(firsts.begin(), firsts.end());
+  std::sort(lasts.begin(), lasts.end());
+  const size_t n = firsts.size();
+  HotRange h{firsts[n * 5 / 100], lasts[std::min(n - 1, n * 95 / 100)]};
+  h.hi.push_back('\0');  // the last key itself is inside: [lo, last] = [lo, last + "\0")
+  if (h.hi <= h.lo) return {};
+  // Leaves it covers, against all of them.
+  uint64_t leaves = 0, covered = 0;
+  std::vector<std::pair<const Node*, KeyRange>> stack{{v.root.get(), KeyRange{}}};
+  while (!stack.empty()) {
+    auto [node, range] = stack.back();
+    stack.pop_back();
+    if (node->leaf()) {
+      ++leaves;
+      covered += RangeMeets(range, h);
+      continue;
+    }
+    for (size_t i = 0; i < node->children.size(); ++i) {
+      stack.emplace_back(node->children[i].get(), node->ChildRange(range, i));
+    }
+  }
+  if (leaves < 4 || static_cast<double>(covered) > kMaxHotLeafShare * static_cast<double>(leaves)) {
+    return {};
+  }
+  return {h};
+}
+
+AhaTree::AdaptWork AhaTree::FindAdaptWork(const Version& v,
+                                          const std::vector<HotRange>& hot) const {
+  if (hot.empty()) return {};
+  const Node& root = *v.root;
+  if (root.leaf()) {
+    // Nothing below the root yet: form the tree from its last level, if it holds anything.
+    if (!root.levels.back().runs.empty() && BufferMeetsHot(root, KeyRange{}, hot)) {
+      return {AdaptKind::kForm, {}};
+    }
+    return {};
+  }
+  struct Item {
+    const Node* node;
+    Path path;
+    KeyRange range;
+  };
+  std::deque<Item> queue{{&root, {}, KeyRange{}}};  // breadth first: upper levels empty first
+  while (!queue.empty()) {
+    Item it = std::move(queue.front());
+    queue.pop_front();
+    const Node& n = *it.node;
+    bool meets = false;
+    for (const HotRange& h : hot) meets = meets || RangeMeets(it.range, h);
+    if (!meets) continue;
+    const bool hot_runs = BufferMeetsHot(n, it.range, hot);
+    if (!n.leaf()) {
+      if (hot_runs) return {AdaptKind::kEmptyHot, it.path};
+      for (size_t i = 0; i < n.children.size(); ++i) {
+        Path p = it.path;
+        p.push_back(i);
+        queue.push_back({n.children[i].get(), std::move(p), n.ChildRange(it.range, i)});
+      }
+      continue;
+    }
+    if (hot_runs) return {n.adapted() ? AdaptKind::kMergePages : AdaptKind::kTransform, it.path};
+  }
+  return {};
+}
+
+Status AhaTree::DoAdaptWork(const AdaptWork& w, const std::vector<HotRange>& hot) {
+  adapt_steps_.fetch_add(1, std::memory_order_relaxed);
+  switch (w.kind) {
+    case AdaptKind::kForm:
+      return FormTree();
+    case AdaptKind::kEmptyHot:
+      return EmptyHot(w.path, hot);
+    case AdaptKind::kTransform:
+      return Transform(w.path, hot);
+    case AdaptKind::kMergePages:
+      return MergePages(w.path);
+    case AdaptKind::kNone:
+      break;
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> AhaTree::Guards(const Node& node, const KeyRange& range) const {
+  std::vector<std::string> g = node.pivots;
+  for (const HotRange& h : HotRanges()) {
+    for (const std::string* b : {&h.lo, &h.hi}) {
+      if (range.Contains(*b)) g.push_back(*b);
+    }
+  }
+  std::sort(g.begin(), g.end());
+  g.erase(std::unique(g.begin(), g.end()), g.end());
+  return g;
+}
+
+Status AhaTree::EmptyHot(const Path& path, const std::vector<HotRange>& hot) {
+  const auto v = current();
+  const Node& node = aha::NodeAt(*v->root, path);
+  const KeyRange range = aha::RangeAt(*v->root, path);
+  std::vector<std::string> guards = node.pivots;
+  for (const HotRange& h : hot) {
+    guards.push_back(h.lo);
+    guards.push_back(h.hi);
+  }
+  std::sort(guards.begin(), guards.end());
+  guards.erase(std::unique(guards.begin(), guards.end()), guards.end());
+  // Per level, each run meeting a hot range: replaced in place by its cold pieces; its hot
+  // pieces go to the children, newest level first so their level 0 stays newest first.
+  std::vector<std::vector<RunList>> stays(node.levels.size());
+  std::vector<RunList> to_child(node.children.size());
+  RunList cut, pieces;
+  for (size_t l = 0; l < node.levels.size(); ++l) {
+    for (const auto& r : node.levels[l].runs) {
+      if (!RunMeetsHot(*r, range, hot)) {
+        stays[l].push_back({r});
+        continue;
+      }
+      const size_t first = pieces.size();
+      if (Status s = CutRun(r, guards, &pieces); !s.ok()) {
+        AbandonOutputs(pieces);
+        return s;
+      }
+      cut.push_back(r);
+      RunList cold;
+      for (size_t i = first; i < pieces.size(); ++i) {
+        const auto& m = pieces[i]->meta();
+        if (InsideHot(m.min_key, m.max_key, hot)) {
+          to_child[node.ChildFor(m.min_key)].push_back(pieces[i]);
+        } else {
+          cold.push_back(pieces[i]);
+        }
+      }
+      stays[l].push_back(std::move(cold));
+    }
+  }
+  GROVE_RETURN_IF_ERROR(Install(
+      [&](Version* next) {
+        Node* n = aha::CopyPath(&next->root, path).back();
+        for (size_t l = 0; l < n->levels.size(); ++l) {
+          RunList runs;
+          for (const RunList& group : stays[l]) runs.insert(runs.end(), group.begin(), group.end());
+          n->levels[l].runs = std::move(runs);
+        }
+        for (size_t c = 0; c < to_child.size(); ++c) {
+          if (to_child[c].empty()) continue;
+          auto child = std::make_shared<Node>(*n->children[c]);
+          auto& l0 = child->levels[0].runs;
+          l0.insert(l0.begin(), to_child[c].begin(), to_child[c].end());
+          n->children[c] = std::move(child);
+        }
+      },
+      pieces, cut, {}));
+  hot_runs_emptied_.fetch_add(cut.size(), std::memory_order_relaxed);
+  tree_work_ = true;
+  return Status::Ok();
+}
+
+Status AhaTree::Transform(const Path& path, const std::vector<HotRange>& hot) {
+  const auto v = current();
+  const Node& leaf = aha::NodeAt(*v->root, path);
+  const KeyRange range = aha::RangeAt(*v->root, path);
+  const std::vector<Part> parts = PartsOf(range, hot);
+  const bool whole_hot = parts.size() == 1 && parts[0].hot;
+  if (!whole_hot && cfg_.down_split) {
+    // Down-split (§6.1): the leaf becomes an inner node that keeps its buffer, over one empty
+    // leaf per part; hotspot-emptying then pushes the hot data into the hot ones. No IO.
+    auto inner = std::make_shared<Node>();
+    inner->levels = leaf.levels;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      inner->children.push_back(NewNode());
+      if (i > 0) inner->pivots.push_back(parts[i].range.lo);
+    }
+    GROVE_RETURN_IF_ERROR(Install(
+        [&](Version* next) {
+          Path parent(path.begin(), path.end() - 1);
+          Node* p = aha::CopyPath(&next->root, parent).back();
+          p->children[path.back()] = inner;
+        },
+        {}, {}, {}));
+    transforms_.fetch_add(1, std::memory_order_relaxed);
+    tree_work_ = true;
+    return Status::Ok();
+  }
+  // Side-split (§6.1), or a wholly hot leaf: the whole buffer compacted, cold parts into runs of
+  // new sibling leaves, hot parts into leaf pages (§6.2).
+  std::vector<std::unique_ptr<aha::Source>> sources;
+  RunList inputs;
+  for (size_t l = 0; l < leaf.levels.size(); ++l) {
+    const RunList& runs = leaf.levels[l].runs;
+    inputs.insert(inputs.end(), runs.begin(), runs.end());
+    if (l == 0) {
+      for (const auto& r : runs) {
+        sources.push_back(
+            aha::NewRunSource(pool_, r, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+      }
+    } else if (!runs.empty()) {
+      sources.push_back(
+          aha::NewLevelSource(pool_, runs, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+    }
+  }
+  aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
+  std::vector<std::string> released;
+  RunList outputs;
+  std::vector<aha::PageExtent> extents;
+  std::vector<std::shared_ptr<const Node>> nodes;
+  std::vector<std::string> seps;
+  auto fail = [&](const Status& s) {
+    AbandonOutputs(outputs);
+    AbandonPages(extents);
+    return s;
+  };
+  const aha::RunOptions options{cfg_.run_pages, cfg_.bloom_bits_per_key};
+  size_t part = 0;
+  while (part < parts.size()) {
+    const Part& p = parts[part];
+    auto in_part = [&](const aha::Entry& e) {
+      return !p.range.has_hi || Slice(e.key).compare(p.range.hi) < 0;
+    };
+    if (part > 0) seps.push_back(p.range.lo);
+    if (p.hot) {
+      aha::LeafPageBuilder builder(cfg_.leaf_alloc);
+      for (; merge.Valid() && in_part(merge.entry()); merge.Next()) {
+        for (const aha::Entry& old : merge.shadowed()) {
+          if (!old.tombstone) released.push_back(old.cell);
+        }
+        if (!merge.entry().tombstone) builder.Add(merge.entry());
+      }
+      if (!merge.status().ok()) return fail(merge.status());
+      StatusOr<aha::LeafPages> pages = aha::LeafPages();
+      Status s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+        pages = builder.Finish(&space_, ctx_.direct_writer, IoCause::kCompaction, &extents);
+        return pages.status();
+      });
+      if (!s.ok()) return fail(s);
+      PageLeaves(*pages, &nodes, &seps);
+    } else {
+      RunList runs;
+      aha::RunBuilder builder(options);
+      for (; merge.Valid() && in_part(merge.entry()); merge.Next()) {
+        for (const aha::Entry& old : merge.shadowed()) {
+          if (!old.tombstone) released.push_back(old.cell);
+        }
+        const aha::Entry& e = merge.entry();
+        if (e.tombstone) continue;  // nothing lies below a leaf
+        if (!builder.Fits(e)) {
+          if (Status s = FinishRun(&builder, &runs, true); !s.ok()) return fail(s);
+          builder = aha::RunBuilder(options);
+        }
+        builder.Add(e);
+      }
+      if (!merge.status().ok()) return fail(merge.status());
+      if (!builder.empty()) {
+        if (Status s = FinishRun(&builder, &runs, true); !s.ok()) return fail(s);
+      }
+      outputs.insert(outputs.end(), runs.begin(), runs.end());
+      auto n = NewNode();
+      n->levels.back().runs = std::move(runs);
+      nodes.push_back(std::move(n));
+    }
+    ++part;
+  }
+  const size_t i = path.back();
+  const Path parent_path(path.begin(), path.end() - 1);
+  GROVE_RETURN_IF_ERROR(Install(
+      [&](Version* next) {
+        Node* parent = aha::CopyPath(&next->root, parent_path).back();
+        parent->children.erase(parent->children.begin() + static_cast<ptrdiff_t>(i));
+        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i),
+                                nodes.begin(), nodes.end());
+        parent->pivots.insert(parent->pivots.begin() + static_cast<ptrdiff_t>(i), seps.begin(),
+                              seps.end());
+      },
+      outputs, inputs, released, extents));
+  transforms_.fetch_add(1, std::memory_order_relaxed);
+  cells_released_.fetch_add(released.size(), std::memory_order_relaxed);
+  tree_work_ = true;
+  return Status::Ok();
+}
+
+Status AhaTree::MergePages(const Path& path) {
+  const auto v = current();
+  const Node& leaf = aha::NodeAt(*v->root, path);
+  std::vector<std::unique_ptr<aha::Source>> sources;
+  RunList inputs;
+  for (size_t l = 0; l < leaf.levels.size(); ++l) {
+    const RunList& runs = leaf.levels[l].runs;
+    inputs.insert(inputs.end(), runs.begin(), runs.end());
+    if (l == 0) {
+      for (const auto& r : runs) {
+        sources.push_back(
+            aha::NewRunSource(pool_, r, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+      }
+    } else if (!runs.empty()) {
+      sources.push_back(
+          aha::NewLevelSource(pool_, runs, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+    }
+  }
+  aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
+  aha::PageMerger merger(pool_, leaf.pages, IoCause::kCompaction);
+  std::vector<std::string> released;
+  for (; merge.Valid(); merge.Next()) {
+    for (const aha::Entry& old : merge.shadowed()) {
+      if (!old.tombstone) released.push_back(old.cell);
+    }
+    GROVE_RETURN_IF_ERROR(merger.Add(merge.entry()));
+  }
+  GROVE_RETURN_IF_ERROR(merge.status());
+  aha::LeafPages pages, retired;
+  std::vector<aha::PageExtent> extents;
+  GROVE_RETURN_IF_ERROR(ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+    return merger.Finish(&space_, ctx_.direct_writer, &pages, &retired, &extents, &released);
+  }));
+  GROVE_RETURN_IF_ERROR(Install(
+      [&](Version* next) {
+        Node* n = aha::CopyPath(&next->root, path).back();
+        for (auto& level : n->levels) level.runs.clear();
+        n->pages = pages;
+      },
+      {}, inputs, released, extents, retired));
+  page_merges_.fetch_add(1, std::memory_order_relaxed);
+  cells_released_.fetch_add(released.size(), std::memory_order_relaxed);
+  tree_work_ = true;
+  return Status::Ok();
+}
+
+Status AhaTree::SplitPages(const Path& path) {
+  const auto v = current();
+  const Node& leaf = aha::NodeAt(*v->root, path);
+  if (leaf.pages.size() < 2 || !leaf.buffer_empty() || path.empty()) return Status::Ok();
+  const size_t m = leaf.pages.size() / 2;
+  auto left = NewNode(), right = NewNode();
+  left->pages.assign(leaf.pages.begin(), leaf.pages.begin() + static_cast<ptrdiff_t>(m));
+  right->pages.assign(leaf.pages.begin() + static_cast<ptrdiff_t>(m), leaf.pages.end());
+  const std::string sep = leaf.pages[m]->low;
+  const size_t i = path.back();
+  const Path parent_path(path.begin(), path.end() - 1);
+  GROVE_RETURN_IF_ERROR(Install(
+      [&](Version* next) {
+        Node* parent = aha::CopyPath(&next->root, parent_path).back();
+        parent->children[i] = left;
+        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i) + 1, right);
+        parent->pivots.insert(parent->pivots.begin() + static_cast<ptrdiff_t>(i), sep);
+      },
+      {}, {}, {}));
+  leaf_splits_.fetch_add(1, std::memory_order_relaxed);
+  tree_work_ = true;
+  return Status::Ok();
+}
+
+}  // namespace grove

@@ -22,6 +22,8 @@
 #   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
 #   make bench-treeline   TreeLine vs btree vs RocksDB at 64 B and 1 KiB, the factor analysis and
 #                    insert forecasting (~60 min): docs/benchmarks.md's TreeLine section
+#   make bench-aha        AHA-tree (down- and side-split) vs btree and RocksDB on a hot range:
+#                    load, range searches over time, hot writes, searches again (~20 min)
 #   make bench-aulid      AULID vs btree, btree+SHORTCUT and RocksDB at 50M keys, three memory
 #                    budgets, the paper's W1-W6 (~30 min): docs/benchmarks.md's AULID section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
@@ -35,7 +37,7 @@ GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-aulid fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-aulid bench-aha fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -117,6 +119,9 @@ bench-treeline: bench-build
 
 bench-aulid: bench-build
 	$(BENCH_ENV) scripts/bench-aulid.sh
+
+bench-aha: bench-build
+	$(BENCH_ENV) scripts/bench-aha.sh
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

@@ -411,8 +411,24 @@ def build():
                   (f"sum({ah_rate('leaf_splits_total')})", "leaf splits"),
                   (f"sum({ah_rate('inner_splits_total')})", "inner splits"),
                   (f"sum({ah_rate('node_compactions_total')})", "node compactions")])
-    d.timeseries("Tree nodes", "Leaves and inner nodes below the root.", "short",
-                 [(f"sum({ah('leaves')})", "leaves"), (f"sum({ah('inner_nodes')})", "inner")])
+    d.timeseries("Tree nodes", "Leaves and inner nodes below the root, and leaves adapted to "
+                 "a hot range (their data in B+-tree leaf pages).", "short",
+                 [(f"sum({ah('leaves')})", "leaves"), (f"sum({ah('inner_nodes')})", "inner"),
+                  (f"sum({ah('adapted_leaves')})", "adapted")])
+    d.timeseries("Adaptation", "1 while a hot range adapts (its buffers emptied, its leaves "
+                 "turned into pages), and how long the last adaptation took, from the first "
+                 "range search that asked for it to convergence.", "short",
+                 [(f"max({ah('adaptation_in_progress')})", "in progress"),
+                  (f"max({ah('last_adaptation_seconds')})", "last (s)"),
+                  (f"max({ah('hot_ranges')})", "hot ranges")])
+    d.timeseries("Leaf page fill", "Adapted leaves' pages by fill (tenths of a page): even "
+                 "allocation piles them at the top, sound remedy spreads them over half to full.",
+                 "short", [(f"sum({ah(f'leaf_pages_fill_{b}')})", label) for b, label in
+                           [("lt50", "< 50%"), ("50", "50-60%"), ("60", "60-70%"),
+                            ("70", "70-80%"), ("80", "80-90%"), ("90", "90-100%")]])
+    d.timeseries("Buffers probed per range search", "Runs a range search opened besides the "
+                 "memtables and leaf pages, since the store opened: 0 inside an adapted range.",
+                 "short", [(f"avg({ah('runs_probed_per_scan')})", "{{instance}}")])
 
     return {
         "uid": UID,

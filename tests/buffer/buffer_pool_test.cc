@@ -304,14 +304,21 @@ TEST_P(BufferPoolTest, FlushingFramesStayUntilEndCheckpoint) {
   EXPECT_EQ(pool_->dirty_pages(), 0u);
   EXPECT_EQ(pool_->flushing_pages(), 16u);
 
-  // Clean now, but their in-place writes are not known to be durable until EndCheckpoint.
+  // Clean now, but their in-place writes are not known to be durable until EndCheckpoint: a
+  // read that needs a frame waits for it, for a bounded time.
   auto read = pool_->FetchRead(on_disk[0]);
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), StatusCode::kResourceExhausted);
 
-  pool_->EndCheckpoint(true);
+  // A checkpoint that ends while the read waits lets it through.
+  std::thread ender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pool_->EndCheckpoint(true);
+  });
+  auto waited = pool_->FetchRead(on_disk[0]);
+  ender.join();
+  ASSERT_TRUE(waited.ok()) << waited.status().ToString();
   EXPECT_EQ(pool_->flushing_pages(), 0u);
-  ASSERT_TRUE(pool_->FetchRead(on_disk[0]).ok());
   for (uint32_t i = 0; i < 16; ++i) {
     if (pool_->IsResident(ids[i])) ExpectVersion(ids[i], i);
   }

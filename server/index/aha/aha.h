@@ -8,7 +8,8 @@
 // Built so far: the write-optimised buffer tree. The root's buffer (the rootLSM) is a memtable
 // above levels of sorted runs (run.h); below it, a tree of nodes (node.h) each with a buffer of
 // two levels, formed from the root's last level and grown by level-emptying and splits
-// (aha_tree.cc). Hot-range adaptation comes next.
+// (aha_tree.cc). Hot ranges (configured or detected) adapt: their buffers are emptied and their
+// leaves turned into B+-tree leaf pages (aha_hot.cc, page_leaf.h).
 //
 //   Put/Delete: the active memtable (blind writes: a version replaced in the memtable is handed
 //               back, one replaced in a run is released when a merge drops it).
@@ -23,7 +24,8 @@
 //               then x `level_ratio`). Outputs are cut at the root's routing keys. When the last
 //               level exceeds its size, it is pushed down to the children (the first time: it
 //               forms the tree).
-//   Below:      node buffers compact, push down, split (aha_tree.cc).
+//   Below:      node buffers compact, push down, split (aha_tree.cc); hot ranges adapt one node
+//               per step, parents first (aha_hot.cc).
 //
 // Durability: the memtables are memory only; the WAL keeps their records (OldestUnpersistedLsn)
 // and their blob cells are listed for recovery. Runs are written outside the buffer pool

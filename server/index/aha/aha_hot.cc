@@ -109,7 +109,8 @@ std::vector<Part> PartsOf(const KeyRange& r, const std::vector<HotRange>& hot) {
 
 std::shared_ptr<Node> NewNode() { return aha::NewNode(); }
 
-// Adapted leaves for `pages`, at most aha::kMaxLeafPagesPerNode each; *seps gets the boundaries between them.
+// Adapted leaves for `pages`, at most aha::kMaxLeafPagesPerNode each; *seps gets the boundaries
+// between them.
 void PageLeaves(const aha::LeafPages& pages, std::vector<std::shared_ptr<const Node>>* nodes,
                 std::vector<std::string>* seps) {
   for (size_t i = 0; i < pages.size() || i == 0; i += aha::kMaxLeafPagesPerNode) {
@@ -447,8 +448,8 @@ Status AhaTree::Transform(const Path& path, const std::vector<HotRange>& hot) {
       [&](Version* next) {
         Node* parent = aha::CopyPath(&next->root, parent_path).back();
         parent->children.erase(parent->children.begin() + static_cast<ptrdiff_t>(i));
-        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i),
-                                nodes.begin(), nodes.end());
+        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i), nodes.begin(),
+                                nodes.end());
         parent->pivots.insert(parent->pivots.begin() + static_cast<ptrdiff_t>(i), seps.begin(),
                               seps.end());
       },

@@ -6,12 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "grove/io_backend.h"
+
 #include "index/core/inner_node.h"
 #include "index/core/leaf_node.h"
 #include "page/extent_allocator.h"
 #include "page/page.h"
 #include "page/slotted_page.h"
-#include "grove/io_backend.h"
 
 namespace grove::aha {
 
@@ -141,10 +142,9 @@ StatusOr<LeafPages> LeafPageBuilder::Finish(ExtentSource* extents, DirectPageWri
 size_t LeafPageCapacity() { return Capacity(); }
 
 size_t PageFor(const LeafPages& pages, Slice key) {
-  auto it = std::upper_bound(pages.begin(), pages.end(), key,
-                             [](Slice k, const std::shared_ptr<const LeafPage>& p) {
-                               return k.compare(p->low) < 0;
-                             });
+  auto it = std::upper_bound(
+      pages.begin(), pages.end(), key,
+      [](Slice k, const std::shared_ptr<const LeafPage>& p) { return k.compare(p->low) < 0; });
   return it == pages.begin() ? 0 : static_cast<size_t>(it - pages.begin() - 1);
 }
 

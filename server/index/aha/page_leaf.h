@@ -38,7 +38,7 @@ namespace grove::aha {
 
 struct LeafPage {
   PageId id = 0;
-  std::string low;  // its first key
+  std::string low;       // its first key
   uint32_t used = 0;     // bytes its cells take, for the utilisation figures
   uint32_t entries = 0;  // its cells
 };
@@ -73,7 +73,7 @@ class LeafPageBuilder {
 
   LeafAlloc alloc_;
   std::vector<Entry> entries_;
-  std::vector<size_t> segments_{0};      // first entry of each segment
+  std::vector<size_t> segments_{0};  // first entry of each segment
   std::vector<uint64_t> segment_bytes_{0};
 };
 
@@ -99,7 +99,7 @@ class PageMerger {
   LeafPages old_;
   IoCause cause_;
   LeafPageBuilder builder_;
-  int current_ = -1;             // old page being rebuilt
+  int current_ = -1;                // old page being rebuilt
   std::vector<Entry> old_entries_;  // its entries
   size_t old_pos_ = 0;
   std::vector<int> rebuilt_;  // old pages rebuilt, in order (-1: none existed)
@@ -113,8 +113,7 @@ size_t LeafPageCapacity();
 size_t PageFor(const LeafPages& pages, Slice key);
 // Reads page `page` (one of the leaf's) into entries with LSN 0. DataLoss when it is not a leaf
 // page of this id.
-Status ReadLeafPage(BufferPool* pool, const LeafPage& page, IoCause cause,
-                    std::vector<Entry>* out);
+Status ReadLeafPage(BufferPool* pool, const LeafPage& page, IoCause cause, std::vector<Entry>* out);
 // Looks `key` up in the leaf's pages.
 StatusOr<bool> GetFromPages(BufferPool* pool, const LeafPages& pages, Slice key, Entry* out);
 

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The "AHA-tree" section of docs/benchmarks.md from scripts/bench-aha.sh's JSON lines.
+
+    scripts/aha_report.py docs/bench-data/aha.jsonl docs/bench-data/aha-commands.txt \
+        [--img docs/img]
+
+With --img (Debian's python3-matplotlib), also docs/img/aha-timeline.png: ops/s over time of
+every target through the load, the hot range searches, the hot writes and the searches after
+them, one panel per workload.
+
+Tables: throughput per workload and target with aha's ratios to btree and RocksDB, against the
+issue's targets; aha's adaptation (time to converge, steps, leaves turned into pages, runs probed
+per search) for the two hotspot sizes; the device's ceiling.
+"""
+import argparse
+import json
+import os
+
+WORKLOADS = [
+    ("load", "load (random inserts)"),
+    ("aha-hot-scan", "hot range search"),
+    ("aha-hot-update", "hot-only updates"),
+    ("aha-hot-scan-after", "hot range search after the updates"),
+]
+ORDER = ["embedded:aha", "embedded:aha?split=side", "embedded:btree", "rocksdb"]
+NAMES = {
+    "embedded:aha": "aha (down)",
+    "embedded:aha?split=side": "aha (side)",
+    "embedded:btree": "btree",
+    "rocksdb": "RocksDB",
+}
+
+
+def load(path):
+    return [json.loads(l) for l in open(path) if l.strip()]
+
+
+def name(target):
+    return NAMES.get(target, target)
+
+
+def gauge(r, key):
+    return (r.get("gauges") or {}).get("index." + key)
+
+
+def stable(r, tail=0.5):
+    """Mean ops/s over the last `tail` of the timeline (the stable phase)."""
+    tl = r.get("timeline") or []
+    if not tl:
+        return r["throughput"]
+    part = tl[int(len(tl) * (1 - tail)):]
+    return sum(p[1] for p in part) / len(part)
+
+
+def first(r, seconds=5):
+    """Mean ops/s over the first seconds (the unstable phase while aha adapts)."""
+    tl = [p for p in (r.get("timeline") or []) if p[0] <= seconds]
+    if not tl:
+        return r["throughput"]
+    return sum(p[1] for p in tl) / len(tl)
+
+
+def throughput_table(runs):
+    by = {(r["target"], r["workload"]): r for r in runs if r.get("label") == "aha 1pct"}
+    out = ["| workload | " + " | ".join(name(t) for t in ORDER) +
+           " | aha / btree | aha / RocksDB |", "|---|" + "--:|" * (len(ORDER) + 2)]
+    for w, title in WORKLOADS:
+        cells, vals = [], {}
+        for t in ORDER:
+            r = by.get((t, w))
+            if r is None:
+                cells.append("-")
+                continue
+            v = stable(r) if w.startswith("aha-hot-scan") else r["throughput"]
+            vals[t] = v
+            cells.append(f"{v:,.0f}")
+        a, b, k = vals.get("embedded:aha"), vals.get("embedded:btree"), vals.get("rocksdb")
+        rb = f"{a / b:.2f}x" if a and b else "-"
+        rk = f"{a / k:.2f}x" if a and k else "-"
+        out.append(f"| {title} | " + " | ".join(cells) + f" | {rb} | {rk} |")
+    return "\n".join(out)
+
+
+def adaptation_table(runs):
+    out = ["| run | hotspot | first 5 s (ops/s) | stable (ops/s) | adaptation (s) | "
+           "adapted leaves | leaf pages | runs probed per search |",
+           "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for r in runs:
+        if not r["target"].startswith("embedded:aha") or not r["workload"].startswith("aha-hot-scan"):
+            continue
+        size = "2%" if r["workload"].endswith("2pct") else "1%"
+        secs = gauge(r, "last_adaptation_seconds")
+        out.append(
+            f"| {name(r['target'])} {r['workload']} | {size} | {first(r):,.0f} | {stable(r):,.0f} | "
+            f"{'-' if secs is None else f'{secs:.2f}'} | {gauge(r, 'adapted_leaves') or 0:.0f} | "
+            f"{gauge(r, 'leaf_pages') or 0:.0f} | {gauge(r, 'runs_probed_per_scan') or 0:.2f} |")
+    return "\n".join(out)
+
+
+def device_line(runs):
+    dev = [r for r in runs if r["target"].startswith("device")]
+    if not dev:
+        return ""
+    return (f"The device, in the same run: {dev[-1]['throughput']:,.0f} random 4 KiB reads/s at "
+            "queue depth 1.")
+
+
+def plot(runs, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sel = [r for r in runs if r.get("label") == "aha 1pct"]
+    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(16, 3.6))
+    for ax, (w, title) in zip(axes, WORKLOADS):
+        for t in ORDER:
+            rs = [r for r in sel if r["target"] == t and r["workload"] == w]
+            if not rs or not rs[-1].get("timeline"):
+                continue
+            tl = rs[-1]["timeline"]
+            ax.plot([p[0] for p in tl], [p[1] for p in tl], label=name(t))
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("s")
+        ax.set_ylabel("ops/s")
+        ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "aha-timeline.png")
+    fig.savefig(path, dpi=90)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("commands")
+    ap.add_argument("--img")
+    a = ap.parse_args()
+    runs = load(a.results)
+    cfg = next((r["config"] for r in runs if r["workload"] == "load"), {})
+    print("## AHA-tree: adapting to a hot range\n")
+    print(f"`make bench-aha` (scripts/bench-aha.sh): {cfg.get('records', '?'):,} records of "
+          f"{cfg.get('value_bytes', '?')}-byte values loaded by random inserts, then range searches "
+          "of 1000 keys with 99% on a 1% hotspot, updates on the hotspot only, and the searches "
+          f"again; memory {cfg.get('cache_bytes', 0) / 1048576:.1f} MiB (a tenth of the data), "
+          "one thread, direct IO, `wal.sync: none`, every target in the same run. Range-search "
+          "figures are the stable phase (the last half of the workload); aha's first seconds are "
+          "in the adaptation table.\n")
+    print(throughput_table(runs) + "\n")
+    print(adaptation_table(runs) + "\n")
+    line = device_line(runs)
+    if line:
+        print(line + "\n")
+    if a.img:
+        path = plot(runs, a.img)
+        print(f"![ops/s over time]({os.path.relpath(path, 'docs')})\n")
+    print("Commands:\n\n```")
+    print(open(a.commands).read().strip())
+    print("```\n")
+
+
+if __name__ == "__main__":
+    main()

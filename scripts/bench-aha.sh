@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# AHA-tree figures of docs/benchmarks.md ("AHA-tree: adapting to a hot range"): aha (down- and
+# side-split) against btree and RocksDB at the same memory, one run, one thread, direct IO:
+#   load                 RECORDS random inserts (the write-heavy phase; ops/s over time)
+#   aha-hot-scan         range searches of 1000 keys, 99% on a 1% hotspot, 60 s: the timeline
+#                        shows aha's unstable phase while it adapts, then its stable phase
+#   aha-hot-update       updates on the hotspot only, 20 s
+#   aha-hot-scan-after   the searches again, 40 s (aha adapts again)
+# Then aha alone with a hotspot twice as large (aha-hot-scan-2pct), for the adaptation time
+# against the hotspot's size, and the raw device's random reads (the physical ceiling).
+#
+# Writes docs/bench-data/aha.jsonl, aha-commands.txt and the section aha.md (with
+# docs/img/aha-*.png), then regenerates docs/benchmarks.md. Not a test: about 20 minutes at 2M.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH=${BENCH:-build-bench/client/bench/grove-bench}
+DATA=${DATA:-build-bench/data/aha}   # on the disk under test (O_DIRECT: not tmpfs)
+RECORDS=${RECORDS:-2M}
+VALUE=${VALUE:-128}                   # the paper's 128-byte values
+FRACTION=${FRACTION:-0.1}             # memory budget: a tenth of the data
+TARGETS=${TARGETS:-embedded:aha embedded:aha?split=side embedded:btree rocksdb}
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "$PYTHON" ] || PYTHON=python3
+
+OUT=docs/bench-data
+RESULTS=$OUT/aha.jsonl
+COMMANDS=$OUT/aha-commands.txt
+W=config/workloads
+mkdir -p "$OUT" "$DATA"
+rm -f "$RESULTS"
+: >"$COMMANDS"
+
+run() {
+  echo "$*" >>"$COMMANDS"
+  echo "+ $*" >&2
+  "$@"
+}
+
+common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
+  --direct-io true --wal-sync none --threads 1 --json "$RESULTS" --progress off)
+dir_of() { echo "$DATA/${1//[:?=&]/-}"; }
+
+for target in $TARGETS; do
+  dir=$(dir_of "$target")
+  rm -rf "$dir"
+  run "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
+    --workloads "load,$W/aha-hot-scan.yaml,$W/aha-hot-update.yaml,$W/aha-hot-scan-after.yaml" \
+    --label "aha 1pct"
+  rm -rf "$dir"
+done
+
+dir=$(dir_of embedded:aha)-2pct
+rm -rf "$dir"
+run "$BENCH" --target embedded:aha --dir "$dir" "${common[@]}" \
+  --workloads "load,$W/aha-hot-scan-2pct.yaml" --label "aha 2pct"
+rm -rf "$dir"
+
+file_bytes=$("$PYTHON" - "$RESULTS" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+load = [r for r in runs if r["target"] == "embedded:btree" and r["workload"] == "load"]
+print(int(load[-1]["gauges"]["data_file_bytes"]) if load else 1 << 30)
+PY
+)
+run "$BENCH" --target "device?file_bytes=$file_bytes" --dir "$DATA/device" --records "$RECORDS" \
+  --value-size "$VALUE" --duration 8 --warmup 2 --direct-io true --threads 1 --workloads c \
+  --distribution uniform --json "$RESULTS" --progress off --label "aha device"
+rm -rf "$DATA"
+
+"$PYTHON" scripts/aha_report.py "$RESULTS" "$COMMANDS" --img docs/img >"$OUT/aha.md"
+"$PYTHON" scripts/bench_report.py --out docs/benchmarks.md
+echo "wrote $OUT/aha.md and docs/benchmarks.md" >&2

@@ -107,6 +107,27 @@ class MemTableSource final : public Source {
   size_t pos_ = 0;
 };
 
+class LazySource final : public Source {
+ public:
+  LazySource(std::string bound, std::function<std::unique_ptr<Source>()> open)
+      : open_(std::move(open)) {
+    bound_.key = std::move(bound);
+  }
+  bool Valid() const override { return inner_ == nullptr || inner_->Valid(); }
+  const Entry& entry() const override { return inner_ == nullptr ? bound_ : inner_->entry(); }
+  void Next() override { inner_->Next(); }  // REQUIRES: opened (the merge opens it first)
+  Status status() const override { return inner_ == nullptr ? Status::Ok() : inner_->status(); }
+  bool Pending() const override { return inner_ == nullptr; }
+  void Open() override {
+    if (inner_ == nullptr) inner_ = open_();
+  }
+
+ private:
+  Entry bound_;
+  std::function<std::unique_ptr<Source>()> open_;
+  std::unique_ptr<Source> inner_;
+};
+
 class VectorSource final : public Source {
  public:
   explicit VectorSource(std::vector<Entry> entries) : entries_(std::move(entries)) {}
@@ -142,6 +163,11 @@ std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table,
   return std::make_unique<MemTableSource>(std::move(table), start, from_start, reverse);
 }
 
+std::unique_ptr<Source> NewLazySource(std::string bound,
+                                      std::function<std::unique_ptr<Source>()> open) {
+  return std::make_unique<LazySource>(std::move(bound), std::move(open));
+}
+
 std::unique_ptr<Source> NewVectorSource(std::vector<Entry> entries) {
   return std::make_unique<VectorSource>(std::move(entries));
 }
@@ -149,22 +175,67 @@ std::unique_ptr<Source> NewVectorSource(std::vector<Entry> entries) {
 MergingIterator::MergingIterator(std::vector<std::unique_ptr<Source>> sources, bool reverse,
                                  bool keep_shadowed)
     : sources_(std::move(sources)), reverse_(reverse), keep_shadowed_(keep_shadowed) {
+  for (size_t i = 0; i < sources_.size(); ++i) live_.push_back(i);
   Step();
 }
 
 void MergingIterator::Next() {
-  if (valid_) Step();
+  if (!valid_) return;
+  // The sources at the key just returned move on only now, so that entry() could point into
+  // the winning source instead of copying it.
+  for (size_t i : at_key_) sources_[i]->Next();
+  Step();
 }
 
 void MergingIterator::Step() {
   valid_ = false;
+  current_ = nullptr;
   shadowed_.clear();
   shadowed_sources_.clear();
+  for (;;) {
+    if (!FindSmallest()) return;
+    // A lazy source whose bound is at the smallest key may hold entries there: open it and look
+    // again. A bound never passes an entry of its source, so none is skipped.
+    bool opened = false;
+    for (size_t i : at_key_) {
+      if (sources_[i]->Pending()) {
+        sources_[i]->Open();
+        opened = true;
+      }
+    }
+    if (!opened) break;
+  }
+  size_t best = at_key_[0];
+  for (size_t i : at_key_) {
+    if (Newer(sources_[i]->entry().lsn, sources_[best]->entry().lsn)) best = i;
+  }
+  current_ = &sources_[best]->entry();
+  source_ = best;
+  if (keep_shadowed_) {
+    for (size_t i : at_key_) {
+      if (i == best) continue;
+      shadowed_.push_back(sources_[i]->entry());
+      shadowed_sources_.push_back(i);
+    }
+  }
+  valid_ = true;
+}
+
+bool MergingIterator::FindSmallest() {
   at_key_.clear();
-  for (size_t i = 0; i < sources_.size(); ++i) {
-    Source& s = *sources_[i];
-    if (!s.status().ok()) return;  // stop at the first error (status() reports it)
-    if (!s.Valid()) continue;
+  for (size_t k = 0; k < live_.size();) {
+    Source& s = *sources_[live_[k]];
+    if (!s.Valid()) {
+      // Exhausted, or failed: a failed source stops the merge (status() reports it).
+      if (!s.status().ok()) {
+        error_ = s.status();
+        at_key_.clear();
+        return false;
+      }
+      live_.erase(live_.begin() + static_cast<std::ptrdiff_t>(k));
+      continue;
+    }
+    const size_t i = live_[k++];
     if (at_key_.empty()) {
       at_key_.push_back(i);
       continue;
@@ -176,26 +247,13 @@ void MergingIterator::Step() {
       at_key_.assign(1, i);
     }
   }
-  if (at_key_.empty()) return;
-  size_t best = at_key_[0];
-  for (size_t i : at_key_) {
-    if (Newer(sources_[i]->entry().lsn, sources_[best]->entry().lsn)) best = i;
-  }
-  current_ = sources_[best]->entry();
-  source_ = best;
-  for (size_t i : at_key_) {
-    if (keep_shadowed_ && i != best) {
-      shadowed_.push_back(sources_[i]->entry());
-      shadowed_sources_.push_back(i);
-    }
-    sources_[i]->Next();
-  }
-  valid_ = true;
+  return !at_key_.empty();
 }
 
 Status MergingIterator::status() const {
-  for (const auto& s : sources_) {
-    if (!s->status().ok()) return s->status();
+  if (!error_.ok()) return error_;
+  for (size_t i : live_) {
+    if (!sources_[i]->status().ok()) return sources_[i]->status();
   }
   return Status::Ok();
 }

@@ -7,9 +7,12 @@
 // invariant. The versions a merge passes over are "shadowed": a compaction that drops them
 // releases their cells (IndexServices::ReleaseCell).
 //
+// A source's entry() must stay valid until its Next(): the merge hands it out without a copy.
+//
 // Thread safety: one thread per object.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +32,11 @@ class Source {
   virtual const Entry& entry() const = 0;
   virtual void Next() = 0;  // in the source's direction
   virtual Status status() const = 0;
+  // A lazy source (NewLazySource) is pending until opened: entry() is then only a bound (no
+  // entry of it comes before that key in the merge's direction), and the merge opens it when
+  // the bound is where the merge is.
+  virtual bool Pending() const { return false; }
+  virtual void Open() {}
 };
 
 // A run, from `start` on (inclusive; reverse: from the last key <= start), or from its first
@@ -46,6 +54,11 @@ std::unique_ptr<Source> NewLevelSource(BufferPool* pool,
 // source was created may or may not be seen.
 std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
                                           bool from_start, bool reverse);
+// A source made by `open` only when a merge reaches `bound` (see Source::Pending): a scan opens
+// (reads a page of) only the runs its range actually reaches, not every run that starts beyond
+// its first key.
+std::unique_ptr<Source> NewLazySource(std::string bound,
+                                      std::function<std::unique_ptr<Source>()> open);
 // A fixed list of entries, already in the merge's direction.
 std::unique_ptr<Source> NewVectorSource(std::vector<Entry> entries);
 
@@ -56,8 +69,8 @@ class MergingIterator {
   MergingIterator(std::vector<std::unique_ptr<Source>> sources, bool reverse, bool keep_shadowed);
 
   bool Valid() const { return valid_; }
-  // The newest version of the current key (possibly a tombstone).
-  const Entry& entry() const { return current_; }
+  // The newest version of the current key (possibly a tombstone); valid until Next().
+  const Entry& entry() const { return *current_; }
   const std::vector<Entry>& shadowed() const { return shadowed_; }
   // Which sources they came from (indexes into the constructor's list): Verify checks the
   // freshness invariant with them.
@@ -69,12 +82,17 @@ class MergingIterator {
 
  private:
   void Step();
+  // Fills at_key_ with the live sources at the smallest key (largest, reverse); false when none
+  // (or one failed).
+  bool FindSmallest();
 
   std::vector<std::unique_ptr<Source>> sources_;
   bool reverse_;
   bool keep_shadowed_;
   bool valid_ = false;
-  Entry current_;
+  const Entry* current_ = nullptr;  // the winning source's entry
+  std::vector<size_t> live_;        // sources not yet exhausted
+  Status error_;
   std::vector<Entry> shadowed_;
   size_t source_ = 0;
   std::vector<size_t> shadowed_sources_;

@@ -202,14 +202,27 @@ StatusOr<std::shared_ptr<const Node>> DecodeNode(Slice* in, const OpenRunFn& ope
 
 void AddBufferSources(const ScanContext& ctx, const std::vector<Level>& levels, Slice start,
                       bool from_start, std::vector<std::unique_ptr<Source>>* out) {
+  // Each run (level 0) or level is positioned only when the merge reaches it (NewLazySource):
+  // its bound is where its first entry in the scan's direction can be at the earliest.
+  const ScanContext* c = &ctx;
+  auto bound = [&](const Run& r) {
+    if (!ctx.reverse) {
+      const std::string& lo = r.meta().min_key;
+      return from_start || start.compare(lo) < 0 ? lo : std::string(start);
+    }
+    const std::string& hi = r.meta().max_key;
+    return from_start || start.compare(hi) > 0 ? hi : std::string(start);
+  };
+  const std::string first(start);
   for (size_t l = 0; l < levels.size(); ++l) {
     const Level& level = levels[l];
     if (l == 0) {
       for (const auto& r : level.runs) {
         if (!r->Overlaps(ctx.lower, ctx.upper, ctx.has_upper)) continue;
-        ++ctx.runs_opened;
-        out->push_back(
-            NewRunSource(ctx.pool, r, start, from_start, ctx.reverse, ctx.cause, ctx.readahead));
+        out->push_back(NewLazySource(bound(*r), [c, r, first, from_start] {
+          ++c->runs_opened;
+          return NewRunSource(c->pool, r, first, from_start, c->reverse, c->cause, c->readahead);
+        }));
       }
       continue;
     }
@@ -217,11 +230,30 @@ void AddBufferSources(const ScanContext& ctx, const std::vector<Level>& levels, 
     for (const auto& r : level.runs) {
       if (r->Overlaps(ctx.lower, ctx.upper, ctx.has_upper)) runs.push_back(r);
     }
-    if (!runs.empty()) {
-      ++ctx.runs_opened;
-      out->push_back(NewLevelSource(ctx.pool, std::move(runs), start, from_start, ctx.reverse,
-                                    ctx.cause, ctx.readahead));
+    // The run the level source starts in: the first (last) that reaches `start`.
+    const Run* at = nullptr;
+    if (from_start) {
+      if (!runs.empty()) at = ctx.reverse ? runs.back().get() : runs.front().get();
+    } else if (!ctx.reverse) {
+      for (const auto& r : runs) {
+        if (start.compare(r->meta().max_key) <= 0) {
+          at = r.get();
+          break;
+        }
+      }
+    } else {
+      for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+        if (start.compare((*it)->meta().min_key) >= 0) {
+          at = it->get();
+          break;
+        }
+      }
     }
+    if (at == nullptr) continue;
+    out->push_back(NewLazySource(bound(*at), [c, runs = std::move(runs), first, from_start] {
+      ++c->runs_opened;
+      return NewLevelSource(c->pool, runs, first, from_start, c->reverse, c->cause, c->readahead);
+    }));
   }
 }
 
@@ -241,15 +273,21 @@ class ChildrenSource final : public Source {
     } else {
       i = static_cast<int>(node_->ChildFor(start));
     }
-    Open(i, start, from_start);
+    OpenChild(i, start, from_start);
   }
   bool Valid() const override { return child_ != nullptr && child_->Valid(); }
   const Entry& entry() const override { return child_->entry(); }
   void Next() override {
     child_->Next();
-    if (!child_->Valid() && child_->status().ok()) Open(i_ + (ctx_->reverse ? -1 : 1), "", true);
+    SkipExhausted();
   }
   Status status() const override { return child_ ? child_->status() : Status::Ok(); }
+  // A child may be a lazy source itself (a leaf with one run): its pending state is ours.
+  bool Pending() const override { return child_ != nullptr && child_->Pending(); }
+  void Open() override {
+    child_->Open();
+    SkipExhausted();
+  }
 
  private:
   // Whether child i lies wholly outside the scan's bounds (beyond it in the scan's direction).
@@ -259,7 +297,12 @@ class ChildrenSource final : public Source {
     if (!ctx_->reverse) return ctx_->has_upper && Slice(r.lo).compare(ctx_->upper) >= 0;
     return r.has_hi && Slice(r.hi).compare(ctx_->lower) <= 0;
   }
-  void Open(int i, Slice start, bool from_start) {
+  void SkipExhausted() {
+    if (!child_->Valid() && child_->status().ok()) {
+      OpenChild(i_ + (ctx_->reverse ? -1 : 1), "", true);
+    }
+  }
+  void OpenChild(int i, Slice start, bool from_start) {
     for (;; i += ctx_->reverse ? -1 : 1) {
       i_ = i;
       if (Beyond(i)) {

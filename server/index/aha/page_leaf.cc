@@ -299,8 +299,7 @@ class PagesSource final : public Source {
     }
   }
   void Load(int i) {
-    page_ = i;
-    entries_.clear();
+    page_ = i;  // entries_ keeps its strings' capacity: ReadLeafPage assigns over them
     if (readahead_ > 1 && !pool_->IsResident(pages_[i]->id)) {
       std::vector<PageId> ids;
       for (int j = i; j >= 0 && j < static_cast<int>(pages_.size()) && ids.size() < readahead_;

@@ -425,6 +425,8 @@ IndexStats AhaTree::GetStats() {
       adapting_.load() ? static_cast<double>(NowNanos() - adapt_start_ns_.load()) / 1e9 : 0.0;
   x["adaptations_total"] = static_cast<double>(adaptations_.load());
   x["last_adaptation_seconds"] = static_cast<double>(last_adaptation_us_.load()) / 1e6;
+  x["first_adaptation_seconds"] = static_cast<double>(first_adaptation_us_.load()) / 1e6;
+  x["adaptation_seconds_total"] = static_cast<double>(adaptation_us_total_.load()) / 1e6;
   x["adaptation_steps_total"] = static_cast<double>(adapt_steps_.load());
   x["leaf_transforms_total"] = static_cast<double>(transforms_.load());
   x["page_merges_total"] = static_cast<double>(page_merges_.load());

@@ -291,8 +291,9 @@ class AhaTree final : public Index {
   std::atomic<bool> adapt_requested_{false};
   std::atomic<bool> adapting_{false};
   std::atomic<uint64_t> adapt_start_ns_{0};
-  std::atomic<uint64_t> adaptations_{0}, last_adaptation_us_{0}, adapt_steps_{0}, transforms_{0},
-      page_merges_{0}, hot_runs_emptied_{0}, scans_{0}, scan_runs_{0}, detections_{0};
+  std::atomic<uint64_t> adaptations_{0}, last_adaptation_us_{0}, adaptation_us_total_{0},
+      first_adaptation_us_{0}, adapt_steps_{0}, transforms_{0}, page_merges_{0},
+      hot_runs_emptied_{0}, scans_{0}, scan_runs_{0}, detections_{0};
 
   // Background thread only.
   std::vector<std::string> compact_pointer_;  // per root level: where the next compaction starts

@@ -127,8 +127,10 @@ StatusOr<bool> AhaTree::Step() {
       // Converged: every buffer on the hot ranges is empty and their leaves are pages.
       adapt_requested_ = false;
       if (adapting_.exchange(false)) {
-        adaptations_.fetch_add(1, std::memory_order_relaxed);
-        last_adaptation_us_ = (NowNanos() - adapt_start_ns_.load()) / 1000;
+        const uint64_t us = (NowNanos() - adapt_start_ns_.load()) / 1000;
+        if (adaptations_.fetch_add(1, std::memory_order_relaxed) == 0) first_adaptation_us_ = us;
+        last_adaptation_us_ = us;
+        adaptation_us_total_.fetch_add(us, std::memory_order_relaxed);
       }
     } else if (!adapting_.exchange(true)) {
       adapt_start_ns_ = NowNanos();

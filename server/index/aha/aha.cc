@@ -66,9 +66,16 @@ StatusOr<std::vector<HotRange>> ParseHotRanges(const ParamMap& params) {
     out.push_back(std::move(h));
     pos = comma + 1;
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.lo < b.lo; });
+  return MergeHotRanges(std::move(out));
+}
+
+}  // namespace
+
+std::vector<HotRange> MergeHotRanges(std::vector<HotRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const HotRange& a, const HotRange& b) { return a.lo < b.lo; });
   std::vector<HotRange> merged;
-  for (auto& h : out) {
+  for (HotRange& h : ranges) {
     if (!merged.empty() && h.lo <= merged.back().hi) {
       merged.back().hi = std::max(merged.back().hi, h.hi);
     } else {
@@ -77,8 +84,6 @@ StatusOr<std::vector<HotRange>> ParseHotRanges(const ParamMap& params) {
   }
   return merged;
 }
-
-}  // namespace
 
 StatusOr<Config> ParseConfig(const ParamMap& params) {
   Config c;
@@ -202,7 +207,10 @@ AhaTree::AhaTree(const IndexContext& ctx, const aha::Config& cfg)
       cfg_(cfg),
       space_(ctx.pool, ctx.allocator),
       active_(std::make_shared<aha::MemTable>()),
-      compact_pointer_(cfg.root_levels) {}
+      compact_pointer_(cfg.root_levels) {
+  MutexLock lock(&hot_mu_);
+  hot_ = cfg.hot_ranges;  // merged by ParseConfig
+}
 
 AhaTree::~AhaTree() { Shutdown(); }
 
@@ -244,24 +252,8 @@ Status AhaTree::Restore(Slice* in) {
   std::shared_ptr<const Node> decoded;
   if (version == 1) {
     // The root buffer's levels alone: a tree that has not formed yet.
-    uint32_t levels;
-    if (!GetVarint32(in, &levels) || levels == 0 || levels > 64) {
-      return Status::DataLoss("aha metadata: malformed level count");
-    }
     auto n = std::make_shared<Node>();
-    n->levels.resize(levels);
-    for (uint32_t l = 0; l < levels; ++l) {
-      uint64_t count;
-      if (!GetVarint64(in, &count) || count > (1u << 24)) {
-        return Status::DataLoss(fmt::format("aha metadata: malformed level {}", l));
-      }
-      for (uint64_t i = 0; i < count; ++i) {
-        aha::RunMeta m;
-        GROVE_RETURN_IF_ERROR(aha::RunMeta::DecodeFrom(in, &m));
-        GROVE_ASSIGN_OR_RETURN(auto run, open(m));
-        n->levels[l].runs.push_back(std::move(run));
-      }
-    }
+    GROVE_RETURN_IF_ERROR(aha::DecodeLevels(in, open, &n->levels));
     decoded = std::move(n);
   } else {
     GROVE_ASSIGN_OR_RETURN(decoded, aha::DecodeNode(in, open));

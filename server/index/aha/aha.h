@@ -47,7 +47,6 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -76,6 +75,9 @@ struct HotRange {
   std::string lo, hi;
   bool operator==(const HotRange&) const = default;
 };
+
+// Sorted by lo, overlapping and touching ranges merged.
+std::vector<HotRange> MergeHotRanges(std::vector<HotRange> ranges);
 
 struct Config {
   double pool_share = 0.75;     // of cache_bytes for the buffer pool; the rest holds the memtables
@@ -225,6 +227,10 @@ class AhaTree final : public Index {
   Status SplitInner(const aha::Path& path);
   // Guards of a node's compactions: its routing keys and the hot bounds inside its range.
   std::vector<std::string> Guards(const aha::Node& node, const aha::KeyRange& range) const;
+  // Every run of a node's buffer, as merge sources freshest first (level 0 run by run, each
+  // deeper level as one) read for compaction, and the runs themselves in *inputs.
+  void BufferSources(const aha::Node& node, std::vector<std::unique_ptr<aha::Source>>* sources,
+                     std::vector<std::shared_ptr<const aha::Run>>* inputs) const;
   // `run` rewritten into pieces cut at `guards`; nothing is dropped.
   Status CutRun(const std::shared_ptr<const aha::Run>& run, const std::vector<std::string>& guards,
                 std::vector<std::shared_ptr<const aha::Run>>* pieces);
@@ -286,6 +292,7 @@ class AhaTree final : public Index {
 
   mutable Mutex hot_mu_;
   std::vector<aha::HotRange> detected_ GUARDED_BY(hot_mu_);
+  std::vector<aha::HotRange> hot_ GUARDED_BY(hot_mu_);  // configured and detected, merged
   std::vector<std::pair<std::string, std::string>> spans_ GUARDED_BY(hot_mu_);  // ring
   uint64_t spans_seen_ GUARDED_BY(hot_mu_) = 0;
   std::atomic<bool> adapt_requested_{false};

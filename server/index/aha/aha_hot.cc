@@ -12,6 +12,7 @@
 // least four): searches spread over the key space find no hot range. One range at a time.
 
 #include <algorithm>
+#include <deque>
 
 #include <fmt/format.h>
 
@@ -107,14 +108,12 @@ std::vector<Part> PartsOf(const KeyRange& r, const std::vector<HotRange>& hot) {
   return parts;
 }
 
-std::shared_ptr<Node> NewNode() { return aha::NewNode(); }
-
 // Adapted leaves for `pages`, at most aha::kMaxLeafPagesPerNode each; *seps gets the boundaries
 // between them.
 void PageLeaves(const aha::LeafPages& pages, std::vector<std::shared_ptr<const Node>>* nodes,
                 std::vector<std::string>* seps) {
   for (size_t i = 0; i < pages.size() || i == 0; i += aha::kMaxLeafPagesPerNode) {
-    auto n = NewNode();
+    auto n = aha::NewNode();
     if (!pages.empty()) {
       const size_t end = std::min(pages.size(), i + aha::kMaxLeafPagesPerNode);
       n->pages.assign(pages.begin() + static_cast<ptrdiff_t>(i),
@@ -129,50 +128,39 @@ void PageLeaves(const aha::LeafPages& pages, std::vector<std::shared_ptr<const N
 }  // namespace
 
 std::vector<HotRange> AhaTree::HotRanges() const {
-  std::vector<HotRange> all = cfg_.hot_ranges;
-  {
-    MutexLock lock(&hot_mu_);
-    all.insert(all.end(), detected_.begin(), detected_.end());
-  }
-  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.lo < b.lo; });
-  std::vector<HotRange> merged;
-  for (auto& h : all) {
-    if (!merged.empty() && h.lo <= merged.back().hi) {
-      merged.back().hi = std::max(merged.back().hi, h.hi);
-    } else {
-      merged.push_back(std::move(h));
-    }
-  }
-  return merged;
+  MutexLock lock(&hot_mu_);
+  return hot_;
 }
 
 void AhaTree::NoteScan(Slice first, Slice last, uint64_t runs_opened) {
   scans_.fetch_add(1, std::memory_order_relaxed);
   scan_runs_.fetch_add(runs_opened, std::memory_order_relaxed);
   if (cfg_.adapt == aha::Config::Adapt::kOff) return;
-  if (cfg_.hot_detect) {
+  bool meets = false;
+  {
     MutexLock lock(&hot_mu_);
-    const auto span = std::make_pair(std::string(first), std::string(last));
-    if (spans_.size() < kSpanWindow) {
-      spans_.push_back(span);
-    } else {
-      spans_[spans_seen_ % kSpanWindow] = span;
-    }
-    if (++spans_seen_ % kDetectEvery == 0 && spans_.size() >= kDetectEvery) {
-      std::vector<HotRange> found = DetectLocked(*current());
-      if (found != detected_) {
-        detected_ = std::move(found);
-        detections_.fetch_add(1, std::memory_order_relaxed);
+    if (cfg_.hot_detect) {
+      auto span = std::make_pair(std::string(first), std::string(last));
+      if (spans_.size() < kSpanWindow) {
+        spans_.push_back(std::move(span));
+      } else {
+        spans_[spans_seen_ % kSpanWindow] = std::move(span);
+      }
+      if (++spans_seen_ % kDetectEvery == 0 && spans_.size() >= kDetectEvery) {
+        std::vector<HotRange> found = DetectLocked(*current());
+        if (found != detected_) {
+          detected_ = std::move(found);
+          std::vector<HotRange> all = cfg_.hot_ranges;
+          all.insert(all.end(), detected_.begin(), detected_.end());
+          hot_ = aha::MergeHotRanges(std::move(all));
+          detections_.fetch_add(1, std::memory_order_relaxed);
+        }
       }
     }
+    for (const HotRange& h : hot_) meets = meets || Meets(first, last, h);
   }
   // Query-triggered (§5): a search that meets a hot range starts (or continues) adaptation.
-  for (const HotRange& h : HotRanges()) {
-    if (Meets(first, last, h)) {
-      if (!adapt_requested_.exchange(true)) Kick();
-      break;
-    }
-  }
+  if (meets && !adapt_requested_.exchange(true)) Kick();
 }
 
 std::vector<HotRange> AhaTree::DetectLocked(const Version& v) const {
@@ -350,7 +338,7 @@ Status AhaTree::Transform(const Path& path, const std::vector<HotRange>& hot) {
     auto inner = std::make_shared<Node>();
     inner->levels = leaf.levels;
     for (size_t i = 0; i < parts.size(); ++i) {
-      inner->children.push_back(NewNode());
+      inner->children.push_back(aha::NewNode());
       if (i > 0) inner->pivots.push_back(parts[i].range.lo);
     }
     GROVE_RETURN_IF_ERROR(Install(
@@ -368,19 +356,7 @@ Status AhaTree::Transform(const Path& path, const std::vector<HotRange>& hot) {
   // new sibling leaves, hot parts into leaf pages (§6.2).
   std::vector<std::unique_ptr<aha::Source>> sources;
   RunList inputs;
-  for (size_t l = 0; l < leaf.levels.size(); ++l) {
-    const RunList& runs = leaf.levels[l].runs;
-    inputs.insert(inputs.end(), runs.begin(), runs.end());
-    if (l == 0) {
-      for (const auto& r : runs) {
-        sources.push_back(
-            aha::NewRunSource(pool_, r, "", true, false, IoCause::kCompaction, cfg_.run_pages));
-      }
-    } else if (!runs.empty()) {
-      sources.push_back(
-          aha::NewLevelSource(pool_, runs, "", true, false, IoCause::kCompaction, cfg_.run_pages));
-    }
-  }
+  BufferSources(leaf, &sources, &inputs);
   aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
   std::vector<std::string> released;
   RunList outputs;
@@ -436,7 +412,7 @@ Status AhaTree::Transform(const Path& path, const std::vector<HotRange>& hot) {
         if (Status s = FinishRun(&builder, &runs, true); !s.ok()) return fail(s);
       }
       outputs.insert(outputs.end(), runs.begin(), runs.end());
-      auto n = NewNode();
+      auto n = aha::NewNode();
       n->levels.back().runs = std::move(runs);
       nodes.push_back(std::move(n));
     }
@@ -446,12 +422,7 @@ Status AhaTree::Transform(const Path& path, const std::vector<HotRange>& hot) {
   const Path parent_path(path.begin(), path.end() - 1);
   GROVE_RETURN_IF_ERROR(Install(
       [&](Version* next) {
-        Node* parent = aha::CopyPath(&next->root, parent_path).back();
-        parent->children.erase(parent->children.begin() + static_cast<ptrdiff_t>(i));
-        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i), nodes.begin(),
-                                nodes.end());
-        parent->pivots.insert(parent->pivots.begin() + static_cast<ptrdiff_t>(i), seps.begin(),
-                              seps.end());
+        aha::ReplaceChild(aha::CopyPath(&next->root, parent_path).back(), i, nodes, seps);
       },
       outputs, inputs, released, extents));
   transforms_.fetch_add(1, std::memory_order_relaxed);
@@ -465,19 +436,7 @@ Status AhaTree::MergePages(const Path& path) {
   const Node& leaf = aha::NodeAt(*v->root, path);
   std::vector<std::unique_ptr<aha::Source>> sources;
   RunList inputs;
-  for (size_t l = 0; l < leaf.levels.size(); ++l) {
-    const RunList& runs = leaf.levels[l].runs;
-    inputs.insert(inputs.end(), runs.begin(), runs.end());
-    if (l == 0) {
-      for (const auto& r : runs) {
-        sources.push_back(
-            aha::NewRunSource(pool_, r, "", true, false, IoCause::kCompaction, cfg_.run_pages));
-      }
-    } else if (!runs.empty()) {
-      sources.push_back(
-          aha::NewLevelSource(pool_, runs, "", true, false, IoCause::kCompaction, cfg_.run_pages));
-    }
-  }
+  BufferSources(leaf, &sources, &inputs);
   aha::MergingIterator merge(std::move(sources), false, /*keep_shadowed=*/true);
   aha::PageMerger merger(pool_, leaf.pages, IoCause::kCompaction);
   std::vector<std::string> released;
@@ -511,7 +470,7 @@ Status AhaTree::SplitPages(const Path& path) {
   const Node& leaf = aha::NodeAt(*v->root, path);
   if (leaf.pages.size() < 2 || !leaf.buffer_empty() || path.empty()) return Status::Ok();
   const size_t m = leaf.pages.size() / 2;
-  auto left = NewNode(), right = NewNode();
+  auto left = aha::NewNode(), right = aha::NewNode();
   left->pages.assign(leaf.pages.begin(), leaf.pages.begin() + static_cast<ptrdiff_t>(m));
   right->pages.assign(leaf.pages.begin() + static_cast<ptrdiff_t>(m), leaf.pages.end());
   const std::string sep = leaf.pages[m]->low;
@@ -519,10 +478,7 @@ Status AhaTree::SplitPages(const Path& path) {
   const Path parent_path(path.begin(), path.end() - 1);
   GROVE_RETURN_IF_ERROR(Install(
       [&](Version* next) {
-        Node* parent = aha::CopyPath(&next->root, parent_path).back();
-        parent->children[i] = left;
-        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i) + 1, right);
-        parent->pivots.insert(parent->pivots.begin() + static_cast<ptrdiff_t>(i), sep);
+        aha::ReplaceChild(aha::CopyPath(&next->root, parent_path).back(), i, {left, right}, {sep});
       },
       {}, {}, {}));
   leaf_splits_.fetch_add(1, std::memory_order_relaxed);

@@ -21,8 +21,6 @@ namespace {
 
 using RunList = std::vector<std::shared_ptr<const Run>>;
 
-std::shared_ptr<Node> NewNode() { return aha::NewNode(); }
-
 }  // namespace
 
 AhaTree::NodeWork AhaTree::FindNodeWork(const Version& v) const {
@@ -167,25 +165,30 @@ Status AhaTree::EmptyLevel(const Path& path) {
   return Status::Ok();
 }
 
+void AhaTree::BufferSources(const Node& node, std::vector<std::unique_ptr<aha::Source>>* sources,
+                            RunList* inputs) const {
+  for (size_t l = 0; l < node.levels.size(); ++l) {
+    const RunList& runs = node.levels[l].runs;
+    inputs->insert(inputs->end(), runs.begin(), runs.end());
+    if (l == 0) {
+      for (const auto& r : runs) {
+        sources->push_back(
+            aha::NewRunSource(pool_, r, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+      }
+    } else if (!runs.empty()) {
+      sources->push_back(
+          aha::NewLevelSource(pool_, runs, "", true, false, IoCause::kCompaction, cfg_.run_pages));
+    }
+  }
+}
+
 Status AhaTree::SplitLeaf(const Path& path) {
   const auto v = current();
   const Node& leaf = aha::NodeAt(*v->root, path);
   // The whole buffer, compacted (tombstones end here: nothing lies below a leaf).
   std::vector<std::unique_ptr<aha::Source>> sources;
   RunList inputs;
-  for (size_t l = 0; l < leaf.levels.size(); ++l) {
-    const RunList& runs = leaf.levels[l].runs;
-    inputs.insert(inputs.end(), runs.begin(), runs.end());
-    if (l == 0) {
-      for (const auto& r : runs) {
-        sources.push_back(
-            aha::NewRunSource(pool_, r, "", true, false, IoCause::kCompaction, cfg_.run_pages));
-      }
-    } else if (!runs.empty()) {
-      sources.push_back(
-          aha::NewLevelSource(pool_, runs, "", true, false, IoCause::kCompaction, cfg_.run_pages));
-    }
-  }
+  BufferSources(leaf, &sources, &inputs);
   RunList out;
   std::vector<std::string> released;
   if (Status s = WriteRuns(std::move(sources), /*bottom=*/true, nullptr, &out, &released);
@@ -209,7 +212,7 @@ Status AhaTree::SplitLeaf(const Path& path) {
   std::vector<std::shared_ptr<const Node>> leaves;
   std::vector<std::string> seps;
   for (size_t g = 0; g < groups.size(); ++g) {
-    auto n = NewNode();
+    auto n = aha::NewNode();
     n->levels.back().runs = groups[g];
     leaves.push_back(std::move(n));
     if (g > 0) seps.push_back(groups[g][0]->meta().min_key);
@@ -218,12 +221,7 @@ Status AhaTree::SplitLeaf(const Path& path) {
   Path parent_path(path.begin(), path.end() - 1);
   GROVE_RETURN_IF_ERROR(Install(
       [&](Version* next) {
-        Node* parent = aha::CopyPath(&next->root, parent_path).back();
-        parent->children.erase(parent->children.begin() + static_cast<ptrdiff_t>(i));
-        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i),
-                                leaves.begin(), leaves.end());
-        parent->pivots.insert(parent->pivots.begin() + static_cast<ptrdiff_t>(i), seps.begin(),
-                              seps.end());
+        aha::ReplaceChild(aha::CopyPath(&next->root, parent_path).back(), i, leaves, seps);
       },
       out, inputs, released));
   if (leaves.size() > 1) leaf_splits_.fetch_add(1, std::memory_order_relaxed);
@@ -238,7 +236,7 @@ Status AhaTree::SplitInner(const Path& path) {
   const Node& node = aha::NodeAt(*v->root, path);
   const size_t m = node.children.size() / 2;
   const std::string sep = node.pivots[m - 1];
-  auto left = NewNode(), right = NewNode();
+  auto left = aha::NewNode(), right = aha::NewNode();
   left->children.assign(node.children.begin(), node.children.begin() + static_cast<ptrdiff_t>(m));
   left->pivots.assign(node.pivots.begin(), node.pivots.begin() + static_cast<ptrdiff_t>(m - 1));
   right->children.assign(node.children.begin() + static_cast<ptrdiff_t>(m), node.children.end());
@@ -285,10 +283,7 @@ Status AhaTree::SplitInner(const Path& path) {
   Path parent_path(path.begin(), path.end() - 1);
   GROVE_RETURN_IF_ERROR(Install(
       [&](Version* next) {
-        Node* parent = aha::CopyPath(&next->root, parent_path).back();
-        parent->children[i] = left;
-        parent->children.insert(parent->children.begin() + static_cast<ptrdiff_t>(i) + 1, right);
-        parent->pivots.insert(parent->pivots.begin() + static_cast<ptrdiff_t>(i), sep);
+        aha::ReplaceChild(aha::CopyPath(&next->root, parent_path).back(), i, {left, right}, {sep});
       },
       pieces, cut, {}));
   inner_splits_.fetch_add(1, std::memory_order_relaxed);

@@ -79,6 +79,14 @@ size_t Height(const Node& root) {
   return h;
 }
 
+void ReplaceChild(Node* parent, size_t i, const std::vector<std::shared_ptr<const Node>>& nodes,
+                  const std::vector<std::string>& seps) {
+  const auto at = static_cast<std::ptrdiff_t>(i);
+  parent->children.erase(parent->children.begin() + at);
+  parent->children.insert(parent->children.begin() + at, nodes.begin(), nodes.end());
+  parent->pivots.insert(parent->pivots.begin() + at, seps.begin(), seps.end());
+}
+
 std::shared_ptr<Node> NewNode() {
   auto n = std::make_shared<Node>();
   n->levels.resize(kNodeLevels);
@@ -146,14 +154,12 @@ void EncodeNode(const Node& node, std::string* out) {
   for (const auto& c : node.children) EncodeNode(*c, out);
 }
 
-StatusOr<std::shared_ptr<const Node>> DecodeNode(Slice* in, const OpenRunFn& open, size_t depth) {
-  if (depth > 64) return Status::DataLoss("aha metadata: the tree is deeper than 64 levels");
-  auto node = std::make_shared<Node>();
+Status DecodeLevels(Slice* in, const OpenRunFn& open, std::vector<Level>* out) {
   uint32_t levels;
   if (!GetVarint32(in, &levels) || levels == 0 || levels > 64) {
     return Status::DataLoss("aha metadata: malformed level count");
   }
-  node->levels.resize(levels);
+  out->resize(levels);
   for (uint32_t l = 0; l < levels; ++l) {
     uint64_t n;
     if (!GetVarint64(in, &n) || n > (1u << 24)) {
@@ -163,9 +169,16 @@ StatusOr<std::shared_ptr<const Node>> DecodeNode(Slice* in, const OpenRunFn& ope
       RunMeta m;
       GROVE_RETURN_IF_ERROR(RunMeta::DecodeFrom(in, &m));
       GROVE_ASSIGN_OR_RETURN(std::shared_ptr<const Run> run, open(m));
-      node->levels[l].runs.push_back(std::move(run));
+      (*out)[l].runs.push_back(std::move(run));
     }
   }
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<const Node>> DecodeNode(Slice* in, const OpenRunFn& open, size_t depth) {
+  if (depth > 64) return Status::DataLoss("aha metadata: the tree is deeper than 64 levels");
+  auto node = std::make_shared<Node>();
+  GROVE_RETURN_IF_ERROR(DecodeLevels(in, open, &node->levels));
   uint64_t pages;
   if (!GetVarint64(in, &pages) || pages > (1u << 24)) {
     return Status::DataLoss("aha metadata: malformed leaf page count");

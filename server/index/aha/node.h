@@ -78,6 +78,10 @@ KeyRange RangeAt(const Node& root, const Path& path);
 std::vector<Node*> CopyPath(std::shared_ptr<const Node>* root, const Path& path);
 size_t Height(const Node& root);
 
+// Child i of `parent` replaced by `nodes`, in key order, with `seps` (one fewer) between them as
+// routing keys: how leaf and inner splits and leaf transformations change a parent.
+void ReplaceChild(Node* parent, size_t i, const std::vector<std::shared_ptr<const Node>>& nodes,
+                  const std::vector<std::string>& seps);
 // A node with empty buffer levels (kNodeLevels).
 std::shared_ptr<Node> NewNode();
 // The first tree formation (paper §4.1): the root, a leaf, hands its last level's runs (disjoint)
@@ -92,6 +96,8 @@ void GroupNodes(std::vector<std::shared_ptr<const Node>>* nodes, std::vector<std
 // Metadata: a node and its subtree. Runs are opened by `open`.
 void EncodeNode(const Node& node, std::string* out);
 using OpenRunFn = std::function<StatusOr<std::shared_ptr<const Run>>(const RunMeta&)>;
+// A buffer's levels alone (the first part of a node; version 1 metadata was only this).
+Status DecodeLevels(Slice* in, const OpenRunFn& open, std::vector<Level>* out);
 StatusOr<std::shared_ptr<const Node>> DecodeNode(Slice* in, const OpenRunFn& open,
                                                  size_t depth = 0);
 

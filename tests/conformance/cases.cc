@@ -78,6 +78,26 @@ VariantCase AhaCase(std::string name, ParamMap params) {
   return c;
 }
 
+// Small buffers (fanout 4), hot ranges over the suite's key styles adapted eagerly, side splits
+// and sound-remedy pages, with the given insert mode.
+ParamMap AhaAdaptParams(const std::string& insert) {
+  return {{"memtable_bytes", "16384"},
+          {"run_pages", "32"},
+          {"l0_runs", "2"},
+          {"level_ratio", "2"},
+          {"fanout", "4"},
+          {"node_pages", "64"},
+          {"node_l0_runs", "2"},
+          {"adapt", "eager"},
+          {"split", "side"},
+          {"leaf_alloc", "sound_remedy"},
+          {"insert", insert},
+          {"hot_ranges", "t/3..t/6," + EscapeKey(EncodeU64Key(64)) + ".." +
+                             EscapeKey(EncodeU64Key(400)) + "," +
+                             EscapeKey(std::string(96, 'k') + EncodeU64Key(200)) + ".." +
+                             EscapeKey(std::string(96, 'k') + EncodeU64Key(500))}};
+}
+
 }  // namespace
 
 std::shared_ptr<const IndexRegistry> TestVariantRegistry() {
@@ -122,25 +142,12 @@ std::vector<VariantCase> ConformanceCases() {
                                  {"fanout", "4"},
                                  {"node_pages", "64"},
                                  {"node_l0_runs", "2"}}),
-      // The same with hot ranges adapted eagerly, side splits and sound-remedy pages: the
-      // suite's keys ("t/..." and the recovery tests' and crash points' binary keys) fall partly
-      // in hot ranges, whose buffers are emptied and leaves turned into pages as data arrives,
-      // crash points included.
-      AhaCase("aha_adapt",
-              {{"memtable_bytes", "16384"},
-               {"run_pages", "32"},
-               {"l0_runs", "2"},
-               {"level_ratio", "2"},
-               {"fanout", "4"},
-               {"node_pages", "64"},
-               {"node_l0_runs", "2"},
-               {"adapt", "eager"},
-               {"split", "side"},
-               {"leaf_alloc", "sound_remedy"},
-               {"hot_ranges", "t/3..t/6," + EscapeKey(EncodeU64Key(64)) + ".." +
-                                  EscapeKey(EncodeU64Key(400)) + "," +
-                                  EscapeKey(std::string(96, 'k') + EncodeU64Key(200)) + ".." +
-                                  EscapeKey(std::string(96, 'k') + EncodeU64Key(500))}}),
+      // The same with hot ranges adapted eagerly, side splits, sound-remedy pages and tree
+      // insert: the suite's keys ("t/..." and the recovery tests' and crash points' binary keys)
+      // fall partly in hot ranges, whose buffers are emptied and leaves turned into pages as
+      // data arrives, and whose later writes are merged into the pages at flushes, crash points
+      // included.
+      AhaCase("aha_adapt", AhaAdaptParams("tree")),
   };
   const char* all = std::getenv("GROVE_CONFORMANCE");
   if (all != nullptr && std::string(all) == "all") {
@@ -162,6 +169,9 @@ std::vector<VariantCase> ConformanceCases() {
     // Fulfill copies from bulk loads, retired by the first inner change.
     cases.push_back(AulidCase("aulid_fulfill", {{"fulfill", "on"}}));
     cases.push_back(AulidCase("aulid_no_scan_forward", {{"scan_forward", "off"}}));
+    // Batch insert: writes to adapted leaves go through the buffers and are merged into the
+    // pages by adaptation.
+    cases.push_back(AhaCase("aha_adapt_batch", AhaAdaptParams("batch")));
   }
   return cases;
 }

@@ -129,6 +129,9 @@ StatusOr<Config> ParseConfig(const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const std::string alloc,
                          ParseEnumParam(params, "leaf_alloc", {"even", "sound_remedy"}));
   c.leaf_alloc = alloc == "even" ? LeafAlloc::kEven : LeafAlloc::kSoundRemedy;
+  GROVE_ASSIGN_OR_RETURN(const std::string insert,
+                         ParseEnumParam(params, "insert", {"batch", "tree"}));
+  c.tree_insert = insert == "tree";
   return c;
 }
 
@@ -187,6 +190,9 @@ VariantSpec AhaTree::Spec() {
       {"leaf_alloc", "even", false,
        "fill of new leaf pages: even (all about equally full) or sound_remedy (fills spread "
        "between half and full)"},
+      {"insert", "batch", false,
+       "writes to adapted leaves: batch (through the buffers, merged into the pages later) or "
+       "tree (merged straight into the leaf pages when their memtable is flushed)"},
   };
   spec.page_types = {{static_cast<uint16_t>(aha::kRunData), "aha run data page"},
                      {static_cast<uint16_t>(aha::kRunFilter), "aha run filter page"},
@@ -422,6 +428,8 @@ IndexStats AhaTree::GetStats() {
   x["adaptation_steps_total"] = static_cast<double>(adapt_steps_.load());
   x["leaf_transforms_total"] = static_cast<double>(transforms_.load());
   x["page_merges_total"] = static_cast<double>(page_merges_.load());
+  x["tree_inserts_total"] = static_cast<double>(tree_inserts_.load());
+  x["tree_insert_merges_total"] = static_cast<double>(tree_insert_merges_.load());
   x["hot_runs_emptied_total"] = static_cast<double>(hot_runs_emptied_.load());
   x["scans_total"] = static_cast<double>(scans_.load());
   x["scan_runs_probed_total"] = static_cast<double>(scan_runs_.load());

@@ -99,6 +99,9 @@ struct Config {
   enum class Adapt { kQuery, kEager, kOff } adapt = Adapt::kQuery;
   bool down_split = true;  // split: down (true) | side
   LeafAlloc leaf_alloc = LeafAlloc::kEven;
+  // Writes to adapted leaves: through the buffers like every write (batch insert, false), or
+  // straight into the leaf pages when their memtable is flushed (tree insert, true).
+  bool tree_insert = false;
 };
 
 StatusOr<Config> ParseConfig(const ParamMap& params);
@@ -159,6 +162,16 @@ class AhaTree final : public Index {
   // --- Writes (aha_write.cc) ---
   Status Write(const WriteContext& w, Slice key, bool tombstone, Slice cell,
                std::optional<std::string>* old_cell);
+  // Tree insert: a frozen table's versions bound for the pages of adapted leaves.
+  struct DirectLeaf {
+    aha::Path path;
+    std::vector<aha::Entry> entries;  // ascending keys
+  };
+  // Splits `table` into the versions that go into runs (*rest) and those merged straight into
+  // adapted leaves' pages (*direct): a key's version goes to the pages only when no buffer on
+  // its path holds an older version of it, so the pages stay the oldest versions (freshness).
+  Status SplitForTreeInsert(const aha::Version& v, std::shared_ptr<const aha::MemTable> table,
+                            std::vector<aha::Entry>* rest, std::vector<DirectLeaf>* direct);
 
   // --- Background work (aha_compact.cc) ---
   void BackgroundLoop();
@@ -300,7 +313,8 @@ class AhaTree final : public Index {
   std::atomic<uint64_t> adapt_start_ns_{0};
   std::atomic<uint64_t> adaptations_{0}, last_adaptation_us_{0}, adaptation_us_total_{0},
       first_adaptation_us_{0}, adapt_steps_{0}, transforms_{0}, page_merges_{0},
-      hot_runs_emptied_{0}, scans_{0}, scan_runs_{0}, detections_{0};
+      hot_runs_emptied_{0}, scans_{0}, scan_runs_{0}, detections_{0}, tree_inserts_{0},
+      tree_insert_merges_{0};
 
   // Background thread only.
   std::vector<std::string> compact_pointer_;  // per root level: where the next compaction starts

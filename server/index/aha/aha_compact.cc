@@ -176,12 +176,45 @@ Status AhaTree::FlushOldest() {
   if (v->frozen.empty()) return Status::Ok();
   const std::shared_ptr<const aha::MemTable> table = v->frozen.back();
   std::vector<std::unique_ptr<aha::Source>> sources;
-  sources.push_back(aha::NewMemTableSource(table, "", true, false));
+  std::vector<DirectLeaf> direct;
+  if (cfg_.tree_insert && !v->root->leaf()) {
+    std::vector<Entry> rest;
+    GROVE_RETURN_IF_ERROR(SplitForTreeInsert(*v, table, &rest, &direct));
+    sources.push_back(aha::NewVectorSource(std::move(rest)));
+  } else {
+    sources.push_back(aha::NewMemTableSource(table, "", true, false));
+  }
+  // Runs are cut at the hot bounds, so that none straddles a hot range it holds no key of: a
+  // search there would probe it, and adaptation would have to cut it.
+  std::vector<std::string> hot_bounds;
+  for (const aha::HotRange& h : HotRanges()) {
+    hot_bounds.push_back(h.lo);
+    hot_bounds.push_back(h.hi);
+  }
+  std::sort(hot_bounds.begin(), hot_bounds.end());
   std::vector<std::shared_ptr<const Run>> out;
   std::vector<std::string> released;  // one source: nothing is shadowed
-  if (Status s = WriteRuns(std::move(sources), /*bottom=*/false, nullptr, &out, &released);
-      !s.ok()) {
+  std::vector<aha::PageExtent> extents;
+  aha::LeafPages retired;
+  std::vector<aha::LeafPages> pages(direct.size());
+  Status s = WriteRuns(std::move(sources), /*bottom=*/false,
+                       hot_bounds.empty() ? nullptr : &hot_bounds, &out, &released);
+  // Tree insert: the rest merged into the adapted leaves' pages, copy-on-write.
+  for (size_t i = 0; i < direct.size() && s.ok(); ++i) {
+    aha::PageMerger merger(pool_, aha::NodeAt(*v->root, direct[i].path).pages,
+                           IoCause::kCompaction);
+    for (const Entry& e : direct[i].entries) {
+      s = merger.Add(e);
+      if (!s.ok()) break;
+    }
+    if (!s.ok()) break;
+    s = ctx_.services->RunMaintenance(0, [&](WriteRoom*) -> Status {
+      return merger.Finish(&space_, ctx_.direct_writer, &pages[i], &retired, &extents, &released);
+    });
+  }
+  if (!s.ok()) {
     AbandonOutputs(out);
+    AbandonPages(extents);
     return s;
   }
   GROVE_RETURN_IF_ERROR(Install(
@@ -189,10 +222,19 @@ Status AhaTree::FlushOldest() {
         std::erase_if(next->frozen, [&](const auto& t) { return t.get() == table.get(); });
         auto& l0 = aha::CopyPath(&next->root, {})[0]->levels[0].runs;
         l0.insert(l0.begin(), out.begin(), out.end());
+        for (size_t i = 0; i < direct.size(); ++i) {
+          aha::CopyPath(&next->root, direct[i].path).back()->pages = pages[i];
+        }
       },
-      out, {}, {}));
+      out, {}, released, extents, retired));
   flushes_.fetch_add(1, std::memory_order_relaxed);
   for (const auto& r : out) flush_bytes_.fetch_add(r->meta().pages * kPageSize);
+  if (!direct.empty()) {
+    for (const DirectLeaf& d : direct) tree_inserts_.fetch_add(d.entries.size());
+    tree_insert_merges_.fetch_add(direct.size(), std::memory_order_relaxed);
+    cells_released_.fetch_add(released.size(), std::memory_order_relaxed);
+    tree_work_ = true;  // a leaf may have grown past its pages' limit
+  }
   return Status::Ok();
 }
 

@@ -11,21 +11,6 @@ using aha::Entry;
 using aha::Level;
 using aha::Run;
 
-namespace {
-
-// The run of a level below level 0 whose range may hold `key`, or null.
-const Run* RunFor(const Level& level, Slice key) {
-  auto it = std::upper_bound(level.runs.begin(), level.runs.end(), key,
-                             [](Slice k, const std::shared_ptr<const Run>& r) {
-                               return k.compare(r->meta().min_key) < 0;
-                             });
-  if (it == level.runs.begin()) return nullptr;
-  const Run* r = std::prev(it)->get();
-  return r->Covers(key) ? r : nullptr;
-}
-
-}  // namespace
-
 StatusOr<bool> AhaTree::Get(Slice key, std::string* cell) {
   gets_.fetch_add(1, std::memory_order_relaxed);
   const Snapshot snap = TakeSnapshot();
@@ -64,7 +49,7 @@ StatusOr<bool> AhaTree::Get(Slice key, std::string* cell) {
             break;
           }
         }
-      } else if (const Run* r = RunFor(level, key); r != nullptr) {
+      } else if (const Run* r = level.RunFor(key); r != nullptr) {
         result = probe(*r);
         done = !result.ok() || *result;
       }

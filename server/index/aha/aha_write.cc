@@ -38,6 +38,53 @@ Status AhaTree::Write(const WriteContext& w, Slice key, bool tombstone, Slice ce
   return Status::Ok();
 }
 
+Status AhaTree::SplitForTreeInsert(const Version& v, std::shared_ptr<const aha::MemTable> table,
+                                   std::vector<Entry>* rest, std::vector<DirectLeaf>* direct) {
+  std::unique_ptr<aha::Source> src = aha::NewMemTableSource(std::move(table), "", true, false);
+  std::vector<const aha::Node*> nodes;  // the key's path, root first
+  aha::Path path;
+  Entry older;
+  for (; src->Valid(); src->Next()) {
+    const Entry& e = src->entry();
+    nodes.assign(1, v.root.get());
+    path.clear();
+    while (!nodes.back()->leaf()) {
+      path.push_back(nodes.back()->ChildFor(e.key));
+      nodes.push_back(nodes.back()->children[path.back()].get());
+    }
+    bool to_pages = nodes.back()->adapted();
+    // Any older version in a buffer on the path (Bloom filters answer most keys) keeps this one
+    // in the buffers: below it, in the pages, it would be shadowed by the older one.
+    for (size_t d = 0; d < nodes.size() && to_pages; ++d) {
+      for (size_t l = 0; l < nodes[d]->levels.size() && to_pages; ++l) {
+        const aha::Level& level = nodes[d]->levels[l];
+        std::vector<const Run*> candidates;
+        if (l == 0) {
+          for (const auto& r : level.runs) candidates.push_back(r.get());
+        } else if (const Run* r = level.RunFor(e.key); r != nullptr) {
+          candidates.push_back(r);
+        }
+        for (const Run* r : candidates) {
+          bool filtered = false;
+          GROVE_ASSIGN_OR_RETURN(const bool found,
+                                 r->Get(pool_, e.key, &older, &filtered, IoCause::kCompaction));
+          if (found) {
+            to_pages = false;
+            break;
+          }
+        }
+      }
+    }
+    if (!to_pages) {
+      rest->push_back(e);
+      continue;
+    }
+    if (direct->empty() || direct->back().path != path) direct->push_back({path, {}});
+    direct->back().entries.push_back(e);
+  }
+  return src->status();
+}
+
 Status AhaTree::Prepare(Slice key) {
   // Admission control (the paper's soft limit): writes wait here, outside the write gate and
   // holding nothing, only while the memtables hold four times the freeze size or level 0 has three

@@ -14,6 +14,16 @@ uint64_t Level::pages() const {
   return n;
 }
 
+const Run* Level::RunFor(Slice key) const {
+  auto it = std::upper_bound(runs.begin(), runs.end(), key,
+                             [](Slice k, const std::shared_ptr<const Run>& r) {
+                               return k.compare(r->meta().min_key) < 0;
+                             });
+  if (it == runs.begin()) return nullptr;
+  const Run* r = std::prev(it)->get();
+  return r->Covers(key) ? r : nullptr;
+}
+
 size_t Node::ChildFor(Slice key) const {
   auto it = std::upper_bound(pivots.begin(), pivots.end(), key,
                              [](Slice k, const std::string& p) { return k.compare(p) < 0; });

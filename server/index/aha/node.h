@@ -40,6 +40,8 @@ inline constexpr size_t kNodeLevels = 2;
 struct Level {
   std::vector<std::shared_ptr<const Run>> runs;
   uint64_t pages() const;
+  // A disjoint level's (below level 0) run whose range may hold `key`, or null.
+  const Run* RunFor(Slice key) const;
 };
 
 // [lo, hi): a node's keys. lo empty: from the smallest key; !has_hi: to the largest.

@@ -245,15 +245,18 @@ double RunsProbedByScans(Db* db, uint64_t lo, uint64_t hi, int scans) {
 }
 
 struct AdaptCase {
-  std::string split, alloc;
+  std::string split, alloc, insert;
 };
-void PrintTo(const AdaptCase& c, std::ostream* os) { *os << c.split << "/" << c.alloc; }
+void PrintTo(const AdaptCase& c, std::ostream* os) {
+  *os << c.split << "/" << c.alloc << "/" << c.insert;
+}
 
 class AhaAdaptTest : public ::testing::TestWithParam<AdaptCase> {};
 
 // A configured hot range: range searches on it empty its buffers from the root down and turn its
 // leaves into B+-tree pages; then a search reads pages only. Writes to it go back through the
-// buffers (batch insert) and the next searches adapt it again; the pages survive a reopen.
+// buffers (batch insert) and the next searches adapt it again, or straight into the pages (tree
+// insert) and it stays adapted; the pages survive a reopen.
 TEST_P(AhaAdaptTest, HotRangeAdaptsBothWaysAndSurvivesAReopen) {
   TempDir dir;
   const ParamMap params = {{"memtable_bytes", "16384"},
@@ -266,7 +269,9 @@ TEST_P(AhaAdaptTest, HotRangeAdaptsBothWaysAndSurvivesAReopen) {
                            {"hot_ranges", Key(2000) + ".." + Key(2600)},
                            {"hot_detect", "false"},
                            {"split", GetParam().split},
-                           {"leaf_alloc", GetParam().alloc}};
+                           {"leaf_alloc", GetParam().alloc},
+                           {"insert", GetParam().insert}};
+  const bool tree_insert = GetParam().insert == "tree";
   Model model;
   std::mt19937_64 rng(5);
   auto write = [&](Db* db, uint64_t lo, uint64_t span, int n, int seed) {
@@ -296,13 +301,20 @@ TEST_P(AhaAdaptTest, HotRangeAdaptsBothWaysAndSurvivesAReopen) {
     EXPECT_GT(Extra(db->get(), "leaf_transforms_total"), 0);
     // Adapted: a search inside the hot range probes no run, only leaf pages.
     EXPECT_EQ(RunsProbedByScans(db->get(), 2000, 2600, 20), 0);
-    // Writes come back: hot keys through the buffers again, then the searches adapt again.
+    // Writes come back. Batch insert: hot keys through the buffers again, then the searches
+    // adapt again. Tree insert: into the pages as their memtables are flushed.
     write(db->get(), 2000, 600, 4000, 2);
     write(db->get(), 0, 6000, 2000, 3);
     Settle(db->get(), 2);
     ExpectMatches(db->get(), model, "after hot writes");
-    ScanUntilAdapted(db->get(), 2000, 2600, 2);
-    EXPECT_GT(Extra(db->get(), "page_merges_total"), 0);
+    if (tree_insert) {
+      EXPECT_GT(Extra(db->get(), "tree_inserts_total"), 1000);
+      EXPECT_GT(Extra(db->get(), "tree_insert_merges_total"), 0);
+    } else {
+      EXPECT_EQ(Extra(db->get(), "tree_inserts_total"), 0);
+      ScanUntilAdapted(db->get(), 2000, 2600, 2);
+      EXPECT_GT(Extra(db->get(), "page_merges_total"), 0);
+    }
     EXPECT_EQ(RunsProbedByScans(db->get(), 2000, 2600, 20), 0);
     ExpectMatches(db->get(), model, "after adapting again");
     ExpectVerifyClean(db->get(), model.size(), "after adapting again");
@@ -316,10 +328,12 @@ TEST_P(AhaAdaptTest, HotRangeAdaptsBothWaysAndSurvivesAReopen) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, AhaAdaptTest,
-                         ::testing::Values(AdaptCase{"down", "even"},
-                                           AdaptCase{"side", "sound_remedy"}),
+                         ::testing::Values(AdaptCase{"down", "even", "batch"},
+                                           AdaptCase{"side", "sound_remedy", "batch"},
+                                           AdaptCase{"down", "sound_remedy", "tree"}),
                          [](const auto& info) {
-                           return info.param.split + "_" + info.param.alloc;
+                           return info.param.split + "_" + info.param.alloc + "_" +
+                                  info.param.insert;
                          });
 
 // Without a configured range, searches concentrated on a narrow range are detected as hot.

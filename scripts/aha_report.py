@@ -6,11 +6,11 @@
 
 With --img (Debian's python3-matplotlib), also docs/img/aha-timeline.png: ops/s over time of
 every target through the load, the hot range searches, the hot writes and the searches after
-them, one panel per workload.
+them, one panel per workload; and docs/img/aha-oscillate.png, the oscillating mix over time.
 
 Tables: throughput per workload and target with aha's ratios to btree and RocksDB, against the
-issue's targets; aha's adaptation (time to converge, steps, leaves turned into pages, runs probed
-per search) for the two hotspot sizes; the device's ceiling.
+issue's targets; the oscillating mix phase by phase; aha's adaptation (time to converge, steps,
+leaves turned into pages, runs probed per search) for the two hotspot sizes; the device's ceiling.
 """
 import argparse
 import json
@@ -21,11 +21,14 @@ WORKLOADS = [
     ("aha-hot-scan", "hot range search"),
     ("aha-hot-update", "hot-only updates"),
     ("aha-hot-scan-after", "hot range search after the updates"),
+    ("oscillate", "oscillating mix (all phases)"),
 ]
-ORDER = ["embedded:aha", "embedded:aha?split=side", "embedded:btree", "rocksdb"]
+ORDER = ["embedded:aha", "embedded:aha?split=side", "embedded:aha?insert=tree", "embedded:btree",
+         "rocksdb"]
 NAMES = {
     "embedded:aha": "aha (down)",
     "embedded:aha?split=side": "aha (side)",
+    "embedded:aha?insert=tree": "aha (tree insert)",
     "embedded:btree": "btree",
     "rocksdb": "RocksDB",
 }
@@ -91,6 +94,60 @@ def throughput_table(runs):
     return "\n".join(out)
 
 
+def io_of(r):
+    return (r.get("io") or {}).get("page_reads_per_op"), r.get("cache_hit_ratio")
+
+
+def bounds_text(runs):
+    """What bounds each line, from the run's own cache and device figures."""
+    sel = [r for r in runs if r.get("label") == "aha 1pct"]
+
+    def span(workloads, f):
+        vals = [f(r) for r in sel if r["workload"] in workloads and f(r) is not None]
+        return (min(vals), max(vals)) if vals else (None, None)
+    scans = ("aha-hot-scan", "aha-hot-scan-after")
+    hit_lo, _ = span(scans, lambda r: r.get("cache_hit_ratio"))
+    _, scan_reads = span(scans, lambda r: io_of(r)[0])
+    _, upd_reads = span(("aha-hot-update",), lambda r: io_of(r)[0])
+    parts = ["What bounds each line, from the same run's counters:"]
+    if hit_lo is not None and scan_reads is not None:
+        parts.append(f"the range searches find {100 * hit_lo:.0f}% or more of their pages cached and "
+                     f"read at most {scan_reads:.2f} pages from the device per 1000-key search,")
+    if upd_reads is not None:
+        parts.append(f"the hot updates at most {upd_reads:.2f} pages per operation,")
+    parts.append("so both are CPU-bound and their ratios compare code paths. The loads are bound "
+                 "by the device for btree (a read and page writes per insert with a tenth of the "
+                 "data in memory) and by the CPU and sequential writes for aha and RocksDB "
+                 "(memtables, runs written whole). RocksDB's hit ratio counts its own block cache "
+                 "only.")
+    return " ".join(parts)
+
+
+def oscillate_table(runs):
+    rs = {r["target"]: r for r in runs if r["workload"] == "oscillate" and r.get("phases")}
+    if not rs:
+        return ""
+    phases = max(len(r["phases"]) for r in rs.values())
+    out = ["| phase | " + " | ".join(name(t) for t in ORDER if t in rs) + " | aha / btree |",
+           "|---|" + "--:|" * (len([t for t in ORDER if t in rs]) + 1)]
+    for i in range(phases):
+        cells, vals, title = [], {}, ""
+        for t in ORDER:
+            if t not in rs:
+                continue
+            ph = rs[t]["phases"]
+            if i >= len(ph):
+                cells.append("-")
+                continue
+            title = f"{i + 1}. {ph[i]['name']}"
+            vals[t] = ph[i]["throughput"]
+            cells.append(f"{vals[t]:,.0f}")
+        a, b = vals.get("embedded:aha"), vals.get("embedded:btree")
+        out.append(f"| {title} | " + " | ".join(cells) + f" | {a / b:.2f}x |" if a and b else
+                   f"| {title} | " + " | ".join(cells) + " | - |")
+    return "\n".join(out)
+
+
 def adaptation_table(runs):
     out = ["| run | hotspot | first 5 s (ops/s) | stable (ops/s) | first adaptation (s) | "
            "adapting in all (s) | adapted leaves | leaf pages | runs probed per search |",
@@ -122,8 +179,9 @@ def plot(runs, out_dir):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     sel = [r for r in runs if r.get("label") == "aha 1pct"]
-    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(16, 3.6))
-    for ax, (w, title) in zip(axes, WORKLOADS):
+    panels = [(w, t) for w, t in WORKLOADS if w != "oscillate"]
+    fig, axes = plt.subplots(1, len(panels), figsize=(16, 3.6))
+    for ax, (w, title) in zip(axes, panels):
         for t in ORDER:
             rs = [r for r in sel if r["target"] == t and r["workload"] == w]
             if not rs or not rs[-1].get("timeline"):
@@ -139,7 +197,27 @@ def plot(runs, out_dir):
     fig.tight_layout()
     path = os.path.join(out_dir, "aha-timeline.png")
     fig.savefig(path, dpi=90)
-    return path
+    paths = [path]
+    osc = [r for r in sel if r["workload"] == "oscillate" and r.get("timeline")]
+    if osc:
+        fig, ax = plt.subplots(figsize=(12, 3.6))
+        for t in ORDER:
+            rs = [r for r in osc if r["target"] == t]
+            if rs:
+                tl = rs[-1]["timeline"]
+                ax.plot([p[0] for p in tl], [p[1] for p in tl], label=name(t))
+        ax.set_title("oscillating mix: 90/10 then 10/90 range search/update, twice, 60 s phases",
+                     fontsize=9)
+        ax.set_xlabel("s")
+        ax.set_ylabel("ops/s")
+        ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out_dir, "aha-oscillate.png")
+        fig.savefig(path, dpi=90)
+        paths.append(path)
+    return paths
 
 
 def main():
@@ -159,19 +237,20 @@ def main():
           "figures are the stable phase (the last half of the workload); aha's first seconds are "
           "in the adaptation table.\n")
     print(throughput_table(runs) + "\n")
-    print("What bounds each line: the range searches run with the pages they need cached (hits of "
-          "98% and more, about half a device read per 1000-key search) and the hot updates read "
-          "under 0.1 pages per operation, so both are CPU-bound and the ratios compare code paths; the loads are bound by the device for "
-          "btree (a read and two page writes per insert at a tenth of the data in memory) and by "
-          "the CPU and sequential writes for aha and RocksDB (memtables, runs written whole). "
-          "RocksDB's hit ratio counts its own block cache only.\n")
+    print(bounds_text(runs) + "\n")
+    osc = oscillate_table(runs)
+    if osc:
+        print("The oscillating mix (config/workloads/oscillate.yaml: 90% range searches and 10% "
+              "updates, then 10/90, twice, each phase 60 s on a 1% hotspot at a new random start; "
+              "aha must detect each new hotspot from the searches), phase by phase:\n")
+        print(osc + "\n")
     print(adaptation_table(runs) + "\n")
     line = device_line(runs)
     if line:
         print(line + "\n")
     if a.img:
-        path = plot(runs, a.img)
-        print(f"![ops/s over time]({os.path.relpath(path, 'docs')})\n")
+        for path in plot(runs, a.img):
+            print(f"![ops/s over time]({os.path.relpath(path, 'docs')})\n")
     print("Commands:\n\n```")
     print(open(a.commands).read().strip())
     print("```\n")

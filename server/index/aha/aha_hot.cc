@@ -9,7 +9,8 @@
 // it covered, from its first to its last key. Every 64 searches the detector takes the last 256
 // spans, and the range from the 5th percentile of their first keys to the 95th percentile of
 // their last keys is hot when it covers at most a quarter of the leaves (and the tree has at
-// least four): searches spread over the key space find no hot range. One range at a time.
+// least four): searches spread over the key space find no hot range. One range at a time; the
+// range found stays while 80% of the recent searches lie inside it.
 
 #include <algorithm>
 #include <deque>
@@ -36,6 +37,10 @@ using RunList = std::vector<std::shared_ptr<const Run>>;
 constexpr size_t kSpanWindow = 256;
 constexpr uint64_t kDetectEvery = 64;
 constexpr double kMaxHotLeafShare = 0.25;
+// The detected range is kept while this share of the recent searches lies inside it.
+constexpr double kKeepShare = 0.8;
+// A leaf whose buffer is under this share of a run splits sideways even with `split: down`.
+constexpr uint64_t kSmallBufferDivisor = 4;
 
 bool Meets(Slice min, Slice max, const HotRange& h) {
   return max.compare(h.lo) >= 0 && min.compare(h.hi) < 0;
@@ -168,6 +173,19 @@ std::vector<HotRange> AhaTree::DetectLocked(const Version& v) const {
   for (const auto& [f, l] : spans_) {
     firsts.push_back(f);
     lasts.push_back(l);
+  }
+  // Hysteresis: the range in force stays while most recent searches still lie inside it. The
+  // percentiles move a little with every window, and every move of a hot bound would cut more
+  // runs and transform more leaves (with down-split, one level deeper each time).
+  if (!detected_.empty()) {
+    const HotRange& cur = detected_[0];
+    size_t inside = 0;
+    for (const auto& [f, l] : spans_) {
+      inside += Slice(f).compare(cur.lo) >= 0 && Slice(l).compare(cur.hi) < 0;
+    }
+    if (static_cast<double>(inside) >= kKeepShare * static_cast<double>(spans_.size())) {
+      return detected_;
+    }
   }
   std::sort(firsts.begin(), firsts.end());
   std::sort(lasts.begin(), lasts.end());
@@ -332,7 +350,11 @@ Status AhaTree::Transform(const Path& path, const std::vector<HotRange>& hot) {
   const KeyRange range = aha::RangeAt(*v->root, path);
   const std::vector<Part> parts = PartsOf(range, hot);
   const bool whole_hot = parts.size() == 1 && parts[0].hot;
-  if (!whole_hot && cfg_.down_split) {
+  // A small buffer (what hotspot-emptying pushed into a leaf beside an adapted one when the hot
+  // bounds moved) is split sideways: compacting it costs little, and down-splitting it would
+  // grow a chain of inner nodes, one per move, that every search there walks through.
+  const bool small = leaf.buffer_pages() * kSmallBufferDivisor < cfg_.run_pages;
+  if (!whole_hot && cfg_.down_split && !small) {
     // Down-split (§6.1): the leaf becomes an inner node that keeps its buffer, over one empty
     // leaf per part; hotspot-emptying then pushes the hot data into the hot ones. No IO.
     auto inner = std::make_shared<Node>();

@@ -336,7 +336,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, AhaAdaptTest,
                                   info.param.insert;
                          });
 
-// Without a configured range, searches concentrated on a narrow range are detected as hot.
+// Without a configured range, searches concentrated on a narrow range are detected as hot; the
+// range stays while the searches stay in it and moves when they move.
 TEST(AhaVariantTest, DetectorFindsTheRangeSearchesFavour) {
   TempDir dir;
   const ParamMap params = {{"memtable_bytes", "16384"}, {"run_pages", "8"}, {"l0_runs", "2"},
@@ -356,6 +357,26 @@ TEST(AhaVariantTest, DetectorFindsTheRangeSearchesFavour) {
   EXPECT_GT(Extra(db->get(), "adapted_leaves"), 0);
   ExpectMatches(db->get(), model, "after adapting");
   ExpectVerifyClean(db->get(), model.size(), "after adapting");
+  // Searches that drift a little stay inside the range found: it is kept (hysteresis), so its
+  // bounds do not move with every window.
+  const double detections = Extra(db->get(), "hot_detections_total");
+  auto scans = [&](uint64_t lo, uint64_t hi, int n) {
+    std::mt19937_64 rng(11);
+    for (int q = 0; q < n; ++q) {
+      ScanOptions o;
+      o.lower = Key(lo + rng() % (hi - lo));
+      auto it = (*db)->NewIterator(o);
+      ASSERT_TRUE(it.ok());
+      for (int k = 0; k < 20 && (*it)->Valid(); ++k) (*it)->Next();
+    }
+  };
+  scans(4010, 4290, 640);
+  EXPECT_EQ(Extra(db->get(), "hot_detections_total"), detections);
+  // Searches that move elsewhere make a new range.
+  scans(6000, 6300, 640);
+  EXPECT_GT(Extra(db->get(), "hot_detections_total"), detections);
+  ExpectMatches(db->get(), model, "after the searches moved");
+  ExpectVerifyClean(db->get(), model.size(), "after the searches moved");
 }
 
 TEST(AhaVariantTest, BulkLoadIntoAFilledStoreIsRefusedAndWritesGoOn) {

@@ -150,8 +150,8 @@ def oscillate_table(runs):
 
 def adaptation_table(runs):
     out = ["| run | hotspot | first 5 s (ops/s) | stable (ops/s) | first adaptation (s) | "
-           "adapting in all (s) | adapted leaves | leaf pages | runs probed per search |",
-           "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+           "adapting in all (s) | adapted leaves | leaf pages | height | runs probed per search |",
+           "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in runs:
         if not r["target"].startswith("embedded:aha") or not r["workload"].startswith("aha-hot-scan"):
             continue
@@ -162,7 +162,8 @@ def adaptation_table(runs):
             f"| {name(r['target'])} {r['workload']} | {size} | {first(r):,.0f} | {stable(r):,.0f} | "
             f"{'-' if secs is None else f'{secs:.2f}'} | "
             f"{'-' if total is None else f'{total:.2f}'} | {gauge(r, 'adapted_leaves') or 0:.0f} | "
-            f"{gauge(r, 'leaf_pages') or 0:.0f} | {gauge(r, 'runs_probed_per_scan') or 0:.2f} |")
+            f"{gauge(r, 'leaf_pages') or 0:.0f} | {(r.get('gauges') or {}).get('index_height', 0):.0f} | "
+            f"{gauge(r, 'runs_probed_per_scan') or 0:.2f} |")
     return "\n".join(out)
 
 

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # AHA-tree figures of docs/benchmarks.md ("AHA-tree: adapting to a hot range"): aha (down- and
-# side-split) against btree and RocksDB at the same memory, one run, one thread, direct IO:
+# side-split, batch and tree insert) against btree and RocksDB at the same memory, one run, one
+# thread, direct IO:
 #   load                 RECORDS random inserts (the write-heavy phase; ops/s over time)
 #   aha-hot-scan         range searches of 1000 keys, 99% on a 1% hotspot, 60 s: the timeline
 #                        shows aha's unstable phase while it adapts, then its stable phase
 #   aha-hot-update       updates on the hotspot only, 20 s
 #   aha-hot-scan-after   the searches again, 40 s (aha adapts again)
+#   oscillate            90/10 then 10/90 range search/update, twice, 60 s phases, each on a 1%
+#                        hotspot at a new random start (aha detects each)
 # Then aha alone with a hotspot twice as large (aha-hot-scan-2pct), for the adaptation time
 # against the hotspot's size, and the raw device's random reads (the physical ceiling).
 #
 # Writes docs/bench-data/aha.jsonl, aha-commands.txt and the section aha.md (with
-# docs/img/aha-*.png), then regenerates docs/benchmarks.md. Not a test: about 20 minutes at 2M.
+# docs/img/aha-*.png), then regenerates docs/benchmarks.md. Not a test: about 50 minutes at 2M.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +22,7 @@ DATA=${DATA:-build-bench/data/aha}   # on the disk under test (O_DIRECT: not tmp
 RECORDS=${RECORDS:-2M}
 VALUE=${VALUE:-128}                   # the paper's 128-byte values
 FRACTION=${FRACTION:-0.1}             # memory budget: a tenth of the data
-TARGETS=${TARGETS:-embedded:aha embedded:aha?split=side embedded:btree rocksdb}
+TARGETS=${TARGETS:-embedded:aha embedded:aha?split=side embedded:aha?insert=tree embedded:btree rocksdb}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
@@ -45,7 +48,7 @@ for target in $TARGETS; do
   dir=$(dir_of "$target")
   rm -rf "$dir"
   run "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
-    --workloads "load,$W/aha-hot-scan.yaml,$W/aha-hot-update.yaml,$W/aha-hot-scan-after.yaml" \
+    --workloads "load,$W/aha-hot-scan.yaml,$W/aha-hot-update.yaml,$W/aha-hot-scan-after.yaml,$W/oscillate.yaml" \
     --label "aha 1pct"
   rm -rf "$dir"
 done

@@ -84,9 +84,9 @@ std::vector<Node*> CopyPath(std::shared_ptr<const Node>* root, const Path& path)
 }
 
 size_t Height(const Node& root) {
-  size_t h = 1;
-  for (const Node* n = &root; !n->leaf(); n = n->children[0].get()) ++h;
-  return h;
+  size_t h = 0;
+  for (const auto& c : root.children) h = std::max(h, Height(*c));
+  return h + 1;
 }
 
 void ReplaceChild(Node* parent, size_t i, const std::vector<std::shared_ptr<const Node>>& nodes,

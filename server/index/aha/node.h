@@ -78,6 +78,7 @@ KeyRange RangeAt(const Node& root, const Path& path);
 // Replaces `*root` by a copy whose nodes along `path` are copies too, and returns those copies,
 // the root first: the caller edits them and publishes the new root.
 std::vector<Node*> CopyPath(std::shared_ptr<const Node>* root, const Path& path);
+// Levels on the longest path from the root to a leaf (down-splits make the tree unbalanced).
 size_t Height(const Node& root);
 
 // Child i of `parent` replaced by `nodes`, in key order, with `seps` (one fewer) between them as

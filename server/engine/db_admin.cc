@@ -101,7 +101,7 @@ class EngineVerifier final : public IndexVerifier {
     const BlobRef ref = DecodeBlobCell(cell);
     ClaimPages(ref.first, ref.pages(), "blob");
     std::string value;
-    if (Status s = db_->ResolveCell(key, std::string(cell), IoCause::kScan, &value); !s.ok()) {
+    if (Status s = db_->ResolveCell(key, cell, IoCause::kScan, &value); !s.ok()) {
       Problem(fmt::format("blob at page {}: {}", ref.first, s.ToString()));
     }
     ++report_->blob_values_checked;

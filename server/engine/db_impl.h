@@ -75,7 +75,7 @@ class DbImpl final : public Db, private IndexServices {
   // Turns a cell into its value, reading the value store for blob cells. A blob that no longer
   // matches its checksum may have been freed by a concurrent overwrite: the key's cell is read
   // again and only an unchanged cell makes it data loss.
-  Status ResolveCell(Slice key, std::string cell, IoCause cause, std::string* value);
+  Status ResolveCell(Slice key, Slice cell, IoCause cause, std::string* value);
   // Reads a blob for Verify (no retry: writers are paused).
   Status ReadBlob(const BlobRef& ref, std::string* value) {
     return values_->Read(ref, IoCause::kScan, value);

@@ -31,7 +31,7 @@ class DbIterator final : public Iterator {
     while (cursor_->Valid()) {
       if (keys_only_) return;
       Status s =
-          db_->ResolveCell(cursor_->key(), std::string(cursor_->cell()), IoCause::kScan, &value_);
+          db_->ResolveCell(cursor_->key(), cursor_->cell(), IoCause::kScan, &value_);
       if (s.ok()) return;
       if (!s.IsNotFound()) {
         status_ = s;
@@ -50,7 +50,8 @@ class DbIterator final : public Iterator {
 
 }  // namespace
 
-Status DbImpl::ResolveCell(Slice key, std::string cell, IoCause cause, std::string* value) {
+Status DbImpl::ResolveCell(Slice key, Slice cell, IoCause cause, std::string* value) {
+  std::string again;  // a re-read cell, only when a blob was freed under the reader
   for (int attempt = 0;; ++attempt) {
     if (!IsValidCell(cell)) {
       return Status::DataLoss(
@@ -65,11 +66,12 @@ Status DbImpl::ResolveCell(Slice key, std::string cell, IoCause cause, std::stri
     Status s = values_->Read(DecodeBlobCell(cell), cause, value);
     if (s.ok()) return s;
     // The blob may have been freed by a concurrent overwrite or delete of the key: look again.
-    std::string again;
-    GROVE_ASSIGN_OR_RETURN(const bool found, index_->Get(key, &again));
+    std::string fresh;
+    GROVE_ASSIGN_OR_RETURN(const bool found, index_->Get(key, &fresh));
     if (!found) return Status::NotFound("deleted while being read");
-    if (again == cell || attempt >= 16) return s;  // unchanged: the damage is real
-    cell = std::move(again);
+    if (Slice(fresh) == cell || attempt >= 16) return s;  // unchanged: the damage is real
+    again = std::move(fresh);
+    cell = again;
   }
 }
 
@@ -80,7 +82,7 @@ StatusOr<bool> DbImpl::Get(Slice key, std::string* value, const ReadOptions&) {
   std::string cell;
   GROVE_ASSIGN_OR_RETURN(const bool found, index_->Get(key, &cell));
   if (!found) return false;
-  Status s = ResolveCell(key, std::move(cell), IoCause::kDemand, value);
+  Status s = ResolveCell(key, cell, IoCause::kDemand, value);
   if (s.IsNotFound()) return false;
   GROVE_RETURN_IF_ERROR(s);
   return true;
@@ -105,7 +107,7 @@ Status DbImpl::BatchGet(const std::vector<Slice>& keys,
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!cells[i]) continue;
     std::string v;
-    Status s = ResolveCell(keys[i], std::move(*cells[i]), IoCause::kDemand, &v);
+    Status s = ResolveCell(keys[i], *cells[i], IoCause::kDemand, &v);
     if (s.IsNotFound()) continue;
     GROVE_RETURN_IF_ERROR(s);
     (*values)[i] = std::move(v);

@@ -183,7 +183,21 @@ void MergingIterator::Next() {
   if (!valid_) return;
   // The sources at the key just returned move on only now, so that entry() could point into
   // the winning source instead of copying it.
-  for (size_t i : at_key_) sources_[i]->Next();
+  if (at_key_.size() == 1) {
+    // Fast path: one source held the smallest key. While its next key still comes before every
+    // other source's (the runner-up, unchanged since nothing else moved), it wins again without
+    // a look at the others: a long stretch from one source (a leaf's pages, one run) costs one
+    // comparison per entry.
+    Source& s = *sources_[at_key_[0]];
+    s.Next();
+    if (s.Valid() && !s.Pending() &&
+        (runner_up_ == nullptr || Before(s.entry().key, *runner_up_))) {
+      current_ = &s.entry();
+      return;
+    }
+  } else {
+    for (size_t i : at_key_) sources_[i]->Next();
+  }
   Step();
 }
 
@@ -223,6 +237,7 @@ void MergingIterator::Step() {
 
 bool MergingIterator::FindSmallest() {
   at_key_.clear();
+  runner_up_ = nullptr;
   for (size_t k = 0; k < live_.size();) {
     Source& s = *sources_[live_[k]];
     if (!s.Valid()) {
@@ -240,11 +255,16 @@ bool MergingIterator::FindSmallest() {
       at_key_.push_back(i);
       continue;
     }
-    const int c = Slice(s.entry().key).compare(sources_[at_key_[0]]->entry().key);
+    const std::string& key = s.entry().key;
+    const std::string& best = sources_[at_key_[0]]->entry().key;
+    const int c = Slice(key).compare(best);
     if (c == 0) {
       at_key_.push_back(i);
     } else if ((c < 0) != reverse_) {
+      runner_up_ = &best;  // it came before every other source seen
       at_key_.assign(1, i);
+    } else if (runner_up_ == nullptr || Before(key, *runner_up_)) {
+      runner_up_ = &key;
     }
   }
   return !at_key_.empty();

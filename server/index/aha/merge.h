@@ -82,9 +82,11 @@ class MergingIterator {
 
  private:
   void Step();
-  // Fills at_key_ with the live sources at the smallest key (largest, reverse); false when none
-  // (or one failed).
+  // Fills at_key_ with the live sources at the smallest key (largest, reverse), and runner_up_
+  // with the next key among the others; false when none (or one failed).
   bool FindSmallest();
+  // Whether key a comes before key b in the merge's direction.
+  bool Before(Slice a, Slice b) const { return reverse_ ? a.compare(b) > 0 : a.compare(b) < 0; }
 
   std::vector<std::unique_ptr<Source>> sources_;
   bool reverse_;
@@ -97,6 +99,9 @@ class MergingIterator {
   size_t source_ = 0;
   std::vector<size_t> shadowed_sources_;
   std::vector<size_t> at_key_;  // scratch: sources positioned at the smallest key
+  // The smallest key (largest, reverse) of a source not in at_key_ (null: none), pointing into
+  // that source's entry, which stays put until that source moves.
+  const std::string* runner_up_ = nullptr;
 };
 
 }  // namespace grove::aha

@@ -9,6 +9,7 @@
 #   aha-hot-scan-after   the searches again, 40 s (aha adapts again)
 #   oscillate            90/10 then 10/90 range search/update, twice, 60 s phases, each on a 1%
 #                        hotspot at a new random start (aha detects each)
+#   aha-wide-update      updates over 30% of the keys (more than the memory), 20 s
 # Then aha alone with a hotspot twice as large (aha-hot-scan-2pct), for the adaptation time
 # against the hotspot's size, and the raw device's random reads (the physical ceiling).
 #
@@ -48,7 +49,7 @@ for target in $TARGETS; do
   dir=$(dir_of "$target")
   rm -rf "$dir"
   run "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
-    --workloads "load,$W/aha-hot-scan.yaml,$W/aha-hot-update.yaml,$W/aha-hot-scan-after.yaml,$W/oscillate.yaml" \
+    --workloads "load,$W/aha-hot-scan.yaml,$W/aha-hot-update.yaml,$W/aha-hot-scan-after.yaml,$W/oscillate.yaml,$W/aha-wide-update.yaml" \
     --label "aha 1pct"
   rm -rf "$dir"
 done

@@ -47,6 +47,14 @@ inline std::string Value(uint64_t key, uint64_t version, size_t base_len = 16) {
   return v;
 }
 
+// A figure of the index's `extra` statistics; a missing one fails the test (and reads as -1).
+inline double Extra(Db* db, const std::string& name) {
+  const IndexStats s = db->GetStats().index;
+  auto it = s.extra.find(name);
+  EXPECT_NE(it, s.extra.end()) << name;
+  return it == s.extra.end() ? -1.0 : it->second;
+}
+
 inline std::string BackendName(const ::testing::TestParamInfo<IoBackendKind>& info) {
   return info.param == IoBackendKind::kUring ? "uring" : "psync";
 }

@@ -40,10 +40,4 @@ inline std::string ParamsName(const HlnParams& p) {
   return s;
 }
 
-inline double Extra(Db* db, const std::string& name) {
-  const IndexStats s = db->GetStats().index;
-  auto it = s.extra.find(name);
-  return it == s.extra.end() ? -1.0 : it->second;
-}
-
 }  // namespace grove::testing

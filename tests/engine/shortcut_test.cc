@@ -29,12 +29,6 @@ Options ShortcutOptions(const std::string& dir, const Mode& mode) {
   return o;
 }
 
-double Extra(Db* db, const std::string& name) {
-  const auto s = db->GetStats().index;
-  auto it = s.extra.find(name);
-  return it == s.extra.end() ? -1 : it->second;
-}
-
 void BulkLoadKeys(Db* db, uint64_t n, uint64_t stride) {
   uint64_t i = 0;
   ASSERT_OK(db->BulkLoad([&](std::string* k, std::string* v) -> StatusOr<bool> {

@@ -29,8 +29,6 @@ Options BufferedOptions(const std::string& dir, ParamMap params = {}) {
   return o;
 }
 
-double Extra(Db* db, const std::string& name) { return db->GetStats().index.extra.at(name); }
-
 // Waits until the flusher has emptied the buffer (bounded by time).
 void Drain(Db* db) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);

@@ -26,13 +26,6 @@ Options AhaOptions(const std::string& dir, ParamMap params) {
   return o;
 }
 
-double Extra(Db* db, const std::string& name) {
-  const IndexStats s = db->GetStats().index;
-  auto it = s.extra.find(name);
-  EXPECT_NE(it, s.extra.end()) << name;
-  return it == s.extra.end() ? -1 : it->second;
-}
-
 // Waits (bounded) until the background thread has flushed every frozen memtable and level 0
 // is under its compaction trigger.
 void Settle(Db* db, double l0_runs) {

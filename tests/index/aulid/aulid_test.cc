@@ -23,13 +23,6 @@ Options AulidOptions(const std::string& dir, ParamMap params = {}) {
   return o;
 }
 
-double Extra(Db* db, const std::string& name) {
-  const IndexStats s = db->GetStats().index;
-  auto it = s.extra.find(name);
-  EXPECT_NE(it, s.extra.end()) << name;
-  return it == s.extra.end() ? -1 : it->second;
-}
-
 // Random puts, replacements and deletes against a model, with scans, Verify and a reopen.
 // Returns the mean leaf pages per lookup (the run walks included).
 double RunModel(const std::string& dir, const ParamMap& params,

@@ -330,13 +330,7 @@ Status AhaTree::EmptyHot(const Path& path, const std::vector<HotRange>& hot) {
           for (const RunList& group : stays[l]) runs.insert(runs.end(), group.begin(), group.end());
           n->levels[l].runs = std::move(runs);
         }
-        for (size_t c = 0; c < to_child.size(); ++c) {
-          if (to_child[c].empty()) continue;
-          auto child = std::make_shared<Node>(*n->children[c]);
-          auto& l0 = child->levels[0].runs;
-          l0.insert(l0.begin(), to_child[c].begin(), to_child[c].end());
-          n->children[c] = std::move(child);
-        }
+        aha::PushToChildren(n, to_child);
       },
       pieces, cut, {}));
   hot_runs_emptied_.fetch_add(cut.size(), std::memory_order_relaxed);

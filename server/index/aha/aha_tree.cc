@@ -150,13 +150,7 @@ Status AhaTree::EmptyLevel(const Path& path) {
       [&](Version* next) {
         Node* n = aha::CopyPath(&next->root, path).back();
         n->levels[b].runs.clear();
-        for (size_t c = 0; c < to_child.size(); ++c) {
-          if (to_child[c].empty()) continue;
-          auto child = std::make_shared<Node>(*n->children[c]);
-          auto& l0 = child->levels[0].runs;
-          l0.insert(l0.begin(), to_child[c].begin(), to_child[c].end());
-          n->children[c] = std::move(child);
-        }
+        aha::PushToChildren(n, to_child);
       },
       pieces, cut, {}));
   pushdowns_.fetch_add(1, std::memory_order_relaxed);

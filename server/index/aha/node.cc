@@ -89,6 +89,17 @@ size_t Height(const Node& root) {
   return h + 1;
 }
 
+void PushToChildren(Node* parent,
+                    const std::vector<std::vector<std::shared_ptr<const Run>>>& to_child) {
+  for (size_t c = 0; c < to_child.size(); ++c) {
+    if (to_child[c].empty()) continue;
+    auto child = std::make_shared<Node>(*parent->children[c]);
+    auto& l0 = child->levels[0].runs;
+    l0.insert(l0.begin(), to_child[c].begin(), to_child[c].end());
+    parent->children[c] = std::move(child);
+  }
+}
+
 void ReplaceChild(Node* parent, size_t i, const std::vector<std::shared_ptr<const Node>>& nodes,
                   const std::vector<std::string>& seps) {
   const auto at = static_cast<std::ptrdiff_t>(i);

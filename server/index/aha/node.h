@@ -85,6 +85,10 @@ size_t Height(const Node& root);
 // routing keys: how leaf and inner splits and leaf transformations change a parent.
 void ReplaceChild(Node* parent, size_t i, const std::vector<std::shared_ptr<const Node>>& nodes,
                   const std::vector<std::string>& seps);
+// Runs pushed down into `parent`'s children: to_child[c] (newest first) goes to the front of
+// child c's level 0, the child copied first (level-emptying, hotspot-emptying).
+void PushToChildren(Node* parent,
+                    const std::vector<std::vector<std::shared_ptr<const Run>>>& to_child);
 // A node with empty buffer levels (kNodeLevels).
 std::shared_ptr<Node> NewNode();
 // The first tree formation (paper §4.1): the root, a leaf, hands its last level's runs (disjoint)

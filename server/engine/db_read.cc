@@ -30,8 +30,7 @@ class DbIterator final : public Iterator {
     value_.clear();
     while (cursor_->Valid()) {
       if (keys_only_) return;
-      Status s =
-          db_->ResolveCell(cursor_->key(), cursor_->cell(), IoCause::kScan, &value_);
+      Status s = db_->ResolveCell(cursor_->key(), cursor_->cell(), IoCause::kScan, &value_);
       if (s.ok()) return;
       if (!s.IsNotFound()) {
         status_ = s;

@@ -280,7 +280,7 @@ Status AhaTree::Restore(Slice* in) {
 }
 
 void AhaTree::Start() {
-  background_ = std::thread([this] { BackgroundLoop(); });
+  bg_.Start(std::chrono::milliseconds(10), [this] { return BackgroundRound(); });
 }
 
 std::shared_ptr<const Version> AhaTree::current() const {

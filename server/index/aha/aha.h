@@ -40,19 +40,18 @@
 //   * mem_mu_ (shared): writers hold it shared while they write into the active memtable; a
 //     freeze holds it exclusively while it swaps the memtable and publishes the new Version, so a
 //     reader's snapshot (taken under it, shared) never misses a frozen table.
-//   * One background thread freezes, flushes, compacts and changes the tree; it alone changes the
+//   * One background thread (bg_) freezes, flushes, compacts and changes the tree; it alone changes
+//   the
 //     levels and nodes, so a new Version is always derived from the current one without
 //     conflicts, and work planned on one version is installed on a version with the same tree.
-// Lock order: mem_mu_ -> state_mu_ -> (memtable's, RunSpace's own mutexes). bg_mu_ alone.
+// Lock order: mem_mu_ -> state_mu_ -> (memtable's, RunSpace's own mutexes).
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "grove/index.h"
@@ -63,6 +62,7 @@
 #include "index/aha/node.h"
 #include "index/aha/run.h"
 #include "index/aha/run_space.h"
+#include "index/background.h"
 #include "index/variant.h"
 #include "util/mutex.h"
 
@@ -174,8 +174,8 @@ class AhaTree final : public Index {
                             std::vector<aha::Entry>* rest, std::vector<DirectLeaf>* direct);
 
   // --- Background work (aha_compact.cc) ---
-  void BackgroundLoop();
-  void Kick();
+  // One round of the background thread: a step; whether another is ready at once.
+  bool BackgroundRound();
   // One step of background work; whether it did anything.
   StatusOr<bool> Step();
   Status Freeze();
@@ -296,7 +296,6 @@ class AhaTree final : public Index {
   std::atomic<uint64_t> flushes_{0}, compactions_{0}, compaction_bytes_read_{0},
       compaction_bytes_written_{0}, flush_bytes_{0}, tombstones_dropped_{0}, cells_released_{0};
   std::atomic<uint64_t> gets_{0}, runs_probed_{0}, filter_skips_{0}, stalls_{0};
-  std::atomic<uint64_t> last_error_log_us_{0};
   std::atomic<uint64_t> bulk_load_us_{0};
   std::atomic<uint64_t> bg_steps_{0};  // background steps that did work (Prepare's pacing)
 
@@ -321,12 +320,9 @@ class AhaTree final : public Index {
   bool tree_work_ = true;                     // the tree may have a node over its limits
   int turn_ = 0;                              // whose turn: root compaction, node work, adaptation
 
-  std::mutex bg_mu_;
-  std::condition_variable bg_cv_;       // wakes the background thread
-  std::condition_variable drained_cv_;  // a background step ended (writers in Prepare)
-  bool bg_stop_ = false;
-  bool bg_kick_ = false;
-  std::thread background_;
+  LogThrottle error_log_;
+  // Last: stopped (by Shutdown or its destructor) before anything it uses is destroyed.
+  BackgroundThread bg_;
 };
 
 }  // namespace grove

@@ -48,49 +48,19 @@ void SortByKey(std::vector<std::shared_ptr<const Run>>* runs) {
 
 }  // namespace
 
-void AhaTree::Kick() {
-  {
-    std::lock_guard<std::mutex> lock(bg_mu_);
-    bg_kick_ = true;
-  }
-  bg_cv_.notify_all();
-}
+void AhaTree::Shutdown() { bg_.Stop(); }
 
-void AhaTree::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(bg_mu_);
-    bg_stop_ = true;
+bool AhaTree::BackgroundRound() {
+  StatusOr<bool> did = Step();
+  if (!did.ok()) {
+    // Unavailable: not open yet (recovery replays the WAL first), closing or fail-stopped;
+    // Shutdown ends the loop.
+    if (!did.status().IsUnavailable()) NoteBackgroundError("background step", did.status());
+    bg_.Pause(kErrorPause);
+    return false;
   }
-  bg_cv_.notify_all();
-  drained_cv_.notify_all();
-  if (background_.joinable()) background_.join();
-}
-
-void AhaTree::BackgroundLoop() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(bg_mu_);
-      if (!bg_stop_ && !bg_kick_) bg_cv_.wait_for(lock, std::chrono::milliseconds(10));
-      if (bg_stop_) return;
-      bg_kick_ = false;
-    }
-    for (;;) {
-      StatusOr<bool> did = Step();
-      if (did.ok() && *did) bg_steps_.fetch_add(1);
-      drained_cv_.notify_all();
-      if (!did.ok()) {
-        // Unavailable: not open yet (recovery replays the WAL first), closing or fail-stopped;
-        // Shutdown ends the loop.
-        if (!did.status().IsUnavailable()) NoteBackgroundError("background step", did.status());
-        std::unique_lock<std::mutex> lock(bg_mu_);
-        bg_cv_.wait_for(lock, kErrorPause, [&] { return bg_stop_; });
-        break;
-      }
-      if (!*did) break;
-      std::lock_guard<std::mutex> lock(bg_mu_);
-      if (bg_stop_) return;
-    }
-  }
+  if (*did) bg_steps_.fetch_add(1);
+  return *did;
 }
 
 StatusOr<bool> AhaTree::Step() {
@@ -439,13 +409,7 @@ void AhaTree::AbandonOutputs(const std::vector<std::shared_ptr<const Run>>& outp
 }
 
 void AhaTree::NoteBackgroundError(const char* what, const Status& s) {
-  // Logged once per second at most: a failing disk would otherwise flood the log.
-  const uint64_t now = NowNanos() / 1000;
-  uint64_t last = last_error_log_us_.load(std::memory_order_relaxed);
-  if (ctx_.logger == nullptr || now < last + 1000000 ||
-      !last_error_log_us_.compare_exchange_strong(last, now)) {
-    return;
-  }
+  if (ctx_.logger == nullptr || !error_log_.Allow()) return;
   ctx_.logger->Log(LogLevel::kWarn,
                    fmt::format("aha: {} failed (the memtables keep their records and the work is "
                                "retried): {}",

@@ -165,7 +165,7 @@ void AhaTree::NoteScan(Slice first, Slice last, uint64_t runs_opened) {
     for (const HotRange& h : hot_) meets = meets || Meets(first, last, h);
   }
   // Query-triggered (§5): a search that meets a hot range starts (or continues) adaptation.
-  if (meets && !adapt_requested_.exchange(true)) Kick();
+  if (meets && !adapt_requested_.exchange(true)) bg_.Kick();
 }
 
 std::vector<HotRange> AhaTree::DetectLocked(const Version& v) const {

@@ -34,7 +34,7 @@ Status AhaTree::Write(const WriteContext& w, Slice key, bool tombstone, Slice ce
   Lsn seen = latest_lsn_.load(std::memory_order_relaxed);
   while (w.lsn > seen && !latest_lsn_.compare_exchange_weak(seen, w.lsn)) {
   }
-  if (bytes >= FreezeBytes()) Kick();
+  if (bytes >= FreezeBytes()) bg_.Kick();
   return Status::Ok();
 }
 
@@ -103,10 +103,8 @@ Status AhaTree::Prepare(Slice key) {
   stalls_.fetch_add(1, std::memory_order_relaxed);
   const uint64_t steps = bg_steps_.load();
   for (int i = 0; i < 2000 && over() && bg_steps_.load() == steps; ++i) {
-    Kick();
-    std::unique_lock<std::mutex> lock(bg_mu_);
-    if (bg_stop_) break;
-    drained_cv_.wait_for(lock, std::chrono::milliseconds(1));
+    bg_.Kick();
+    if (!bg_.WaitForRound(std::chrono::milliseconds(1))) break;
   }
   return Status::Ok();
 }

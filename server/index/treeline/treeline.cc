@@ -178,7 +178,7 @@ Status TreeLine::AttachCore(Slice* metadata) {
     seg.first = page;
     GROVE_ASSIGN_OR_RETURN(tree_, core::BTreeCore::Create(ctx_, o, seg.Encode()));
   }
-  background_ = std::thread([this] { BackgroundLoop(); });
+  bg_.Start(std::chrono::milliseconds(5), [this] { return BackgroundRound(); });
   return Status::Ok();
 }
 
@@ -289,53 +289,24 @@ bool TreeLine::Busy(PageId segment) const {
   return busy_.count(segment) > 0;
 }
 
-void TreeLine::Kick() {
-  {
-    std::lock_guard<std::mutex> lock(bg_mu_);
-    bg_kick_ = true;
-  }
-  bg_cv_.notify_all();
-}
+void TreeLine::Shutdown() { bg_.Stop(); }
 
-void TreeLine::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(bg_mu_);
-    bg_stop_ = true;
+bool TreeLine::BackgroundRound() {
+  // Full segments first: their records wait in the cache until they are reorganised. After a
+  // failure, reorganisations pause for a while (the queue keeps filling meanwhile).
+  std::vector<ReorgTask> tasks;
+  if (NowNanos() >= reorg_pause_until_ns_) {
+    MutexLock lock(&state_mu_);
+    tasks.swap(reorg_queue_);
+    queued_.clear();
   }
-  bg_cv_.notify_all();
-  drained_cv_.notify_all();
-  if (background_.joinable()) background_.join();
-}
-
-void TreeLine::BackgroundLoop() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(bg_mu_);
-      if (!bg_stop_ && !bg_kick_) bg_cv_.wait_for(lock, std::chrono::milliseconds(5));
-      if (bg_stop_) return;
-      bg_kick_ = false;
-    }
-    // Full segments first: their records wait in the cache until they are reorganised. After a
-    // failure, reorganisations pause for a while (the queue keeps filling meanwhile).
-    std::vector<ReorgTask> tasks;
-    if (NowNanos() >= reorg_pause_until_ns_) {
-      MutexLock lock(&state_mu_);
-      tasks.swap(reorg_queue_);
-      queued_.clear();
-    }
-    for (const ReorgTask& task : tasks) {
-      if (!RunReorganisation(task)) {
-        reorg_pause_until_ns_ = NowNanos() + kReorganisationPauseNanos;
-        break;
-      }
-    }
-    const bool progress = FlushRound();
-    drained_cv_.notify_all();
-    if (progress && cache_.Excess() > 0) {
-      std::lock_guard<std::mutex> lock(bg_mu_);
-      bg_kick_ = true;  // more to do at once
+  for (const ReorgTask& task : tasks) {
+    if (!RunReorganisation(task)) {
+      reorg_pause_until_ns_ = NowNanos() + kReorganisationPauseNanos;
+      break;
     }
   }
+  return FlushRound() && cache_.Excess() > 0;  // more to do at once
 }
 
 bool TreeLine::RunReorganisation(const ReorgTask& task) {

@@ -45,22 +45,21 @@
 //     a replaced cell that the page is taking) and no latch is taken while holding it: Get admits
 //     what it read after letting the page go, under a read ticket (record_cache.h).
 // Lock order: inner latches top-down -> data page latches (base, then overflow) -> record cache
-// -> state_mu_. bg_mu_ is taken alone.
+// -> state_mu_.
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "grove/index.h"
 
 #include "buffer/buffer_pool.h"
+#include "index/background.h"
 #include "index/core/tree.h"
 #include "index/treeline/forecast.h"
 #include "index/treeline/page.h"
@@ -192,12 +191,13 @@ class TreeLine final : public Index {
                   VerifyTotals* t) const;
 
   // --- Background work (treeline.cc) ---
-  void BackgroundLoop();
+  // One round of the background thread: queued reorganisations, then write-backs; whether
+  // another is ready at once.
+  bool BackgroundRound();
   // Whether it ran (or found nothing to do); false: it failed and was logged.
   bool RunReorganisation(const ReorgTask& task);
   // One unit of write-backs; whether any was done.
   bool FlushRound();
-  void Kick();
   bool Busy(PageId segment) const EXCLUDES(state_mu_);
 
   IndexContext ctx_;
@@ -224,15 +224,11 @@ class TreeLine final : public Index {
   std::atomic<uint64_t> writebacks_{0}, writeback_records_{0}, overflows_created_{0};
   std::atomic<uint64_t> reorganisations_{0}, reorg_segments_in_{0}, reorg_segments_out_{0};
   std::atomic<uint64_t> page_reads_{0}, overflow_reads_{0};
-  std::atomic<uint64_t> last_error_log_us_{0};
+  LogThrottle error_log_;
 
-  std::mutex bg_mu_;
-  std::condition_variable bg_cv_;       // wakes the background thread
-  std::condition_variable drained_cv_;  // a background round ended (writers in Prepare)
-  bool bg_stop_ = false;
-  bool bg_kick_ = false;
   uint64_t reorg_pause_until_ns_ = 0;  // background thread only
-  std::thread background_;
+  // Last: stopped (by Shutdown or its destructor) before anything it uses is destroyed.
+  BackgroundThread bg_;
 };
 
 }  // namespace grove

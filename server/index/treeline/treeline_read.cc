@@ -118,10 +118,8 @@ Status TreeLine::Prepare(Slice key) {
   // stuck background thread (a full disk) slows writes down but does not stop them.
   const uint64_t limit = cache_.capacity_bytes() / 8 + (1u << 20);
   for (int i = 0; i < 2000 && cache_.Excess() > limit; ++i) {
-    Kick();
-    std::unique_lock<std::mutex> lock(bg_mu_);
-    if (bg_stop_) break;
-    drained_cv_.wait_for(lock, std::chrono::milliseconds(1));
+    bg_.Kick();
+    if (!bg_.WaitForRound(std::chrono::milliseconds(1))) break;
   }
   return Status::Ok();
 }

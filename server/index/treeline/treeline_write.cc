@@ -60,17 +60,11 @@ void TreeLine::MakeRoom(WriteRoom* room, uint64_t* prepaid) {
     if (!r.ok()) NoteBackgroundError("write-back", r.status());
     if (!r.ok() || *r != WriteBackResult::kDone) break;
   }
-  if (cache_.Excess() > 0) Kick();
+  if (cache_.Excess() > 0) bg_.Kick();
 }
 
 void TreeLine::NoteBackgroundError(const char* what, const Status& s) {
-  // Logged once per second at most: a failing disk would otherwise flood the log.
-  const uint64_t now = NowNanos() / 1000;
-  uint64_t last = last_error_log_us_.load(std::memory_order_relaxed);
-  if (ctx_.logger == nullptr || now < last + 1000000 ||
-      !last_error_log_us_.compare_exchange_strong(last, now)) {
-    return;
-  }
+  if (ctx_.logger == nullptr || !error_log_.Allow()) return;
   ctx_.logger->Log(LogLevel::kWarn, fmt::format("treeline: {} failed (records stay in the record "
                                                 "cache and are retried): {}",
                                                 what, s.ToString()));
@@ -221,7 +215,7 @@ void TreeLine::QueueReorganisation(PageId segment, std::string key) {
     if (!queued_.insert(segment).second) return;
     reorg_queue_.push_back({segment, std::move(key)});
   }
-  Kick();
+  bg_.Kick();
 }
 
 }  // namespace grove

@@ -3,6 +3,8 @@
 // bound), both directions; the newest version wins, equal LSNs go to the earlier source, and
 // every other version is listed as shadowed.
 
+#include "index/aha/merge.h"
+
 #include <algorithm>
 #include <map>
 #include <random>
@@ -10,7 +12,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "index/aha/merge.h"
 #include "testutil/status_macros.h"
 
 namespace grove::aha {

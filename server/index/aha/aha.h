@@ -258,14 +258,16 @@ class AhaTree final : public Index {
   void NoteScan(Slice first, Slice last, uint64_t runs_opened);
 
  private:
-  enum class AdaptKind { kNone, kForm, kEmptyHot, kTransform, kMergePages };
+  enum class AdaptKind { kNone, kFreeze, kForm, kEmptyHot, kTransform, kMergePages };
   struct AdaptWork {
     AdaptKind kind = AdaptKind::kNone;
     aha::Path path;
   };
-  // Parents first (one level at a time, paper §5): the first node whose buffer holds hot-range
-  // runs, or hot leaf still in runs.
-  AdaptWork FindAdaptWork(const aha::Version& v, const std::vector<aha::HotRange>& hot) const;
+  // Parents first (one level at a time, paper §5): the memtable when it holds versions in the
+  // hot ranges and `writes_quiet` (the root buffer's memory part: every search there would merge
+  // it), then the first node whose buffer holds hot-range runs, or hot leaf still in runs.
+  AdaptWork FindAdaptWork(const Snapshot& snap, const std::vector<aha::HotRange>& hot,
+                          bool writes_quiet) const;
   Status DoAdaptWork(const AdaptWork& w, const std::vector<aha::HotRange>& hot);
   // Hotspot-emptying (§4.5): the node's runs that meet a hot range are cut at its routing keys
   // and the hot bounds; the hot pieces go to the children's level 0, the rest stays in place.
@@ -319,6 +321,8 @@ class AhaTree final : public Index {
   std::vector<std::string> compact_pointer_;  // per root level: where the next compaction starts
   bool tree_work_ = true;                     // the tree may have a node over its limits
   int turn_ = 0;                              // whose turn: root compaction, node work, adaptation
+  Lsn quiet_lsn_ = 0;                         // the latest LSN when last seen to change
+  uint64_t quiet_since_ns_ = 0;               // and when
 
   LogThrottle error_log_;
   // Last: stopped (by Shutdown or its destructor) before anything it uses is destroyed.

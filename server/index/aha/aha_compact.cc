@@ -28,6 +28,8 @@ constexpr uint64_t kWalWindowRecords = 200000;
 // After a failure, background work pauses this long (a failing disk would otherwise be retried in
 // a busy loop).
 constexpr auto kErrorPause = std::chrono::milliseconds(200);
+// Writes that stopped this long ago leave the memtable to adaptation (FindAdaptWork).
+constexpr uint64_t kQuietNanos = 20'000'000;
 
 bool SameRun(const std::shared_ptr<const Run>& a, const std::shared_ptr<const Run>& b) {
   return a.get() == b.get();
@@ -92,7 +94,13 @@ StatusOr<bool> AhaTree::Step() {
   const bool eager = cfg_.adapt == aha::Config::Adapt::kEager;
   if (cfg_.adapt != aha::Config::Adapt::kOff && (eager || adapt_requested_.load())) {
     hot = HotRanges();
-    adapt = FindAdaptWork(*snap.version, hot);
+    // Writes are quiet when no write came for kQuietNanos.
+    const uint64_t now = NowNanos();
+    if (const Lsn lsn = latest_lsn_.load(); lsn != quiet_lsn_) {
+      quiet_lsn_ = lsn;
+      quiet_since_ns_ = now;
+    }
+    adapt = FindAdaptWork(snap, hot, now - quiet_since_ns_ >= kQuietNanos);
     if (adapt.kind == AdaptKind::kNone) {
       // Converged: every buffer on the hot ranges is empty and their leaves are pages.
       adapt_requested_ = false;

@@ -214,9 +214,18 @@ std::vector<HotRange> AhaTree::DetectLocked(const Version& v) const {
   return {h};
 }
 
-AhaTree::AdaptWork AhaTree::FindAdaptWork(const Version& v,
-                                          const std::vector<HotRange>& hot) const {
+AhaTree::AdaptWork AhaTree::FindAdaptWork(const Snapshot& snap, const std::vector<HotRange>& hot,
+                                          bool writes_quiet) const {
   if (hot.empty()) return {};
+  const Version& v = *snap.version;
+  // Once writes have stopped, the active memtable is frozen when it holds versions in a hot
+  // range: nothing would fill it any more, and every search of the range would merge it. While
+  // writes go on it stays (freezing it at every search would make runs of a few entries).
+  if (writes_quiet && v.frozen.size() < 2) {
+    for (const HotRange& h : hot) {
+      if (snap.active->HasKeyIn(h.lo, h.hi)) return {AdaptKind::kFreeze, {}};
+    }
+  }
   const Node& root = *v.root;
   if (root.leaf()) {
     // Nothing below the root yet: form the tree from its last level, if it holds anything.
@@ -256,6 +265,8 @@ AhaTree::AdaptWork AhaTree::FindAdaptWork(const Version& v,
 Status AhaTree::DoAdaptWork(const AdaptWork& w, const std::vector<HotRange>& hot) {
   adapt_steps_.fetch_add(1, std::memory_order_relaxed);
   switch (w.kind) {
+    case AdaptKind::kFreeze:
+      return Freeze();
     case AdaptKind::kForm:
       return FormTree();
     case AdaptKind::kEmptyHot:

@@ -35,6 +35,12 @@ bool MemTable::Get(Slice key, Entry* out) const {
   return true;
 }
 
+bool MemTable::HasKeyIn(Slice lo, Slice hi) const {
+  MutexLock lock(&mu_);
+  auto it = map_.lower_bound(std::string_view(lo.data(), lo.size()));
+  return it != map_.end() && Slice(it->first).compare(hi) < 0;
+}
+
 void MemTable::Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max,
                        std::vector<Entry>* out) const {
   out->clear();

@@ -43,6 +43,8 @@ class MemTable {
   // itself included when `inclusive`; with `from_start`, from the first (reverse: last) entry.
   void Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max,
                std::vector<Entry>* out) const;
+  // Whether a version of some key in [lo, hi) is held here.
+  bool HasKeyIn(Slice lo, Slice hi) const;
   // Cells of the values held here (tombstones have none).
   void ValueCells(std::vector<std::string>* out) const;
 

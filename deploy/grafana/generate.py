@@ -426,6 +426,12 @@ def build():
                  "short", [(f"sum({ah(f'leaf_pages_fill_{b}')})", label) for b, label in
                            [("lt50", "< 50%"), ("50", "50-60%"), ("60", "60-70%"),
                             ("70", "70-80%"), ("80", "80-90%"), ("90", "90-100%")]])
+    d.timeseries("Writes into adapted leaves/s", "Versions merged straight into adapted leaves' "
+                 "pages at flushes (insert: tree), and merges of adapted leaves' buffers into "
+                 "their pages (batch insert) and leaf transformations.", "ops",
+                 [(f"sum({ah_rate('tree_inserts_total')})", "tree inserts"),
+                  (f"sum({ah_rate('page_merges_total')})", "page merges"),
+                  (f"sum({ah_rate('leaf_transforms_total')})", "leaf transforms")])
     d.timeseries("Buffers probed per range search", "Runs a range search opened besides the "
                  "memtables and leaf pages, since the store opened: 0 inside an adapted range.",
                  "short", [(f"avg({ah('runs_probed_per_scan')})", "{{instance}}")])

@@ -157,7 +157,8 @@ def adaptation_table(runs):
     for r in runs:
         if not r["target"].startswith("embedded:aha") or not r["workload"].startswith("aha-hot-scan"):
             continue
-        size = "2%" if r["workload"].endswith("2pct") else "1%"
+        w = r["workload"]
+        size = w.rsplit("-", 1)[1].replace("pct", "%") if w.endswith("pct") else "1%"
         secs = gauge(r, "first_adaptation_seconds")
         total = gauge(r, "adaptation_seconds_total")
         out.append(

@@ -10,8 +10,9 @@
 #   oscillate            90/10 then 10/90 range search/update, twice, 60 s phases, each on a 1%
 #                        hotspot at a new random start (aha detects each)
 #   aha-wide-update      updates over 30% of the keys (more than the memory), 20 s
-# Then aha alone with a hotspot twice as large (aha-hot-scan-2pct), for the adaptation time
-# against the hotspot's size, and the raw device's random reads (the physical ceiling).
+# Then aha alone with hotspots two and four times as large (aha-hot-scan-2pct, -4pct), for the
+# adaptation time and work against the hotspot's size, and the raw device's random reads (the
+# physical ceiling).
 #
 # Writes docs/bench-data/aha.jsonl, aha-commands.txt and the section aha.md (with
 # docs/img/aha-*.png), then regenerates docs/benchmarks.md. Not a test: about 50 minutes at 2M.
@@ -54,11 +55,13 @@ for target in $TARGETS; do
   rm -rf "$dir"
 done
 
-dir=$(dir_of embedded:aha)-2pct
-rm -rf "$dir"
-run "$BENCH" --target embedded:aha --dir "$dir" "${common[@]}" \
-  --workloads "load,$W/aha-hot-scan-2pct.yaml" --label "aha 2pct"
-rm -rf "$dir"
+for size in 2pct 4pct; do
+  dir=$(dir_of embedded:aha)-$size
+  rm -rf "$dir"
+  run "$BENCH" --target embedded:aha --dir "$dir" "${common[@]}" \
+    --workloads "load,$W/aha-hot-scan-$size.yaml" --label "aha $size"
+  rm -rf "$dir"
+done
 
 file_bytes=$("$PYTHON" - "$RESULTS" <<'PY'
 import json, sys

@@ -24,9 +24,11 @@ TEST_P(ConformanceIoBoundsTest, LookupsReadWhatTheVariantDeclares) {
   TempDir dir;
   Options o = ConformanceOptions(c, dir.path());
   o.cache_bytes = std::max<uint64_t>(1 << 20, c.min_cache_bytes);
-  // Enough keys for leaves of four times the cache (about 90 of these entries fill a leaf page),
-  // also for the cases that need a large cache (hln_l256).
-  const uint64_t kKeys = std::max<uint64_t>(400000, o.cache_bytes / 4096 * 460);
+  // 400,000 keys make leaves of four times a cache of up to 4 MiB (about 90 of these entries
+  // fill a leaf page); a case that needs a larger cache (hln_l256: 16 MiB) gets proportionally
+  // more. Not more for the others: AULID's inner nodes grow with the keys and must stay under
+  // half the cache.
+  const uint64_t kKeys = 400000 * std::max<uint64_t>(1, o.cache_bytes / (4 << 20));
   {
     auto db = Db::Open(o);
     ASSERT_TRUE(db.ok()) << db.status().ToString();

@@ -1,7 +1,7 @@
 # Grove's front door. Every target is a thin wrapper over CMake/ctest or a script in scripts/.
 #
 #   make deps        install the Debian 12 packages (scripts/install-deps.sh)
-#   make build       configure and build everything (build/)
+#   make build       deps + configure + build everything (build/)
 #   make test        deps + build + every test through ctest
 #   make run         deps + build + start groved on config/grove.yaml
 #   make format      clang-format every C++ file in place; make check-format only checks
@@ -33,7 +33,6 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
-GENERATOR := $(shell command -v ninja >/dev/null 2>&1 && echo "-G Ninja")
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
@@ -42,18 +41,18 @@ CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 deps:
 	bash scripts/install-deps.sh
 
-$(BUILD_DIR)/CMakeCache.txt:
-	cmake -S . -B $(BUILD_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
-
-configure: $(BUILD_DIR)/CMakeCache.txt
+# scripts/configure.sh: a configure that fails (a package missing) removes its cache, so the next
+# attempt starts clean instead of stopping at "loading 'build.ninja'".
+configure: deps
+	scripts/configure.sh $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: deps build
+test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-run: deps build
+run: build
 	$(BUILD_DIR)/server/groved --config config/grove.yaml
 
 format:
@@ -63,12 +62,12 @@ check-format:
 	clang-format --dry-run --Werror $(CXX_FILES)
 
 test-asan: deps
-	cmake -S . -B build-asan $(GENERATOR) -DCMAKE_BUILD_TYPE=Debug -DGROVE_SANITIZE=address,undefined
+	scripts/configure.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DGROVE_SANITIZE=address,undefined
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 test-tsan: deps
-	cmake -S . -B build-tsan $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_SANITIZE=thread
+	scripts/configure.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGROVE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && \
 	  TSAN_OPTIONS="detect_deadlocks=0 suppressions=$(CURDIR)/tests/tsan.supp $(TSAN_OPTIONS)" \
@@ -99,7 +98,7 @@ BENCH_ENV = BENCH=$(BENCH_BUILD_DIR)/client/bench/grove-bench GROVED=$(BENCH_BUI
             DATA=$(BENCH_BUILD_DIR)/data
 
 bench-build: deps
-	cmake -S . -B $(BENCH_BUILD_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DGROVE_BUILD_TESTS=OFF
+	scripts/configure.sh $(BENCH_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DGROVE_BUILD_TESTS=OFF
 	cmake --build $(BENCH_BUILD_DIR) -j $(JOBS) --target grove-bench groved
 
 bench: bench-build

@@ -15,6 +15,8 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev
   python3 python3-matplotlib curl
+  # the Python client (client/python) and its tests
+  python3-grpcio python3-protobuf python3-pytest
   # integration tests generate TLS certificates with the openssl command
   openssl
   # deployment tests (tests/deploy): the image is built with podman and run with buildah, from

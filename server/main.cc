@@ -58,6 +58,15 @@ int main(int argc, char** argv) {
     log->error("cannot start: {}", registry.status().ToString());
     return 1;
   }
+  // Unknown variants and parameter names are configuration errors, reported like the others
+  // (values are checked by the variant when the engine opens).
+  if (grove::StatusOr<grove::ParamMap> p = registry->Resolve(index.variant, index.params);
+      !p.ok()) {
+    std::fprintf(stderr, "groved: invalid configuration:\n%s: %s\n",
+                 config_path.empty() ? "embedded default config" : config_path.c_str(),
+                 std::string(p.status().message()).c_str());
+    return 1;
+  }
   const uint64_t pages_per_op = registry->PagesPerOp(index.variant, index.params);
   // The write room is a share of the buffer pool, which a variant may give part of cache_bytes.
   grove::Options pool_view = config->engine;

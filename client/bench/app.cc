@@ -301,6 +301,14 @@ int RunBench(const BenchOptions& o) {
       std::fprintf(stderr, "grove-bench: %s: %llu operations failed; the first: %s\n",
                    w.name.c_str(), static_cast<unsigned long long>(run->errors),
                    run->first_error.c_str());
+      if (w.is_load) {
+        // Every later figure would measure a partial data set (reads of keys never loaded are
+        // misses, and fast ones). No state is saved, so a later run without load refuses too.
+        std::fprintf(stderr,
+                     "grove-bench: the load failed, so the workloads after it are not run\n");
+        (void)(*target)->Close();
+        return 1;
+      }
     }
     if (run->inserts_exhausted > 0) {
       std::fprintf(stderr,

@@ -224,9 +224,9 @@ nlohmann::json RunToJson(const RunResult& run, const ReportContext& ctx) {
 }
 
 void PrintTableHeader(FILE* out) {
-  std::fprintf(out, "%-28s %-5s %-14s %4s %11s %9s %9s %9s %7s %7s %9s %9s %6s\n", "target", "work",
-               "distribution", "thr", "ops/s", "p50 us", "p99 us", "p999 us", "rd/op", "wr/op",
-               "KiB rd/op", "KiB wr/op", "hit%");
+  std::fprintf(out, "%-28s %-5s %-14s %4s %11s %9s %9s %9s %7s %7s %9s %9s %6s %9s %7s\n", "target",
+               "work", "distribution", "thr", "ops/s", "p50 us", "p99 us", "p999 us", "rd/op",
+               "wr/op", "KiB rd/op", "KiB wr/op", "hit%", "not found", "errors");
 }
 
 void PrintTableRow(FILE* out, const nlohmann::json& j) {
@@ -235,8 +235,9 @@ void PrintTableRow(FILE* out, const nlohmann::json& j) {
   std::string dist = j.value("distribution", "-");
   if (dist.size() > 14) dist = dist.substr(0, 13) + "~";
   const double threads = Get(j, "config", "threads");
-  std::fprintf(out, "%-28s %-5s %-14s %4s %11s %9s %9s %9s %7s %7s %9s %9s %6s\n", target.c_str(),
-               j.value("workload", "?").substr(0, 5).c_str(), dist.c_str(),
+  const json& all = j.contains("latency_us") ? j["latency_us"] : json::object();
+  std::fprintf(out, "%-28s %-5s %-14s %4s %11s %9s %9s %9s %7s %7s %9s %9s %6s %9s %7s\n",
+               target.c_str(), j.value("workload", "?").substr(0, 5).c_str(), dist.c_str(),
                Fmt("%.0f", threads).c_str(), Fmt("%.0f", Get(j, "throughput")).c_str(),
                Fmt("%.1f", Get(j, "latency_us", "p50_us")).c_str(),
                Fmt("%.1f", Get(j, "latency_us", "p99_us")).c_str(),
@@ -245,7 +246,9 @@ void PrintTableRow(FILE* out, const nlohmann::json& j) {
                Fmt("%.3f", Get(j, "io", "page_writes_per_op")).c_str(),
                Fmt("%.2f", Get(j, "io", "bytes_read_per_op") / 1024).c_str(),
                Fmt("%.2f", Get(j, "io", "bytes_written_per_op") / 1024).c_str(),
-               Fmt("%.1f", Get(j, "cache_hit_ratio") * 100).c_str());
+               Fmt("%.1f", Get(j, "cache_hit_ratio") * 100).c_str(),
+               std::to_string(all.value("not_found", uint64_t{0})).c_str(),
+               std::to_string(j.value("errors", uint64_t{0})).c_str());
   const json& by_type = j.contains("ops_by_type") ? j["ops_by_type"] : json::object();
   if (by_type.size() > 1) {
     for (const auto& [name, s] : by_type.items()) {

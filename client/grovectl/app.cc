@@ -87,6 +87,23 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       put->add_option("--value-file", value_file, "Read the value's bytes from a file (- = stdin)");
   value_opt->excludes(file_opt);
 
+  CasArgs cas_args;
+  CLI::App* cas = app.add_subcommand(
+      "cas",
+      "Compare-and-swap: set KEY to NEW only if it holds --expect, is at --expect-version, "
+      "or (--expect-absent) does not exist; exit 4 when it did not hold");
+  cas->add_option("KEY", cas_args.key, "The key")->required();
+  cas->add_option("NEW", cas_args.new_value, "The new value")->required();
+  CLI::Option* expect =
+      cas->add_option("--expect", cas_args.expect_value, "The value KEY must hold");
+  CLI::Option* expect_version =
+      cas->add_option("--expect-version", cas_args.expect_version,
+                      "The version KEY must be at (get -o json shows it)");
+  CLI::Option* expect_absent =
+      cas->add_flag("--expect-absent", cas_args.expect_absent, "KEY must not exist");
+  expect->excludes(expect_version)->excludes(expect_absent);
+  expect_version->excludes(expect_absent);
+
   CLI::App* del = app.add_subcommand("delete", "Delete KEY (succeeds when it is absent)");
   del->add_option("KEY", key, "The key")->required();
 
@@ -173,6 +190,15 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
     return RunPut(ctx, key, value, value_file);
   }
   if (*del) return RunDelete(ctx, key);
+  if (*cas) {
+    cas_args.has_expect_value = expect->count() > 0;
+    cas_args.has_expect_version = expect_version->count() > 0;
+    if (!cas_args.has_expect_value && !cas_args.has_expect_version && !cas_args.expect_absent) {
+      err << "grovectl: cas: give --expect VALUE, --expect-version N or --expect-absent\n";
+      return kExitUsage;
+    }
+    return RunCas(ctx, cas_args);
+  }
   if (*scan) return RunScan(ctx, scan_args);
   if (*load) {
     load_args.progress = progress_on ? 1 : progress_off ? 0 : -1;

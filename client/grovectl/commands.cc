@@ -63,11 +63,15 @@ int RunGet(const Context& ctx, const std::string& key_text) {
   if (!DecodeArg(ctx, ctx.key_format, "KEY", key_text, &key)) return kExitUsage;
   std::string value;
   bool found = false;
-  grpc::Status s = ctx.client->Get(key, &value, &found);
+  uint64_t version = 0;
+  grpc::Status s = ctx.client->Get(key, &value, &found, &version);
   if (!s.ok()) return ReportRpcError(ctx, s);
   if (ctx.output == Output::kJson) {
     nlohmann::json j = {{"key", client::Encode(ctx.key_format, key)}, {"found", found}};
-    if (found) j["value"] = client::Encode(ctx.value_format, value);
+    if (found) {
+      j["value"] = client::Encode(ctx.value_format, value);
+      j["version"] = version;
+    }
     *ctx.out << Dump(j) << "\n";
   } else if (found) {
     *ctx.out << client::Encode(ctx.value_format, value) << "\n";
@@ -98,8 +102,47 @@ int RunPut(const Context& ctx, const std::string& key_text, const std::string& v
   } else if (!DecodeArg(ctx, ctx.value_format, "VALUE", value_text, &value)) {
     return kExitUsage;
   }
-  grpc::Status s = ctx.client->Put(key, value);
-  return s.ok() ? kExitOk : ReportRpcError(ctx, s);
+  uint64_t version = 0;
+  grpc::Status s = ctx.client->Put(key, value, client::Precondition(), &version);
+  if (!s.ok()) return ReportRpcError(ctx, s);
+  if (ctx.output == Output::kJson) *ctx.out << Dump({{"version", version}}) << "\n";
+  return kExitOk;
+}
+
+int RunCas(const Context& ctx, const CasArgs& args) {
+  std::string key, value;
+  if (!DecodeArg(ctx, ctx.key_format, "KEY", args.key, &key)) return kExitUsage;
+  if (!DecodeArg(ctx, ctx.value_format, "NEW", args.new_value, &value)) return kExitUsage;
+  client::Precondition p = client::Precondition::Absent();
+  if (args.has_expect_value) {
+    std::string expected;
+    if (!DecodeArg(ctx, ctx.value_format, "--expect", args.expect_value, &expected)) {
+      return kExitUsage;
+    }
+    p = client::Precondition::ValueEquals(std::move(expected));
+  } else if (args.has_expect_version) {
+    p = client::Precondition::VersionEquals(args.expect_version);
+  }
+  uint64_t version = 0;
+  client::ConditionFailure failure;
+  grpc::Status s = ctx.client->Put(key, value, p, &version, &failure, /*return_current=*/true);
+  if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    if (ctx.output == Output::kJson) {
+      nlohmann::json j = {{"swapped", false}, {"found", failure.found}};
+      if (failure.found) {
+        j["version"] = failure.version;
+        if (failure.has_value) j["value"] = client::Encode(ctx.value_format, failure.value);
+      }
+      *ctx.out << Dump(j) << "\n";
+    }
+    *ctx.err << "grovectl: not swapped: " << s.error_message() << "\n";
+    return kExitPrecondition;
+  }
+  if (!s.ok()) return ReportRpcError(ctx, s);
+  if (ctx.output == Output::kJson) {
+    *ctx.out << Dump({{"swapped", true}, {"version", version}}) << "\n";
+  }
+  return kExitOk;
 }
 
 int RunDelete(const Context& ctx, const std::string& key_text) {

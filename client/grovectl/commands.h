@@ -22,6 +22,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitNotFound = 3;
+inline constexpr int kExitPrecondition = 4;  // cas: the expectation did not hold
 
 enum class Output { kText, kJson };
 
@@ -43,6 +44,19 @@ int RunGet(const Context& ctx, const std::string& key);
 int RunPut(const Context& ctx, const std::string& key, const std::string& value,
            const std::string& value_file);
 int RunDelete(const Context& ctx, const std::string& key);
+
+// cas KEY NEW with exactly one expectation: the key holds `expect_value`, is at `expect_version`,
+// or is absent.
+struct CasArgs {
+  std::string key;
+  std::string new_value;
+  bool has_expect_value = false;
+  std::string expect_value;
+  bool has_expect_version = false;
+  uint64_t expect_version = 0;
+  bool expect_absent = false;
+};
+int RunCas(const Context& ctx, const CasArgs& args);
 
 struct ScanArgs {
   std::string start;  // as written (decoded with the key format)

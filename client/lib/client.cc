@@ -1,6 +1,7 @@
 #include "grove/client/client.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -26,6 +27,42 @@ grpc::Status ReadFile(const char* option, const std::string& path, std::string* 
 }
 
 bool Retryable(const grpc::Status& s) { return s.error_code() == grpc::StatusCode::UNAVAILABLE; }
+
+void SetPrecondition(const Precondition& p, v1::Precondition* out) {
+  switch (p.kind) {
+    case Precondition::Kind::kNone:
+      break;
+    case Precondition::Kind::kAbsent:
+      out->set_absent(true);
+      break;
+    case Precondition::Kind::kValueEquals:
+      out->set_value_equals(p.value);
+      break;
+    case Precondition::Kind::kVersionEquals:
+      out->set_version_equals(p.version);
+      break;
+  }
+}
+
+// Fills `failure` from a FAILED_PRECONDITION's trailing metadata (kv.proto, Precondition).
+void ReadFailure(const grpc::Status& s, const grpc::ClientContext& ctx, ConditionFailure* failure) {
+  if (failure == nullptr || s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return;
+  *failure = ConditionFailure();
+  for (const auto& [k, v] : ctx.GetServerTrailingMetadata()) {
+    const std::string key(k.data(), k.size());
+    const std::string value(v.data(), v.size());
+    if (key == "grove-current-found") {
+      failure->found = value == "1";
+    } else if (key == "grove-current-version") {
+      failure->version = std::strtoull(value.c_str(), nullptr, 10);
+    } else if (key == "grove-current-value-bin") {
+      failure->has_value = true;
+      failure->value = value;
+    } else if (key == "grove-failed-mutation") {
+      failure->mutation = std::atoi(value.c_str());
+    }
+  }
+}
 
 }  // namespace
 
@@ -118,6 +155,11 @@ bool Client::WaitForConnection() {
 }
 
 grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) {
+  uint64_t version = 0;
+  return Get(key, value, found, &version);
+}
+
+grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, uint64_t* version) {
   v1::GetRequest req;
   req.set_key(key.data(), key.size());
   v1::GetResponse resp;
@@ -125,6 +167,7 @@ grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) 
   if (!s.ok()) return s;
   *found = resp.found();
   *value = std::move(*resp.mutable_value());
+  *version = resp.version();
   return s;
 }
 
@@ -148,33 +191,71 @@ grpc::Status Client::BatchGet(const std::vector<std::string>& keys,
 }
 
 grpc::Status Client::Put(std::string_view key, std::string_view value) {
+  return Put(key, value, Precondition(), nullptr);
+}
+
+grpc::Status Client::Put(std::string_view key, std::string_view value,
+                         const Precondition& precondition, uint64_t* version,
+                         ConditionFailure* failure, bool return_current) {
   v1::PutRequest req;
   req.set_key(key.data(), key.size());
   req.set_value(value.data(), value.size());
+  if (precondition.kind != Precondition::Kind::kNone) {
+    SetPrecondition(precondition, req.mutable_precondition());
+    req.set_return_current(return_current);
+  }
   v1::PutResponse resp;
-  return WithRetries([&](grpc::ClientContext* ctx) { return kv_->Put(ctx, req, &resp); },
-                     /*write=*/true);
+  grpc::Status s = WithRetries(
+      [&](grpc::ClientContext* ctx) {
+        grpc::Status r = kv_->Put(ctx, req, &resp);
+        ReadFailure(r, *ctx, failure);
+        return r;
+      },
+      /*write=*/true);
+  if (s.ok() && version != nullptr) *version = resp.version();
+  return s;
 }
 
-grpc::Status Client::Delete(std::string_view key) {
+grpc::Status Client::Delete(std::string_view key) { return Delete(key, Precondition()); }
+
+grpc::Status Client::Delete(std::string_view key, const Precondition& precondition,
+                            ConditionFailure* failure, bool return_current) {
   v1::DeleteRequest req;
   req.set_key(key.data(), key.size());
+  if (precondition.kind != Precondition::Kind::kNone) {
+    SetPrecondition(precondition, req.mutable_precondition());
+    req.set_return_current(return_current);
+  }
   v1::DeleteResponse resp;
-  return WithRetries([&](grpc::ClientContext* ctx) { return kv_->Delete(ctx, req, &resp); },
-                     /*write=*/true);
+  return WithRetries(
+      [&](grpc::ClientContext* ctx) {
+        grpc::Status r = kv_->Delete(ctx, req, &resp);
+        ReadFailure(r, *ctx, failure);
+        return r;
+      },
+      /*write=*/true);
 }
 
-grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations) {
+grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations,
+                                 ConditionFailure* failure) {
   v1::BatchInsertRequest req;
   for (const Mutation& m : mutations) {
     v1::Mutation* pm = req.add_mutations();
     pm->set_type(m.type == Mutation::Type::kPut ? v1::Mutation::PUT : v1::Mutation::DELETE);
     pm->set_key(m.key);
     if (m.type == Mutation::Type::kPut) pm->set_value(m.value);
+    if (m.precondition.kind != Precondition::Kind::kNone) {
+      SetPrecondition(m.precondition, pm->mutable_precondition());
+    }
   }
   v1::BatchInsertResponse resp;
-  return WithRetries([&](grpc::ClientContext* ctx) { return kv_->BatchInsert(ctx, req, &resp); },
-                     /*write=*/true);
+  return WithRetries(
+      [&](grpc::ClientContext* ctx) {
+        grpc::Status r = kv_->BatchInsert(ctx, req, &resp);
+        ReadFailure(r, *ctx, failure);
+        return r;
+      },
+      /*write=*/true);
 }
 
 grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {

@@ -45,7 +45,7 @@ void ReadEngine(YamlSection& top, Options* o) {
   YamlSection cp = top.Child("checkpoint");
   cp.Double("dirty_fraction", &o->checkpoint.dirty_fraction);
   cp.Uint64("wal_bytes", &o->checkpoint.wal_bytes, /*sizes=*/true);
-  cp.Uint32("interval_seconds", &o->checkpoint.interval_seconds);
+  cp.Double("interval_seconds", &o->checkpoint.interval_seconds);
   cp.Finish();
 }
 

@@ -75,17 +75,34 @@ void CheckEngine(const Options& o, Problems* p) {
     p->Add("wal.max_unsynced_bytes", "must be at least twice limits.max_batch_bytes (" +
                                          std::to_string(2 * o.max_batch_bytes) + " bytes)");
   }
-  if (!(o.checkpoint.dirty_fraction > 0 && o.checkpoint.dirty_fraction <= 0.5)) {
-    p->Add("checkpoint.dirty_fraction", "must be in (0, 0.5]");
+  // A segment holds at least every unsynced record (recovery bounds a torn tail by it).
+  if (o.wal.segment_bytes >= 1 * kMiB && o.wal.segment_bytes < o.wal.max_unsynced_bytes) {
+    p->Add("wal.segment_bytes", "must be at least wal.max_unsynced_bytes (" +
+                                    std::to_string(o.wal.max_unsynced_bytes) + " bytes)");
+  }
+  // Writers may keep up to twice this dirty; past 0.45 too little of the cache stays for reads.
+  if (!(o.checkpoint.dirty_fraction > 0 && o.checkpoint.dirty_fraction <= 0.45)) {
+    p->Add("checkpoint.dirty_fraction", "must be in (0, 0.45]");
   }
   if (o.checkpoint.wal_bytes < 1 * kMiB) p->Add("checkpoint.wal_bytes", "must be at least 1MiB");
+  p->Range("checkpoint.interval_seconds", o.checkpoint.interval_seconds, 0, 86400 * 365, " s");
 }
 
 void CheckLimits(const Options& o, const Limits& l, Problems* p) {
   p->Range("limits.max_key_bytes", o.max_key_bytes, 1, 1024, " bytes");
-  p->Range("limits.max_value_bytes", o.max_value_bytes, 0, 1 * kMiB, " bytes");
+  p->Range("limits.max_value_bytes", o.max_value_bytes, 0, 1'000'000, " bytes");
+  // Two of the largest leaf cells fit in one 4 KiB page, or a split could not make room.
+  if (o.max_key_bytes <= 1024 && o.inline_value_bytes <= 1024 &&
+      o.max_key_bytes + o.inline_value_bytes > 1880) {
+    p->Add("limits.max_key_bytes",
+           "limits.max_key_bytes + inline_value_bytes must be at most 1880 (two entries per 4KiB "
+           "page); they are " +
+               std::to_string(o.max_key_bytes + o.inline_value_bytes));
+  }
   p->Range("limits.max_batch_entries", o.max_batch_entries, 1, 1'000'000, "");
-  if (o.max_batch_bytes < uint64_t{o.max_key_bytes} + o.max_value_bytes) {
+  if (o.max_batch_bytes < 1 * kKiB) {
+    p->Add("limits.max_batch_bytes", "must be at least 1KiB");
+  } else if (o.max_batch_bytes < uint64_t{o.max_key_bytes} + o.max_value_bytes) {
     p->Add("limits.max_batch_bytes",
            "must hold one entry: at least max_key_bytes + max_value_bytes (" +
                std::to_string(uint64_t{o.max_key_bytes} + o.max_value_bytes) + " bytes)");
@@ -160,18 +177,32 @@ std::string WriteRoomWarning(const Options& o, uint64_t pages_per_op) {
   const uint64_t worst = WorstCaseWritePages(1, value_pages, pages_per_op);
   const uint64_t room = WriteRoomPages(o);
   if (worst <= room) return "";
-  const uint64_t min_cache_mib =
-      (static_cast<uint64_t>(static_cast<double>(worst) / WriteRoomShare(o) * 4096) + kMiB - 1) /
-      kMiB;
+  auto min_cache_mib = [&o](uint64_t pages) {
+    return (static_cast<uint64_t>(static_cast<double>(pages) / WriteRoomShare(o) * 4096) + kMiB -
+            1) /
+           kMiB;
+  };
   const uint64_t fit = WorstCaseWritePages(1, 0, pages_per_op);
-  const uint64_t max_value = room > fit ? (room - fit) * kBlobChunk : 0;
+  if (fit > room) {
+    // Not the values: the variant's leaf change alone does not fit, whatever the value size.
+    return "cache_bytes: any write may dirty up to " + std::to_string(fit) + " pages (" +
+           std::to_string(pages_per_op) +
+           " for the index variant's leaf change, 8 for the engine), more than writes may keep "
+           "dirty with cache_bytes " +
+           std::to_string(o.cache_bytes / kMiB) + "MiB (" + std::to_string(room) +
+           " pages), so writes will be refused with RESOURCE_EXHAUSTED; raise cache_bytes to at "
+           "least " +
+           std::to_string(min_cache_mib(fit)) +
+           "MiB or choose smaller leaves in index.params (docs/variants.md)";
+  }
+  const uint64_t max_value = (room - fit) * kBlobChunk;
   return "limits.max_value_bytes: one write of a " + std::to_string(o.max_value_bytes) +
          "-byte value may dirty up to " + std::to_string(worst) +
          " pages, more than writes may keep dirty with cache_bytes " +
          std::to_string(o.cache_bytes / kMiB) + "MiB (" + std::to_string(room) +
          " pages), so values that large will be refused with RESOURCE_EXHAUSTED; raise "
          "cache_bytes to at least " +
-         std::to_string(min_cache_mib) + "MiB or lower limits.max_value_bytes to at most " +
+         std::to_string(min_cache_mib(worst)) + "MiB or lower limits.max_value_bytes to at most " +
          std::to_string(max_value);
 }
 

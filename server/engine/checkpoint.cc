@@ -39,7 +39,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   std::vector<std::string> memory_cells;
   uint64_t high_water = 0, wal_bytes = 0;
   Lsn redo = 0, snapshot_next_lsn = 0;
-  uint64_t direct_runs = 0;
+  uint64_t direct_runs = 0, flags = 0;
   bool snapshotted = false, prepared = false;
   if (!gate_paused) gate_.Pause();
   Status s = [&]() -> Status {
@@ -69,6 +69,8 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     m.memory_only_cells = memory_cells;
     m.blob_values = values_->blob_values();
     m.blob_pages = values_->blob_pages();
+    if (may_hold_expiring_.load()) m.flags |= Manifest::kMayHoldExpiring;
+    flags = m.flags;
     manifest = m.Encode();
     high_water = allocator_.high_water_pages();
     return Status::Ok();
@@ -93,7 +95,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   }
   if (ids.empty() && maps.empty() && redo == redo_lsn_.load() &&
       metadata == durable_index_metadata_ && memory_cells == durable_memory_cells_ &&
-      reason != CheckpointReason::kCreate) {
+      flags == durable_flags_ && reason != CheckpointReason::kCreate) {
     pool_->EndCheckpoint(true);  // nothing changed since the last checkpoint
     epochs_.Commit({}, epoch32);
     index_->OnCheckpointAbandoned(epoch);
@@ -157,6 +159,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   snapshot_lsn_ = snapshot_next_lsn;
   durable_index_metadata_ = std::move(metadata);
   durable_memory_cells_ = std::move(memory_cells);
+  durable_flags_ = flags;
   index_->OnCheckpointDurable(epoch);
   wal_bytes_at_checkpoint_ = wal_bytes;
   last_checkpoint_no_space_ = false;
@@ -198,7 +201,7 @@ bool DbImpl::CheckpointDue() const {
   if (wal_since >= options_.checkpoint.wal_bytes) return true;
   if (options_.checkpoint.interval_seconds > 0 && (dirty > 0 || wal_since > 0)) {
     const uint64_t age = NowNanos() - last_checkpoint_nanos_.load();
-    if (age >= uint64_t{options_.checkpoint.interval_seconds} * 1000000000ull) return true;
+    if (static_cast<double>(age) >= options_.checkpoint.interval_seconds * 1e9) return true;
   }
   return false;
 }

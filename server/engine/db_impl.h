@@ -61,11 +61,14 @@ class DbImpl final : public Db, private IndexServices {
 
   Status Close() override;
   StatusOr<bool> Get(Slice key, std::string* value, const ReadOptions& options) override;
+  StatusOr<bool> GetWithMeta(Slice key, std::string* value, ValueMeta* meta) override;
   Status BatchGet(const std::vector<Slice>& keys, std::vector<std::optional<std::string>>* values,
                   const ReadOptions& options) override;
   Status Put(Slice key, Slice value) override;
   Status Delete(Slice key) override;
   Status Write(const WriteBatch& batch) override;
+  Status Write(const WriteBatch& batch, const WriteOptions& options, WriteResult* result) override;
+  Status DeleteRange(Slice start, Slice end, uint64_t limit, DeleteRangeResult* result) override;
   StatusOr<std::unique_ptr<Iterator>> NewIterator(const ScanOptions& options) override;
   Status BulkLoad(const BulkLoadSource& source) override;
   Status Checkpoint() override;
@@ -75,7 +78,11 @@ class DbImpl final : public Db, private IndexServices {
   // Turns a cell into its value, reading the value store for blob cells. A blob that no longer
   // matches its checksum may have been freed by a concurrent overwrite: the key's cell is read
   // again and only an unchanged cell makes it data loss.
-  Status ResolveCell(Slice key, Slice cell, IoCause cause, std::string* value);
+  // `meta` (may be null) receives the cell's version and expiry.
+  Status ResolveCell(Slice key, Slice cell, IoCause cause, std::string* value,
+                     CellMeta* meta = nullptr);
+  // Whether `cell` carries an expiry that has passed (counted as an expired read).
+  bool CellExpired(Slice cell);
   // Reads a blob for Verify (no retry: writers are paused).
   Status ReadBlob(const BlobRef& ref, std::string* value) {
     return values_->Read(ref, IoCause::kScan, value);
@@ -134,9 +141,32 @@ class DbImpl final : public Db, private IndexServices {
   // `stepwise`) for its first operation only, and the rest is reserved operation by operation.
   // `in_gate`: the caller holds the write gate and leaves it while it waits for room. Also the
   // replay path (stepwise, outside the gate).
+  // With the stripes of the batch's keys held: reserves `first_pages` of room (the whole batch's,
+  // or its first operation's when `stepwise`), logs the batch and applies it; *lsn_out receives
+  // its LSN. A failure after the append fail-stops the Db.
+  Status LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages, Lsn* lsn_out);
+  // Operations replaced by a later one of the same key are skipped.
   Status ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise, bool in_gate);
-  Status ApplyPut(const WriteContext& w, Slice key, Slice value);
+  // BatchGet's reads, with the key stripes held shared.
+  Status BatchGetLocked(const std::vector<Slice>& keys,
+                        std::vector<std::optional<std::string>>* values);
+  // Checks `options.conditions` with their keys' stripes held; kFailedPrecondition (and `result`
+  // filled) for the first that does not hold.
+  Status CheckConditions(const WriteOptions& options, WriteResult* result);
+  // The cell of `key` resolved to its value and metadata; false when absent.
+  StatusOr<bool> ReadCurrent(Slice key, std::string* value, CellMeta* meta);
+  Status ApplyPut(const WriteContext& w, Slice key, Slice value, uint64_t expires_ms);
   Status ApplyDelete(const WriteContext& w, Slice key);
+  // Deletes every key of [start, end) (end empty: unbounded). `first`: the room held is for this
+  // op's first key; every later key reserves its own (stepwise).
+  Status ApplyDeleteRange(Lsn lsn, Slice start, Slice end, Room* room, bool first, bool in_gate);
+  // DeleteRange with every key stripe held.
+  Status DeleteRangeLocked(Slice start, Slice end, uint64_t limit, const char* limit_name,
+                           DeleteRangeResult* result);
+  // The keys of [start, end) (end empty: unbounded) in order, at most `max` of them;
+  // (*visible)[i] (may be null) says whether keys[i]'s value has not expired.
+  Status CollectRange(Slice start, Slice end, uint64_t max, std::vector<std::string>* keys,
+                      std::vector<bool>* visible);
   void FreeCell(const std::optional<std::string>& old_cell);
   // Waits outside the gate for `pages` of room while the batch at `lsn` is half applied: a
   // checkpoint meanwhile keeps its redo point at or below `lsn`.
@@ -149,6 +179,16 @@ class DbImpl final : public Db, private IndexServices {
   void ReleaseCell(Slice cell) override;
   void FailStop(const Status& cause) override { SetBackgroundError(cause); }
   void MaybeScheduleCheckpoint();
+
+  // --- the expiry sweep (db_expiry.cc) ---
+  void StartExpirySweeper();
+  void StopExpirySweeper() EXCLUDES(expiry_mu_);
+  bool ExpiryStopping() EXCLUDES(expiry_mu_);
+  void ExpiryLoop();
+  // One walk over the key space, removing expired keys.
+  Status SweepExpired();
+  // Deletes each (key, version) still at that version and expired, with one log record.
+  Status RemoveExpired(const std::vector<std::pair<std::string, uint64_t>>& expired);
 
   // --- checkpoints (checkpoint.cc) ---
   Status RunCheckpoint(CheckpointReason reason) EXCLUDES(checkpoint_mu_);
@@ -206,6 +246,7 @@ class DbImpl final : public Db, private IndexServices {
   // same metadata has nothing to write).
   std::string durable_index_metadata_ GUARDED_BY(checkpoint_mu_);
   std::vector<std::string> durable_memory_cells_ GUARDED_BY(checkpoint_mu_);
+  uint64_t durable_flags_ GUARDED_BY(checkpoint_mu_) = 0;  // Manifest::flags
 
   Mutex state_mu_;
   Status bg_error_ GUARDED_BY(state_mu_);
@@ -220,7 +261,19 @@ class DbImpl final : public Db, private IndexServices {
   bool bg_kick_ GUARDED_BY(bg_mu_) = false;
   std::thread bg_thread_;
 
+  Mutex expiry_mu_;
+  CondVar expiry_cv_{&expiry_mu_};
+  bool expiry_stop_ GUARDED_BY(expiry_mu_) = false;
+  std::thread expiry_thread_;
+  // Values with an expiry may be present (Manifest::kMayHoldExpiring).
+  std::atomic<bool> may_hold_expiring_{false};
+  std::atomic<uint64_t> expiring_puts_{0};    // expiring puts applied (live and replayed)
+  std::atomic<uint64_t> expired_removed_{0};  // keys the sweep removed
+  std::atomic<uint64_t> expiry_sweeps_{0};    // whole sweeps completed
+
   std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, writes_{0}, scans_{0};
+  // Reads that found a key whose value had expired (it read as absent).
+  std::atomic<uint64_t> expired_reads_{0};
   std::atomic<uint64_t> checkpoints_{0}, checkpoint_failures_{0}, checkpoint_pages_{0},
       checkpoint_bytes_{0};
   Histogram checkpoint_seconds_;

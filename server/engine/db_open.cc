@@ -63,6 +63,7 @@ DbImpl::~DbImpl() {
     bg_cv_.SignalAll();
   }
   if (bg_thread_.joinable()) bg_thread_.join();
+  StopExpirySweeper();
   // The index first, while everything its background threads may still call is alive.
   if (index_) index_->Shutdown();
   index_.reset();
@@ -171,6 +172,7 @@ Status DbImpl::OpenImpl() {
   recovery_seconds_ = static_cast<double>(NowNanos() - t0) * 1e-9;
   opened_ = true;
   bg_thread_ = std::thread([this] { BackgroundLoop(); });
+  StartExpirySweeper();
   logger_->Log(LogLevel::kInfo,
                fmt::format("opened {}: variant {} [{}], io backend {}, checkpoint epoch {}, "
                            "replayed {} WAL records, {:.3f} s",
@@ -281,6 +283,7 @@ Status DbImpl::LoadCheckpoint(const Superblock& sb, const IndexRegistry& registr
   values_->SetCounters(m.blob_values, m.blob_pages);
   durable_epoch_ = sb.epoch;
   redo_lsn_ = m.redo_lsn;
+  may_hold_expiring_ = (m.flags & Manifest::kMayHoldExpiring) != 0;
   // Blobs that only memory referenced when the checkpoint was taken: the replay below writes
   // them again.
   for (const std::string& cell : m.memory_only_cells) {
@@ -290,6 +293,7 @@ Status DbImpl::LoadCheckpoint(const Superblock& sb, const IndexRegistry& registr
   {
     MutexLock lock(&checkpoint_mu_);
     durable_index_metadata_ = m.index_metadata;
+    durable_flags_ = m.flags;
   }
   const VariantSpec* spec = registry.Find(variant_);
   GROVE_ASSIGN_OR_RETURN(index_, spec->open(MakeIndexContext(), params, m.index_metadata));

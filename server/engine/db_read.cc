@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "engine/db_impl.h"
+#include "util/clock.h"
 
 namespace grove {
 namespace {
@@ -29,7 +30,11 @@ class DbIterator final : public Iterator {
   void Settle() {
     value_.clear();
     while (cursor_->Valid()) {
-      if (keys_only_) return;
+      if (keys_only_) {
+        if (!db_->CellExpired(cursor_->cell())) return;
+        cursor_->Next();
+        continue;
+      }
       Status s = db_->ResolveCell(cursor_->key(), cursor_->cell(), IoCause::kScan, &value_);
       if (s.ok()) return;
       if (!s.IsNotFound()) {
@@ -49,20 +54,34 @@ class DbIterator final : public Iterator {
 
 }  // namespace
 
-Status DbImpl::ResolveCell(Slice key, Slice cell, IoCause cause, std::string* value) {
+bool DbImpl::CellExpired(Slice cell) {
+  CellView view;
+  if (!ParseCell(cell, &view) || view.meta.expires_ms == 0) return false;
+  if (!view.meta.Expired(NowUnixMillis())) return false;
+  expired_reads_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+Status DbImpl::ResolveCell(Slice key, Slice cell, IoCause cause, std::string* value,
+                           CellMeta* meta) {
   std::string again;  // a re-read cell, only when a blob was freed under the reader
   for (int attempt = 0;; ++attempt) {
-    if (!IsValidCell(cell)) {
+    CellView view;
+    if (!ParseCell(cell, &view)) {
       return Status::DataLoss(
-          fmt::format("index entry of a key has a malformed value cell ({} "
-                      "bytes)",
-                      cell.size()));
+          fmt::format("index entry of a key has a malformed value cell ({} bytes)", cell.size()));
     }
-    if (cell[0] == kInlineTag) {
-      value->assign(cell.data() + 1, cell.size() - 1);
+    if (meta != nullptr) *meta = view.meta;
+    if (view.meta.expires_ms != 0 && view.meta.Expired(NowUnixMillis())) {
+      // Invisible at once; the expiry sweep removes it later.
+      expired_reads_.fetch_add(1, std::memory_order_relaxed);
+      return Status::NotFound("the key has expired");
+    }
+    if (!view.blob) {
+      value->assign(view.inline_value.data(), view.inline_value.size());
       return Status::Ok();
     }
-    Status s = values_->Read(DecodeBlobCell(cell), cause, value);
+    Status s = values_->Read(view.ref, cause, value);
     if (s.ok()) return s;
     // The blob may have been freed by a concurrent overwrite or delete of the key: look again.
     std::string fresh;
@@ -78,10 +97,26 @@ StatusOr<bool> DbImpl::Get(Slice key, std::string* value, const ReadOptions&) {
   if (closed_.load()) return Status::Unavailable("database is closed");
   GROVE_RETURN_IF_ERROR(CheckKey(key, "key"));
   gets_.fetch_add(1, std::memory_order_relaxed);
+  CellMeta meta;
+  return ReadCurrent(key, value, &meta);
+}
+
+StatusOr<bool> DbImpl::GetWithMeta(Slice key, std::string* value, ValueMeta* meta) {
+  *meta = ValueMeta();
+  if (closed_.load()) return Status::Unavailable("database is closed");
+  GROVE_RETURN_IF_ERROR(CheckKey(key, "key"));
+  gets_.fetch_add(1, std::memory_order_relaxed);
+  CellMeta cell;
+  GROVE_ASSIGN_OR_RETURN(const bool found, ReadCurrent(key, value, &cell));
+  if (found) *meta = ValueMeta{cell.version, cell.expires_ms};
+  return found;
+}
+
+StatusOr<bool> DbImpl::ReadCurrent(Slice key, std::string* value, CellMeta* meta) {
   std::string cell;
   GROVE_ASSIGN_OR_RETURN(const bool found, index_->Get(key, &cell));
   if (!found) return false;
-  Status s = ResolveCell(key, cell, IoCause::kDemand, value);
+  Status s = ResolveCell(key, cell, IoCause::kDemand, value, meta);
   if (s.IsNotFound()) return false;
   GROVE_RETURN_IF_ERROR(s);
   return true;
@@ -100,6 +135,17 @@ Status DbImpl::BatchGet(const std::vector<Slice>& keys,
     }
   }
   gets_.fetch_add(keys.size(), std::memory_order_relaxed);
+  // All of a batch or none of it (key_locks.h): out-of-line values are read under the locks too,
+  // or a blob freed by a later batch would be re-read from that batch.
+  const std::vector<uint32_t> stripes = KeyLocks::StripesOf(keys);
+  key_locks_.LockShared(stripes);
+  Status s = BatchGetLocked(keys, values);
+  key_locks_.UnlockShared(stripes);
+  return s;
+}
+
+Status DbImpl::BatchGetLocked(const std::vector<Slice>& keys,
+                              std::vector<std::optional<std::string>>* values) {
   std::vector<std::optional<std::string>> cells;
   GROVE_RETURN_IF_ERROR(index_->BatchGet(keys, &cells));
   values->assign(keys.size(), std::nullopt);

@@ -1,5 +1,6 @@
 // DbImpl: the write path.
 
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -49,7 +50,8 @@ Status DbImpl::Delete(Slice key) {
 
 uint64_t DbImpl::OpPages(WriteBatch::OpType type, Slice value) const {
   uint64_t value_pages = 0;
-  if (type == WriteBatch::OpType::kPut && value.size() > options_.inline_value_bytes) {
+  const bool put = type == WriteBatch::OpType::kPut || type == WriteBatch::OpType::kPutExpiring;
+  if (put && value.size() > options_.inline_value_bytes) {
     value_pages = (value.size() + kBlobChunk - 1) / kBlobChunk;
   }
   return WorstCaseWritePages(1, value_pages, index_->PagesDirtiedPerOp());
@@ -172,9 +174,53 @@ void DbImpl::Room::ReleaseAll() {
   if (pages_ > 0) db_->ReleaseDirtyRoom(std::exchange(pages_, 0));
 }
 
-Status DbImpl::Write(const WriteBatch& batch) {
+Status DbImpl::Write(const WriteBatch& batch) { return Write(batch, WriteOptions(), nullptr); }
+
+Status DbImpl::CheckConditions(const WriteOptions& options, WriteResult* result) {
+  std::string value;
+  for (size_t i = 0; i < options.conditions.size(); ++i) {
+    const WriteCondition& c = options.conditions[i];
+    CellMeta meta;
+    GROVE_ASSIGN_OR_RETURN(const bool found, ReadCurrent(c.key, &value, &meta));
+    std::string why;
+    switch (c.kind) {
+      case WriteCondition::Kind::kAbsent:
+        if (found) why = fmt::format("the key is present (version {})", meta.version);
+        break;
+      case WriteCondition::Kind::kValueEquals:
+        if (!found) {
+          why = "the key is absent";
+        } else if (value != c.value) {
+          why = fmt::format("the key holds another value (version {})", meta.version);
+        }
+        break;
+      case WriteCondition::Kind::kVersionEquals:
+        if (!found) {
+          why = "the key is absent";
+        } else if (meta.version != c.version) {
+          why = fmt::format("the key is at version {}, not {}", meta.version, c.version);
+        }
+        break;
+    }
+    if (why.empty()) continue;
+    if (result != nullptr) {
+      result->failed_condition = static_cast<int>(i);
+      result->current_found = found;
+      result->current_version = found ? meta.version : 0;
+      result->current_value = found ? std::move(value) : std::string();
+    }
+    return Status::FailedPrecondition(fmt::format("conditions[{}]: {}", i, why));
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, WriteResult* result) {
   GROVE_RETURN_IF_ERROR(CheckWritable());
-  if (batch.Count() == 0) return Status::Ok();
+  for (size_t i = 0; i < options.conditions.size(); ++i) {
+    GROVE_RETURN_IF_ERROR(
+        CheckKey(options.conditions[i].key, fmt::format("conditions[{}].key", i).c_str()));
+  }
+  if (batch.Count() == 0 && options.conditions.empty()) return Status::Ok();
   if (batch.Count() > options_.max_batch_entries) {
     return Status::ResourceExhausted(
         fmt::format("batch of {} operations exceeds "
@@ -191,21 +237,27 @@ Status DbImpl::Write(const WriteBatch& batch) {
   keys.reserve(batch.Count());
   uint32_t n = 0, puts = 0, deletes = 0;
   const bool single = batch.Count() == 1;
-  GROVE_RETURN_IF_ERROR(batch.ForEach([&](WriteBatch::OpType type, Slice key, Slice value) {
+  GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) {
     // Field names match the API: "key"/"value" for one operation, "operations[i].key" otherwise.
     auto field = [&](const char* what) {
       return single ? std::string(what) : fmt::format("operations[{}].{}", n, what);
     };
-    if (key.empty() || key.size() > options_.max_key_bytes) {
-      return CheckKey(key, field("key").c_str());
+    if (op.type == WriteBatch::OpType::kDeleteRange) {
+      return Status::InvalidArgument(
+          fmt::format("{}: a range delete goes through DeleteRange, not a batch", field("type")));
     }
-    if (type == WriteBatch::OpType::kPut && value.size() > options_.max_value_bytes) {
+    if (op.key.empty() || op.key.size() > options_.max_key_bytes) {
+      return CheckKey(op.key, field("key").c_str());
+    }
+    const bool put =
+        op.type == WriteBatch::OpType::kPut || op.type == WriteBatch::OpType::kPutExpiring;
+    if (put && op.value.size() > options_.max_value_bytes) {
       return Status::InvalidArgument(fmt::format("{}: {} bytes exceeds limits.max_value_bytes ({})",
-                                                 field("value"), value.size(),
+                                                 field("value"), op.value.size(),
                                                  options_.max_value_bytes));
     }
-    (type == WriteBatch::OpType::kPut ? puts : deletes)++;
-    keys.push_back(key);
+    (put ? puts : deletes)++;
+    keys.push_back(op.key);
     ++n;
     return Status::Ok();
   }));
@@ -226,31 +278,16 @@ Status DbImpl::Write(const WriteBatch& batch) {
   // concurrent writers do not queue behind each other's big reservations.
   const bool stepwise = need.total > RoomCap() / 4;
 
+  // Condition keys are locked too: nobody may change them between the check and the apply.
+  for (const WriteCondition& c : options.conditions) keys.push_back(c.key);
   const std::vector<uint32_t> stripes = KeyLocks::StripesOf(keys);
   key_locks_.Lock(stripes);
-  Room room(this);
-  Status s = ReserveDirtyRoom(stepwise ? need.first : need.total);
-  if (s.ok()) {
-    room.Add(stepwise ? need.first : need.total);
-    GatePass pass(&gate_);
-    s = CheckWritable();
-    if (s.ok()) {
-      StatusOr<Lsn> lsn = wal_->Append(batch.Encoded());
-      if (!lsn.ok()) {
-        s = lsn.status();
-        // The log fail-stops on EIO and fsync failures; mirror that here. A full disk or an
-        // invalid record leaves the log (and the Db) usable.
-        if (s.code() == StatusCode::kInternal) SetBackgroundError(s);
-      } else {
-        s = ApplyBatch(*lsn, batch, &room, stepwise, /*in_gate=*/true);
-        if (!s.ok()) {
-          SetBackgroundError(
-              s.WithContext(fmt::format("write LSN {} was logged but could not be applied", *lsn)));
-        }
-      }
-    }
+  Status s = CheckConditions(options, result);
+  if (s.ok() && batch.Count() > 0) {
+    Lsn lsn = 0;
+    s = LogAndApply(batch, stepwise, stepwise ? need.first : need.total, &lsn);
+    if (s.ok() && result != nullptr) result->version = lsn;
   }
-  room.ReleaseAll();
   key_locks_.Unlock(stripes);
   GROVE_RETURN_IF_ERROR(s);
   writes_.fetch_add(1, std::memory_order_relaxed);
@@ -260,30 +297,84 @@ Status DbImpl::Write(const WriteBatch& batch) {
   return Status::Ok();
 }
 
+Status DbImpl::LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
+                           Lsn* lsn_out) {
+  Room room(this);
+  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(first_pages));
+  room.Add(first_pages);
+  GatePass pass(&gate_);
+  GROVE_RETURN_IF_ERROR(CheckWritable());
+  StatusOr<Lsn> lsn = wal_->Append(batch.Encoded());
+  if (!lsn.ok()) {
+    // The log fail-stops on EIO and fsync failures; mirror that here. A full disk or an invalid
+    // record leaves the log (and the Db) usable.
+    if (lsn.status().code() == StatusCode::kInternal) SetBackgroundError(lsn.status());
+    return lsn.status();
+  }
+  *lsn_out = *lsn;
+  Status s = ApplyBatch(*lsn, batch, &room, stepwise, /*in_gate=*/true);
+  if (!s.ok()) {
+    SetBackgroundError(
+        s.WithContext(fmt::format("write LSN {} was logged but could not be applied", *lsn)));
+  }
+  return s;
+}
+
 Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise,
                           bool in_gate) {
-  bool first = true;
-  return batch.ForEach([&](WriteBatch::OpType type, Slice key, Slice value) {
-    if (stepwise && !std::exchange(first, false)) {
+  // Only the last operation of each key reaches the index: a reader must never see a value that
+  // a later operation of the same batch replaces. (Replay applies the same record the same way.)
+  // Range deletes come alone in their record (DeleteRange).
+  std::unordered_map<Slice, uint32_t> last;
+  if (batch.Count() > 1) {
+    last.reserve(batch.Count());
+    uint32_t i = 0;
+    Status s = batch.ForEach([&](WriteBatch::OpType, Slice key, Slice) {
+      last[key] = i++;
+      return Status::Ok();
+    });
+    if (!s.ok()) return s;
+    if (last.size() == batch.Count()) last.clear();  // no key twice: nothing to skip
+  }
+  uint32_t index = 0;
+  return batch.ForEachOp([&](const WriteBatch::Op& op) {
+    const uint32_t i = index++;
+    if (op.type == WriteBatch::OpType::kDeleteRange) {
+      return ApplyDeleteRange(lsn, op.key, op.end, room, /*first=*/i == 0, in_gate);
+    }
+    if (!last.empty() && last[op.key] != i) return Status::Ok();  // replaced later in the batch
+    // The room reserved up front is for operation 0; any other reserves its own.
+    if (stepwise && i > 0) {
       // The previous operation's pages now count as dirty pages.
       room->ReleaseAll();
-      const uint64_t pages = OpPages(type, value);
+      const uint64_t pages = OpPages(op.type, op.value);
       if (!TryReserveDirtyRoom(pages, /*extend=*/false)) {
         GROVE_RETURN_IF_ERROR(YieldForRoom(lsn, pages, in_gate));
       }
       room->Add(pages);
     }
     const WriteContext w{lsn, room};
-    return type == WriteBatch::OpType::kPut ? ApplyPut(w, key, value) : ApplyDelete(w, key);
+    switch (op.type) {
+      case WriteBatch::OpType::kPut:
+        return ApplyPut(w, op.key, op.value, 0);
+      case WriteBatch::OpType::kPutExpiring:
+        may_hold_expiring_ = true;
+        expiring_puts_.fetch_add(1, std::memory_order_relaxed);
+        return ApplyPut(w, op.key, op.value, op.expires_ms);
+      default:
+        return ApplyDelete(w, op.key);
+    }
   });
 }
 
-Status DbImpl::ApplyPut(const WriteContext& w, Slice key, Slice value) {
+Status DbImpl::ApplyPut(const WriteContext& w, Slice key, Slice value, uint64_t expires_ms) {
+  // The write's LSN is the key's version: replay gives the same record the same one.
+  const CellMeta meta{w.lsn, expires_ms};
   std::string cell;
   if (value.size() > options_.inline_value_bytes) {
-    GROVE_ASSIGN_OR_RETURN(cell, values_->Write(value));
+    GROVE_ASSIGN_OR_RETURN(cell, values_->Write(value, meta));
   } else {
-    cell = InlineCell(value);
+    cell = InlineCell(value, meta);
   }
   std::optional<std::string> old;
   Status s = index_->Put(w, key, cell, &old);
@@ -348,6 +439,10 @@ Status DbImpl::BulkLoadLocked(const BulkLoadSource& source) {
   // load's checkpoint would find them overwritten: checkpoint first, so that free means free on
   // disk too.
   GROVE_RETURN_IF_ERROR(CheckpointLocked(CheckpointReason::kManual, /*gate_paused=*/true));
+  // Every loaded key gets the LSN of an empty log record as its version, so that any later write
+  // of a key gives it a higher one. (Replaying the empty record changes nothing.)
+  GROVE_ASSIGN_OR_RETURN(const Lsn version, wal_->Append(WriteBatch().Encoded()));
+  const CellMeta meta{version, 0};
   uint64_t n = 0;
   BulkSource cells = [&](std::string* key, std::string* cell) -> StatusOr<bool> {
     std::string value;
@@ -363,9 +458,9 @@ Status DbImpl::BulkLoadLocked(const BulkLoadSource& source) {
                       n, value.size(), options_.max_value_bytes));
     }
     if (value.size() > options_.inline_value_bytes) {
-      GROVE_ASSIGN_OR_RETURN(*cell, values_->WriteDirect(value));
+      GROVE_ASSIGN_OR_RETURN(*cell, values_->WriteDirect(value, meta));
     } else {
-      *cell = InlineCell(value);
+      *cell = InlineCell(value, meta);
     }
     ++n;
     return true;

@@ -29,6 +29,7 @@ std::string Manifest::Encode() const {
   PutVarint64(&s, blob_pages);
   PutVarint64(&s, memory_only_cells.size());
   for (const std::string& c : memory_only_cells) PutLengthPrefixed(&s, c);
+  PutVarint64(&s, flags);
   PutFixed32(&s, crc32c::Mask(crc32c::Value(s.data(), s.size())));
   return s;
 }
@@ -59,6 +60,9 @@ StatusOr<Manifest> Manifest::Decode(Slice data) {
     if (!GetLengthPrefixed(&in, &c))
       return Status::DataLoss("manifest: truncated memory-only cell");
     m.memory_only_cells.emplace_back(c);
+  }
+  if (!in.empty() && !GetVarint64(&in, &m.flags)) {
+    return Status::DataLoss("manifest: malformed flags");
   }
   if (!in.empty()) return Status::DataLoss("manifest: trailing bytes after its sections");
   m.allocator.assign(a);

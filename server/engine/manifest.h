@@ -8,6 +8,7 @@
 //   | varint-prefixed sections: allocator | epoch map list | variant | params | index metadata
 //   | blob values varint | blob pages varint
 //   | memory-only cells: count varint, then each varint-prefixed
+//   | [flags varint]   (absent in manifests written before it existed: 0)
 //   | masked crc32c u32 of everything before it
 //
 // Recovery frees the blobs of the memory-only cells (Index::ListMemoryOnlyCells), then replays
@@ -34,6 +35,10 @@ struct Manifest {
   uint64_t blob_pages = 0;
   // Blob cells the index referenced only from memory: recovery frees them before replay.
   std::vector<std::string> memory_only_cells;
+  // Engine-wide facts about the data. kMayHoldExpiring: values with an expiry may be present,
+  // so the expiry sweep runs after a reopen (cleared by a sweep that found none).
+  static constexpr uint64_t kMayHoldExpiring = 1;
+  uint64_t flags = 0;
 
   std::string Encode() const;
   static StatusOr<Manifest> Decode(Slice data);

@@ -28,10 +28,11 @@ StatusOr<Options> CheckOptions(const Options& in) {
   }
   if (o.inline_value_bytes > 1024)
     return bad("inline_value_bytes", o.inline_value_bytes, "0..1024");
-  // Two of the largest leaf cells must fit in one page, or a split could not make room.
-  if (o.max_key_bytes + o.inline_value_bytes > 1900) {
+  // Two of the largest leaf cells must fit in one page, or a split could not make room. 1880
+  // leaves room for a cell's version and expiry (grove/index.h, MaxCellBytes).
+  if (o.max_key_bytes + o.inline_value_bytes > 1880) {
     return Status::InvalidArgument(fmt::format(
-        "limits.max_key_bytes + inline_value_bytes = {}: must be at most 1900 so that two entries "
+        "limits.max_key_bytes + inline_value_bytes = {}: must be at most 1880 so that two entries "
         "fit in a 4 KiB page",
         o.max_key_bytes + o.inline_value_bytes));
   }
@@ -39,6 +40,15 @@ StatusOr<Options> CheckOptions(const Options& in) {
   if (o.max_batch_bytes < 1024) return bad("limits.max_batch_bytes", o.max_batch_bytes, ">= 1024");
   if (!(o.checkpoint.dirty_fraction > 0.0 && o.checkpoint.dirty_fraction <= 0.45)) {
     return bad("checkpoint.dirty_fraction", o.checkpoint.dirty_fraction, "(0, 0.45]");
+  }
+  if (!(o.checkpoint.interval_seconds >= 0 && o.checkpoint.interval_seconds <= 86400 * 365)) {
+    return bad("checkpoint.interval_seconds", o.checkpoint.interval_seconds, "0..31536000");
+  }
+  if (!(o.expiry.sweep_interval_seconds >= 0 && o.expiry.sweep_interval_seconds <= 86400 * 365)) {
+    return bad("expiry.sweep_interval_seconds", o.expiry.sweep_interval_seconds, "0..31536000");
+  }
+  if (o.expiry.sweep_keys_per_second < 100) {
+    return bad("expiry.sweep_keys_per_second", o.expiry.sweep_keys_per_second, "at least 100");
   }
   if (o.checkpoint.wal_bytes < (1ull << 20)) {
     return bad("checkpoint.wal_bytes", o.checkpoint.wal_bytes, "at least 1 MiB");

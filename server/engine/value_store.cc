@@ -22,7 +22,7 @@ BlobRef ValueStore::MakeRef(PageId first, Slice value) {
                  crc32c::Mask(crc32c::Value(value.data(), value.size()))};
 }
 
-StatusOr<std::string> ValueStore::Write(Slice value) {
+StatusOr<std::string> ValueStore::Write(Slice value, const CellMeta& meta) {
   const BlobRef probe{0, static_cast<uint32_t>(value.size()), 0};
   const uint32_t n = probe.pages();
   GROVE_ASSIGN_OR_RETURN(const PageId first, allocator_->Allocate(n));
@@ -37,10 +37,10 @@ StatusOr<std::string> ValueStore::Write(Slice value) {
   }
   values_.fetch_add(1, std::memory_order_relaxed);
   pages_.fetch_add(n, std::memory_order_relaxed);
-  return BlobCell(MakeRef(first, value));
+  return BlobCell(MakeRef(first, value), meta);
 }
 
-StatusOr<std::string> ValueStore::WriteDirect(Slice value) {
+StatusOr<std::string> ValueStore::WriteDirect(Slice value, const CellMeta& meta) {
   const BlobRef probe{0, static_cast<uint32_t>(value.size()), 0};
   const uint32_t n = probe.pages();
   GROVE_ASSIGN_OR_RETURN(const PageId first, allocator_->Allocate(n));
@@ -53,7 +53,7 @@ StatusOr<std::string> ValueStore::WriteDirect(Slice value) {
   }
   values_.fetch_add(1, std::memory_order_relaxed);
   pages_.fetch_add(n, std::memory_order_relaxed);
-  return BlobCell(MakeRef(first, value));
+  return BlobCell(MakeRef(first, value), meta);
 }
 
 Status ValueStore::Read(const BlobRef& ref, IoCause cause, std::string* value) {

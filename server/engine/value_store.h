@@ -1,7 +1,7 @@
 #pragma once
 
 // ValueStore: values larger than the inline threshold, in contiguous page extents shared by every
-// index variant. The index holds only a 17-byte blob cell (value_cell.h).
+// index variant. The index holds only a blob cell of at most 37 bytes (value_cell.h).
 //
 //   blob page: common header (type kBlob, aux = index of the page within the blob) | chunk
 //
@@ -31,10 +31,10 @@ class ValueStore {
   ValueStore(BufferPool* pool, ExtentAllocator* allocator, DirectPageWriter* direct)
       : pool_(pool), allocator_(allocator), direct_(direct) {}
 
-  // Stores `value` and returns its blob cell.
-  StatusOr<std::string> Write(Slice value);
+  // Stores `value` and returns its blob cell, carrying `meta`.
+  StatusOr<std::string> Write(Slice value, const CellMeta& meta);
   // The same, writing the pages straight to disk (bulk load).
-  StatusOr<std::string> WriteDirect(Slice value);
+  StatusOr<std::string> WriteDirect(Slice value, const CellMeta& meta);
   // Reads the value of `ref`. kDataLoss when a page fails its checks or the bytes do not match the
   // ref's CRC (which is also what a concurrently freed blob looks like).
   Status Read(const BlobRef& ref, IoCause cause, std::string* value);

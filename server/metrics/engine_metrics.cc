@@ -194,6 +194,15 @@ std::vector<MetricFamily> EngineFamilies(const DbStats& s) {
   b.Gauge("grove_recovery_replayed_records", "Log records replayed by the last recovery.",
           D(s.recovery_replayed_records));
   b.Gauge("grove_recovery_duration_seconds", "Duration of the last recovery.", s.recovery_seconds);
+  b.Counter("grove_expired_reads_total",
+            "Reads that met a value past its expiry (it read as absent).",
+            D(s.expiry.expired_reads));
+  b.Counter("grove_expired_keys_removed_total", "Expired keys the expiry sweep removed.",
+            D(s.expiry.keys_removed));
+  b.Counter("grove_expiry_sweeps_total", "Whole sweeps over the key space for expired keys.",
+            D(s.expiry.sweeps));
+  b.Gauge("grove_expiry_sweeping", "1 while values with an expiry may be present (sweeps run).",
+          s.expiry.may_hold_expiring ? 1 : 0);
   CacheFamilies(s, b);
   WalFamilies(s, b);
   CheckpointFamilies(s, b);

@@ -10,6 +10,7 @@
 #include "metrics/engine_metrics.h"
 #include "service/status_mapping.h"
 #include "service/version.h"
+#include "util/clock.h"
 
 namespace grove::service {
 namespace {
@@ -21,6 +22,26 @@ constexpr int kBatchGetChunk = 128;
 grpc::Status DeadlineExceeded(std::string_view when) {
   return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                       "deadline exceeded " + std::string(when));
+}
+
+// A validated precondition (request_checks.h) on `key`.
+WriteCondition ToCondition(const std::string& key, const v1::Precondition& p) {
+  WriteCondition c;
+  c.key = key;
+  switch (p.condition_case()) {
+    case v1::Precondition::kValueEquals:
+      c.kind = WriteCondition::Kind::kValueEquals;
+      c.value = p.value_equals();
+      break;
+    case v1::Precondition::kVersionEquals:
+      c.kind = WriteCondition::Kind::kVersionEquals;
+      c.version = p.version_equals();
+      break;
+    default:
+      c.kind = WriteCondition::Kind::kAbsent;
+      break;
+  }
+  return c;
 }
 
 }  // namespace
@@ -101,14 +122,45 @@ grpc::Status KvService::Reject(const CheckResult& r) {
   return r.status;
 }
 
+grpc::Status KvService::ConditionalWrite(grpc::ServerContext* context, Db* db,
+                                         const WriteBatch& batch, const WriteOptions& options,
+                                         const std::vector<std::string>& fields,
+                                         const std::vector<int>& mutations, bool return_current,
+                                         WriteResult* result, std::string_view what) {
+  const Status s = db->Write(batch, options, result);
+  if (s.code() != StatusCode::kFailedPrecondition || result->failed_condition < 0) {
+    return EngineError(s, what);
+  }
+  const auto i = static_cast<size_t>(result->failed_condition);
+  // The engine names "conditions[i]"; the client knows the field of its request.
+  std::string message(s.message());
+  if (const size_t colon = message.find(": "); colon != std::string::npos) {
+    message = message.substr(colon + 2);
+  }
+  context->AddTrailingMetadata("grove-current-found", result->current_found ? "1" : "0");
+  if (result->current_found) {
+    context->AddTrailingMetadata("grove-current-version", std::to_string(result->current_version));
+    if (return_current)
+      context->AddTrailingMetadata("grove-current-value-bin", result->current_value);
+  }
+  if (i < mutations.size()) {
+    context->AddTrailingMetadata("grove-failed-mutation", std::to_string(mutations[i]));
+  }
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      (i < fields.size() ? fields[i] : "precondition") + ": " + message);
+}
+
 grpc::Status KvService::Get(grpc::ServerContext* context, const v1::GetRequest* request,
                             v1::GetResponse* response) {
   Call call(this, context, Role::kRead, "Get");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckGet(*request, options_.limits); !r.ok()) return Reject(r);
-  StatusOr<bool> found = call.db()->Get(request->key(), response->mutable_value());
+  ValueMeta meta;
+  StatusOr<bool> found = call.db()->GetWithMeta(request->key(), response->mutable_value(), &meta);
   if (!found.ok()) return EngineError(found.status(), "get");
   response->set_found(*found);
+  response->set_version(meta.version);
+  response->set_expires_at_ms(meta.expires_ms);
   if (!*found) response->clear_value();
   return grpc::Status::OK;
 }
@@ -152,19 +204,43 @@ grpc::Status KvService::BatchGet(grpc::ServerContext* context, const v1::BatchGe
 }
 
 grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* request,
-                            v1::PutResponse*) {
+                            v1::PutResponse* response) {
   Call call(this, context, Role::kWrite, "Put");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckPut(*request, options_.limits); !r.ok()) return Reject(r);
-  return EngineError(call.db()->Put(request->key(), request->value()), "put");
+  WriteBatch batch;
+  if (request->ttl_ms() > 0) {
+    batch.PutExpiring(request->key(), request->value(), NowUnixMillis() + request->ttl_ms());
+  } else {
+    batch.Put(request->key(), request->value());
+  }
+  WriteOptions options;
+  if (request->has_precondition()) {
+    options.conditions.push_back(ToCondition(request->key(), request->precondition()));
+  }
+  WriteResult result;
+  grpc::Status s = ConditionalWrite(context, call.db(), batch, options, {"precondition"}, {},
+                                    request->return_current(), &result, "put");
+  if (s.ok()) response->set_version(result.version);
+  return s;
 }
 
 grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
-                               v1::DeleteResponse*) {
+                               v1::DeleteResponse* response) {
   Call call(this, context, Role::kWrite, "Delete");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckDelete(*request, options_.limits); !r.ok()) return Reject(r);
-  return EngineError(call.db()->Delete(request->key()), "delete");
+  WriteBatch batch;
+  batch.Delete(request->key());
+  WriteOptions options;
+  if (request->has_precondition()) {
+    options.conditions.push_back(ToCondition(request->key(), request->precondition()));
+  }
+  WriteResult result;
+  grpc::Status s = ConditionalWrite(context, call.db(), batch, options, {"precondition"}, {},
+                                    request->return_current(), &result, "delete");
+  if (s.ok()) response->set_version(result.version);
+  return s;
 }
 
 grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
@@ -174,15 +250,31 @@ grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckBatchInsert(*request, options_.limits); !r.ok()) return Reject(r);
   WriteBatch batch;
-  for (const v1::Mutation& m : request->mutations()) {
-    if (m.type() == v1::Mutation::PUT) {
+  WriteOptions options;
+  std::vector<std::string> fields;
+  std::vector<int> mutations;
+  const uint64_t now_ms = NowUnixMillis();  // one clock reading: one expiry for the batch
+  for (int i = 0; i < request->mutations_size(); ++i) {
+    const v1::Mutation& m = request->mutations(i);
+    if (m.type() == v1::Mutation::PUT && m.ttl_ms() > 0) {
+      batch.PutExpiring(m.key(), m.value(), now_ms + m.ttl_ms());
+    } else if (m.type() == v1::Mutation::PUT) {
       batch.Put(m.key(), m.value());
     } else {
       batch.Delete(m.key());
     }
+    if (m.has_precondition()) {
+      options.conditions.push_back(ToCondition(m.key(), m.precondition()));
+      fields.push_back("mutations[" + std::to_string(i) + "].precondition");
+      mutations.push_back(i);
+    }
   }
-  if (Status s = call.db()->Write(batch); !s.ok()) return EngineError(s, "batch_insert");
+  WriteResult result;
+  grpc::Status s = ConditionalWrite(context, call.db(), batch, options, fields, mutations,
+                                    request->return_current(), &result, "batch_insert");
+  if (!s.ok()) return s;
   response->set_applied(static_cast<uint32_t>(request->mutations_size()));
+  response->set_version(result.version);
   return grpc::Status::OK;
 }
 
@@ -276,6 +368,12 @@ grpc::Status KvService::Stats(grpc::ServerContext* context, const v1::StatsReque
   st->set_recovery_replayed_records(s.recovery_replayed_records);
   st->set_recovery_seconds(s.recovery_seconds);
 
+  v1::StatsResponse::Expiry* ex = response->mutable_expiry();
+  ex->set_expired_reads(s.expiry.expired_reads);
+  ex->set_keys_removed(s.expiry.keys_removed);
+  ex->set_sweeps(s.expiry.sweeps);
+  ex->set_sweeping(s.expiry.may_hold_expiring);
+
   v1::StatsResponse::Cache* c = response->mutable_cache();
   c->set_capacity_pages(s.cache.capacity_pages);
   c->set_resident_pages(s.cache.resident_pages);
@@ -321,6 +419,23 @@ grpc::Status KvService::Stats(grpc::ServerContext* context, const v1::StatsReque
   ix->set_model_bytes(s.index.model_bytes);
   ix->set_entries(s.index.entries);
   for (const auto& [name, value] : s.index.extra) (*ix->mutable_extra())[name] = value;
+  return grpc::Status::OK;
+}
+
+grpc::Status KvService::DeleteRange(grpc::ServerContext* context,
+                                    const v1::DeleteRangeRequest* request,
+                                    v1::DeleteRangeResponse* response) {
+  Call call(this, context, Role::kWrite, "DeleteRange");
+  if (!call.ok()) return call.status();
+  if (CheckResult r = CheckDeleteRange(*request, options_.limits); !r.ok()) return Reject(r);
+  DeleteRangeResult result;
+  Status s = call.db()->DeleteRange(request->start(), request->end(), request->limit(), &result);
+  if (!s.ok()) return EngineError(s, "delete_range");
+  response->set_deleted(result.deleted);
+  response->set_more(result.more);
+  response->set_resume_key(result.resume_key);
+  response->set_limited_by(result.limited_by);
+  response->set_version(result.version);
   return grpc::Status::OK;
 }
 

@@ -59,6 +59,8 @@ class KvService final : public v1::KV::Service {
                     grpc::ServerWriter<v1::ScanResponse>* writer) override;
   grpc::Status Stats(grpc::ServerContext* context, const v1::StatsRequest* request,
                      v1::StatsResponse* response) override;
+  grpc::Status DeleteRange(grpc::ServerContext* context, const v1::DeleteRangeRequest* request,
+                           v1::DeleteRangeResponse* response) override;
 
   // Calls being handled now.
   uint32_t inflight() const { return inflight_.load(std::memory_order_relaxed); }
@@ -70,6 +72,13 @@ class KvService final : public v1::KV::Service {
   grpc::Status EngineError(const Status& s, std::string_view what);
   // Returns `r.status`, counting a limit rejection.
   grpc::Status Reject(const CheckResult& r);
+  // Runs a write whose `options` may hold conditions; `fields[i]` names condition i in the
+  // request, `mutations[i]` the mutation it belongs to (BatchInsert; empty otherwise). A failed
+  // condition becomes FAILED_PRECONDITION with the key's current state in trailing metadata.
+  grpc::Status ConditionalWrite(grpc::ServerContext* context, Db* db, const WriteBatch& batch,
+                                const WriteOptions& options, const std::vector<std::string>& fields,
+                                const std::vector<int>& mutations, bool return_current,
+                                WriteResult* result, std::string_view what);
 
   const KvServiceOptions options_;
   EngineHandle* const engine_;

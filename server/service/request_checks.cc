@@ -46,6 +46,30 @@ CheckResult CheckBound(const std::string& field, const std::string& bound, const
   return Ok();
 }
 
+CheckResult CheckPrecondition(const std::string& field, const v1::Precondition& p,
+                              const RequestLimits& l) {
+  switch (p.condition_case()) {
+    case v1::Precondition::kAbsent:
+      if (!p.absent()) return Malformed(field + ".absent", "must be true when set");
+      return Ok();
+    case v1::Precondition::kValueEquals:
+      return CheckValue(field + ".value_equals", p.value_equals(), l);
+    case v1::Precondition::kVersionEquals:
+      return Ok();
+    case v1::Precondition::CONDITION_NOT_SET:
+      return Malformed(field, "must set one of absent, value_equals, version_equals");
+  }
+  return Ok();
+}
+
+CheckResult CheckTtl(const std::string& field, uint64_t ttl_ms) {
+  if (ttl_ms > kMaxTtlMillis) {
+    return Malformed(field, std::to_string(ttl_ms) + " ms is more than 100 years (" +
+                                std::to_string(kMaxTtlMillis) + ")");
+  }
+  return Ok();
+}
+
 std::string Indexed(const char* field, int i) {
   return std::string(field) + "[" + std::to_string(i) + "]";
 }
@@ -59,11 +83,19 @@ CheckResult CheckGet(const v1::GetRequest& req, const RequestLimits& limits) {
 CheckResult CheckPut(const v1::PutRequest& req, const RequestLimits& limits) {
   CheckResult r = CheckKey("key", req.key(), limits);
   if (!r.ok()) return r;
+  if (req.has_precondition()) {
+    r = CheckPrecondition("precondition", req.precondition(), limits);
+    if (!r.ok()) return r;
+  }
+  r = CheckTtl("ttl_ms", req.ttl_ms());
+  if (!r.ok()) return r;
   return CheckValue("value", req.value(), limits);
 }
 
 CheckResult CheckDelete(const v1::DeleteRequest& req, const RequestLimits& limits) {
-  return CheckKey("key", req.key(), limits);
+  CheckResult r = CheckKey("key", req.key(), limits);
+  if (!r.ok() || !req.has_precondition()) return r;
+  return CheckPrecondition("precondition", req.precondition(), limits);
 }
 
 CheckResult CheckBatchGet(const v1::BatchGetRequest& req, const RequestLimits& limits) {
@@ -102,8 +134,17 @@ CheckResult CheckBatchInsert(const v1::BatchInsertRequest& req, const RequestLim
     if (m.type() == v1::Mutation::DELETE && !m.value().empty()) {
       return Malformed(field + ".value", "must be empty for DELETE");
     }
+    if (m.type() == v1::Mutation::DELETE && m.ttl_ms() != 0) {
+      return Malformed(field + ".ttl_ms", "must be 0 for DELETE");
+    }
+    r = CheckTtl(field + ".ttl_ms", m.ttl_ms());
+    if (!r.ok()) return r;
     r = CheckValue(field + ".value", m.value(), limits);
     if (!r.ok()) return r;
+    if (m.has_precondition()) {
+      r = CheckPrecondition(field + ".precondition", m.precondition(), limits);
+      if (!r.ok()) return r;
+    }
     bytes += m.key().size() + m.value().size();
   }
   if (bytes > limits.max_batch_bytes) {
@@ -125,6 +166,17 @@ CheckResult CheckScan(const v1::ScanRequest& req, const RequestLimits& limits) {
   }
   if (req.limit() > limits.max_scan_limit) {
     return OverLimit("limit", req.limit(), "", "max_scan_limit", limits.max_scan_limit);
+  }
+  return Ok();
+}
+
+CheckResult CheckDeleteRange(const v1::DeleteRangeRequest& req, const RequestLimits& limits) {
+  CheckResult r = CheckBound("start", req.start(), limits);
+  if (!r.ok()) return r;
+  r = CheckBound("end", req.end(), limits);
+  if (!r.ok()) return r;
+  if (!req.end().empty() && req.start() > req.end()) {
+    return Malformed("end", "must not sort before start (the range is [start, end))");
   }
   return Ok();
 }

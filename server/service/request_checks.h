@@ -41,6 +41,10 @@ CheckResult CheckPut(const v1::PutRequest& req, const RequestLimits& limits);
 CheckResult CheckDelete(const v1::DeleteRequest& req, const RequestLimits& limits);
 CheckResult CheckBatchInsert(const v1::BatchInsertRequest& req, const RequestLimits& limits);
 CheckResult CheckScan(const v1::ScanRequest& req, const RequestLimits& limits);
+CheckResult CheckDeleteRange(const v1::DeleteRangeRequest& req, const RequestLimits& limits);
+
+// The longest time to live a put may ask for: 100 years in milliseconds.
+inline constexpr uint64_t kMaxTtlMillis = 100ull * 365 * 24 * 3600 * 1000;
 
 // The number of entries a Scan returns at most: its limit, or max_scan_limit for limit 0.
 uint32_t EffectiveScanLimit(const v1::ScanRequest& req, const RequestLimits& limits);

@@ -217,6 +217,39 @@ TEST(BenchSmokeTest, GrpcAndNoop) {
 }
 #endif
 
+// A load whose operations fail (values over the engine's limits.max_value_bytes) stops the run:
+// the workloads after it would measure a partial data set.
+TEST(BenchSmokeTest, AFailedLoadStopsTheRun) {
+  testing::TempDir dir;
+  const std::string out = dir.Sub("out.jsonl");
+  const std::string cmd = std::string(GROVE_BENCH_PATH) + " --target embedded:btree --dir " +
+                          dir.Sub("data") +
+                          " --records 200 --ops 100 --value-size 200000 --workloads load,c "
+                          "--progress off --json " +
+                          out + " > " + dir.Sub("stdout.txt") + " 2> " + dir.Sub("stderr.txt");
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  std::ifstream in(out);
+  std::vector<json> runs;
+  for (std::string line; std::getline(in, line);) runs.push_back(json::parse(line));
+  ASSERT_EQ(runs.size(), 1u) << "only the load reports";
+  EXPECT_EQ(runs[0]["workload"], "load");
+  EXPECT_GT(runs[0]["errors"].get<uint64_t>(), 0u);
+  std::ifstream err(dir.Sub("stderr.txt"));
+  const std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("the load failed, so the workloads after it are not run"), std::string::npos)
+      << text;
+  // The table names the errors.
+  std::ifstream table(dir.Sub("stdout.txt"));
+  const std::string rows((std::istreambuf_iterator<char>(table)), std::istreambuf_iterator<char>());
+  EXPECT_NE(rows.find("errors"), std::string::npos) << rows;
+  // No state was saved: a run without load refuses instead of reading a partial data set.
+  const std::string again = std::string(GROVE_BENCH_PATH) + " --target embedded:btree --dir " +
+                            dir.Sub("data") + " --records 200 --ops 100 --workloads c " +
+                            "--progress off > /dev/null 2>&1";
+  EXPECT_NE(WEXITSTATUS(std::system(again.c_str())), 0);
+}
+
 TEST(BenchSmokeTest, BadOptionsExitTwo) {
   testing::TempDir dir;
   std::vector<json> runs;

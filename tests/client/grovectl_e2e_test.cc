@@ -8,6 +8,7 @@
 #include "grovectl/app.h"
 #include "grovectl/commands.h"
 #include "service/integration.h"
+#include <nlohmann/json.hpp>
 
 namespace grove::testing {
 namespace {
@@ -15,6 +16,7 @@ namespace {
 using grovectl::kExitFailed;
 using grovectl::kExitNotFound;
 using grovectl::kExitOk;
+using grovectl::kExitPrecondition;
 using grovectl::kExitUsage;
 
 struct CliResult {
@@ -71,7 +73,11 @@ TEST_F(GrovectlE2eTest, GetPutDeleteAndNotFound) {
   EXPECT_EQ(r.out, "{\"found\":false,\"key\":\"nope\"}\n");
   ASSERT_EQ(Cli({"put", "k", "v"}).code, kExitOk);
   r = Cli({"get", "k", "-o", "json"});
-  EXPECT_EQ(r.out, "{\"found\":true,\"key\":\"k\",\"value\":\"v\"}\n");
+  const nlohmann::json got = nlohmann::json::parse(r.out);
+  EXPECT_EQ(got["found"], true);
+  EXPECT_EQ(got["key"], "k");
+  EXPECT_EQ(got["value"], "v");
+  EXPECT_GT(got["version"].get<uint64_t>(), 0u);
   EXPECT_EQ(Cli({"delete", "k"}).code, kExitOk);
   EXPECT_EQ(Cli({"get", "k"}).code, kExitNotFound);
   // Server-side refusals are reported with their code and message.
@@ -79,6 +85,28 @@ TEST_F(GrovectlE2eTest, GetPutDeleteAndNotFound) {
   EXPECT_EQ(r.code, kExitFailed);
   EXPECT_EQ(r.err,
             "grovectl: RESOURCE_EXHAUSTED: key: 200 bytes is over limits.max_key_bytes (128)\n");
+}
+
+TEST_F(GrovectlE2eTest, CompareAndSwap) {
+  StartGroved();
+  EXPECT_EQ(Cli({"cas", "c", "1"}).code, kExitUsage) << "an expectation is required";
+  ASSERT_EQ(Cli({"cas", "c", "1", "--expect-absent"}).code, kExitOk);
+  CliResult r = Cli({"-o", "json", "cas", "c", "2", "--expect-absent"});
+  EXPECT_EQ(r.code, kExitPrecondition);
+  const nlohmann::json refused = nlohmann::json::parse(r.out);
+  EXPECT_EQ(refused["swapped"], false);
+  EXPECT_EQ(refused["value"], "1");
+  const uint64_t version = refused["version"].get<uint64_t>();
+  EXPECT_NE(r.err.find("grovectl: not swapped: precondition: the key is present"),
+            std::string::npos)
+      << r.err;
+  r = Cli({"-o", "json", "cas", "c", "2", "--expect-version", std::to_string(version)});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["swapped"], true);
+  EXPECT_EQ(Cli({"cas", "c", "3", "--expect", "1"}).code, kExitPrecondition);
+  EXPECT_EQ(Cli({"cas", "c", "3", "--expect", "2"}).code, kExitOk);
+  EXPECT_EQ(Cli({"get", "c"}).out, "3\n");
+  EXPECT_EQ(Cli({"cas", "c", "4", "--expect", "3", "--expect-absent"}).code, kExitUsage);
 }
 
 TEST_F(GrovectlE2eTest, KeyAndValueFormats) {

@@ -86,7 +86,7 @@ index:
   variant: btree
   params: {fanout: 200, prefetch: shortcut}
 wal: {sync: batch, batch_interval_us: 500, segment_bytes: 32MiB, max_unsynced_bytes: 32MiB}
-checkpoint: {dirty_fraction: 0.1, wal_bytes: 1GiB, interval_seconds: 60}
+checkpoint: {dirty_fraction: 0.1, wal_bytes: 1GiB, interval_seconds: 2.5}
 limits:
   max_key_bytes: 64
   max_value_bytes: 1MiB
@@ -129,7 +129,7 @@ logging: {level: debug, format: json}
   EXPECT_EQ(e.wal.max_unsynced_bytes, 32ull << 20);
   EXPECT_DOUBLE_EQ(e.checkpoint.dirty_fraction, 0.1);
   EXPECT_EQ(e.checkpoint.wal_bytes, 1ull << 30);
-  EXPECT_EQ(e.checkpoint.interval_seconds, 60u);
+  EXPECT_DOUBLE_EQ(e.checkpoint.interval_seconds, 2.5) << "durations take fractions";
   EXPECT_EQ(e.max_key_bytes, 64u);
   EXPECT_EQ(e.max_value_bytes, 1u << 20);
   EXPECT_EQ(e.max_batch_entries, 100u);

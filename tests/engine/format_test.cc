@@ -1,7 +1,7 @@
 // On-disk formats of the engine, below the Db: the superblock (two slots, torn-slot fallback), the
 // manifest (encode/decode, damage, files), the double-write batch (round trip; truncated, torn and
-// partially lost batches are ignored) with the in-place writer, and WriteBatch decoding of
-// malformed input.
+// partially lost batches are ignored) with the in-place writer, WriteBatch decoding of malformed
+// input, and value cells (every tag, old cells, malformed ones, the size bound variants use).
 
 #include <cstring>
 #include <memory>
@@ -22,6 +22,7 @@
 #include "engine/double_write.h"
 #include "engine/manifest.h"
 #include "engine/superblock.h"
+#include "engine/value_cell.h"
 #include "page/page.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
@@ -612,6 +613,67 @@ TEST(WriteBatchFormatTest, MalformedInputIsDataLoss) {
     } else {
       EXPECT_TRUE(d.status().IsDataLoss());
     }
+  }
+}
+
+TEST(ValueCellFormatTest, EveryTagRoundTripsAndOldCellsReadAsVersionZero) {
+  CellView v;
+  // Cells without metadata: what databases written before versions hold.
+  const std::string old_inline = InlineCell("abc");  // v points into it
+  ASSERT_TRUE(ParseCell(old_inline, &v));
+  EXPECT_EQ(old_inline[0], kInlineTag);
+  EXPECT_FALSE(v.blob);
+  EXPECT_EQ(v.inline_value, "abc");
+  EXPECT_EQ(v.meta.version, 0u);
+  const BlobRef ref{77, 5000, 0xabcdef};
+  EXPECT_EQ(BlobCell(ref).size(), kBlobCellSize);
+  ASSERT_TRUE(ParseCell(BlobCell(ref), &v));
+  EXPECT_TRUE(v.blob);
+  EXPECT_EQ(v.ref.first, 77u);
+  EXPECT_EQ(v.ref.length, 5000u);
+  EXPECT_EQ(v.ref.masked_crc, 0xabcdefu);
+  // With a version, and with a version and an expiry.
+  for (const CellMeta meta : {CellMeta{1, 0}, CellMeta{(1ull << 62) + 5, 0},
+                              CellMeta{9, 1700000000000}, CellMeta{~0ull, ~0ull}}) {
+    const std::string in = InlineCell("", meta);
+    ASSERT_TRUE(ParseCell(in, &v));
+    EXPECT_EQ(static_cast<uint8_t>(in[0]), meta.expires_ms ? 0x06 : 0x02);
+    EXPECT_EQ(v.meta.version, meta.version);
+    EXPECT_EQ(v.meta.expires_ms, meta.expires_ms);
+    EXPECT_EQ(v.inline_value, "");
+    const std::string blob = BlobCell(ref, meta);
+    ASSERT_TRUE(IsBlobCell(blob));
+    EXPECT_EQ(static_cast<uint8_t>(blob[0]), meta.expires_ms ? 0x07 : 0x03);
+    EXPECT_EQ(DecodeBlobCell(blob).first, 77u);
+    ASSERT_TRUE(ParseCell(blob, &v));
+    EXPECT_EQ(v.meta.version, meta.version);
+  }
+}
+
+TEST(ValueCellFormatTest, MalformedCellsAreRefused) {
+  CellView v;
+  EXPECT_FALSE(ParseCell("", &v));
+  EXPECT_FALSE(ParseCell(std::string(1, '\x08'), &v)) << "unknown tag bit";
+  EXPECT_FALSE(ParseCell(std::string(1, '\x04') + "x", &v)) << "expiry without a version";
+  std::string zero_expiry(1, '\x06');
+  zero_expiry += '\x01';
+  zero_expiry += '\x00';
+  EXPECT_FALSE(ParseCell(zero_expiry, &v)) << "an expiry of 0";
+  EXPECT_FALSE(ParseCell(std::string(1, '\x02') + "\xff", &v)) << "truncated varint";
+  std::string short_blob = BlobCell(BlobRef{1, 2, 3}, CellMeta{4, 0});
+  short_blob.pop_back();
+  EXPECT_FALSE(ParseCell(short_blob, &v));
+  EXPECT_FALSE(IsValidCell(short_blob));
+  EXPECT_FALSE(IsBlobCell(short_blob));
+}
+
+TEST(ValueCellFormatTest, MaxCellBytesBoundsEveryCellTheEngineWrites) {
+  for (uint32_t inline_bytes : {0u, 1u, 16u, 100u, 1024u}) {
+    Options o;
+    o.inline_value_bytes = inline_bytes;
+    const CellMeta worst{~0ull, ~0ull};
+    EXPECT_LE(InlineCell(std::string(inline_bytes, 'v'), worst).size(), MaxCellBytes(o));
+    EXPECT_LE(BlobCell(BlobRef{~0ull, ~0u, ~0u}, worst).size(), MaxCellBytes(o));
   }
 }
 

@@ -13,6 +13,8 @@ namespace {
 // hold ~35 children and a few hundred keys make a three-level tree.
 std::string LongKey(uint64_t i) { return std::string(96, 'k') + EncodeU64Key(i); }
 
+constexpr uint64_t kFarExpiryMs = 4102444800000;  // 2100-01-01
+
 std::string Basename(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -53,8 +55,13 @@ std::vector<CrashStep> StructureWorkload(uint64_t seed) {
   for (int n = 0; n < 24; ++n) {
     CrashStep s;
     const std::string k = LongKey(rng() % kKeys);
-    if (rng() % 3 == 0) {
+    const uint64_t kind = rng() % 3;
+    if (kind == 0) {
       s.batch.Delete(k);
+    } else if (kind == 1 && n % 2 == 0) {
+      // An expiry far in the future (fixed, so that every run issues the same IOs): the value
+      // stays visible, and its cell carries the expiry through the log and the pages.
+      s.batch.PutExpiring(k, value(k), kFarExpiryMs);
     } else {
       s.batch.Put(k, value(k));
     }
@@ -64,7 +71,13 @@ std::vector<CrashStep> StructureWorkload(uint64_t seed) {
   // Shrink: delete ranges until a few keys remain: merges, then the root collapses.
   for (uint64_t start = 0; start + 60 < kKeys; start += 48) {
     CrashStep s;
-    for (uint64_t i = start; i < start + 48; ++i) s.batch.Delete(LongKey(i));
+    if ((start / 48) % 2 == 0) {
+      for (uint64_t i = start; i < start + 48; ++i) s.batch.Delete(LongKey(i));
+    } else {
+      s.range_delete = true;
+      s.start = LongKey(start);
+      s.end = LongKey(start + 48);
+    }
     steps.push_back(std::move(s));
     // Often enough that the inner merges and the root's collapse land in different checkpoints.
     if ((start / 48) % 3 == 2) checkpoint();
@@ -75,9 +88,13 @@ std::vector<CrashStep> StructureWorkload(uint64_t seed) {
 
 void ApplyStep(const CrashStep& step, Model* model) {
   if (step.checkpoint) return;
+  if (step.range_delete) {
+    model->erase(model->lower_bound(step.start), model->lower_bound(step.end));
+    return;
+  }
   step.batch
       .ForEach([&](WriteBatch::OpType t, Slice k, Slice v) {
-        if (t == WriteBatch::OpType::kPut) {
+        if (t == WriteBatch::OpType::kPut || t == WriteBatch::OpType::kPutExpiring) {
           (*model)[std::string(k)] = std::string(v);
         } else {
           model->erase(std::string(k));
@@ -88,7 +105,12 @@ void ApplyStep(const CrashStep& step, Model* model) {
 }
 
 Status RunStep(Db* db, const CrashStep& step) {
-  return step.checkpoint ? db->Checkpoint() : db->Write(step.batch);
+  if (step.checkpoint) return db->Checkpoint();
+  if (step.range_delete) {
+    DeleteRangeResult r;
+    return db->DeleteRange(step.start, step.end, 0, &r);
+  }
+  return db->Write(step.batch);
 }
 
 std::set<std::string> StructureChanges(const IndexStats& a, const IndexStats& b) {

@@ -3,7 +3,8 @@
 // The deterministic workload and the IO classification behind crash_points_test.cc.
 //
 // The workload grows a tree from empty to three levels (long keys keep the inner fan-out small),
-// churns it, then deletes most of it again, so that leaf and inner splits, a root split, merges
+// churns it (puts with and without an expiry, deletes), then deletes most of it again (batches of
+// deletes and range deletes), so that leaf and inner splits, a root split, merges
 // and a root collapse all happen, each followed by explicit checkpoints. Every checkpoint in it is
 // explicit (the options turn the timer and the dirty and WAL triggers off), so the sequence of
 // mutating IOs is the same on every run and a crash point found in one run is the same boundary in
@@ -36,7 +37,10 @@ using Model = std::map<std::string, std::string>;
 
 struct CrashStep {
   bool checkpoint = false;
-  WriteBatch batch;  // when !checkpoint
+  WriteBatch batch;  // when !checkpoint and !range_delete
+  // Db::DeleteRange of [start, end) (one log record for many keys).
+  bool range_delete = false;
+  std::string start, end;
 };
 
 std::vector<CrashStep> StructureWorkload(uint64_t seed);

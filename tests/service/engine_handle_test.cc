@@ -30,6 +30,11 @@ class FakeDb final : public Db {
   Status Put(Slice, Slice) override { return Status::Ok(); }
   Status Delete(Slice) override { return Status::Ok(); }
   Status Write(const WriteBatch&) override { return Status::Ok(); }
+  Status Write(const WriteBatch&, const WriteOptions&, WriteResult*) override {
+    return Status::Ok();
+  }
+  StatusOr<bool> GetWithMeta(Slice, std::string*, ValueMeta*) override { return false; }
+  Status DeleteRange(Slice, Slice, uint64_t, DeleteRangeResult*) override { return Status::Ok(); }
   StatusOr<std::unique_ptr<Iterator>> NewIterator(const ScanOptions&) override {
     return Status::Unimplemented("fake");
   }

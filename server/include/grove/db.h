@@ -37,6 +37,58 @@ namespace grove {
 // or returns false at the end.
 using BulkLoadSource = std::function<StatusOr<bool>(std::string* key, std::string* value)>;
 
+// A condition a write places on one key (WriteOptions). Checked with the key locked against other
+// writers, before the write is logged: every condition holds and the whole write applies, or
+// nothing of it applies and Write() fails with kFailedPrecondition.
+struct WriteCondition {
+  enum class Kind : uint8_t {
+    kAbsent,         // the key is absent
+    kValueEquals,    // the key is present and holds exactly `value`
+    kVersionEquals,  // the key is present at version `version`
+  };
+  std::string key;
+  Kind kind = Kind::kAbsent;
+  std::string value;     // kValueEquals
+  uint64_t version = 0;  // kVersionEquals
+};
+
+struct WriteOptions {
+  std::vector<WriteCondition> conditions;  // on any keys, written by the batch or not
+};
+
+// What a read returns besides the value (Db::GetWithMeta); zeros when the key is absent.
+struct ValueMeta {
+  // The version: WriteResult::version of the write that set the value (0 for a value written
+  // before versions existed).
+  uint64_t version = 0;
+  uint64_t expires_ms = 0;  // Unix milliseconds from which the key reads as absent; 0: never
+};
+
+// What Write() reports besides its status.
+struct WriteResult {
+  // The version every key the write set now carries: the LSN of the write's log record. A key's
+  // version increases with every write to it, across restarts; Get can return it.
+  uint64_t version = 0;
+  // After kFailedPrecondition: the index of the first condition that did not hold and what its
+  // key holds now (current_value only when the key is present).
+  int failed_condition = -1;
+  bool current_found = false;
+  uint64_t current_version = 0;
+  std::string current_value;
+};
+
+// What DeleteRange() did.
+struct DeleteRangeResult {
+  uint64_t deleted = 0;  // keys removed that were visible (expired ones are removed uncounted)
+  uint64_t version = 0;  // the LSN of the range delete's log record (0 when nothing was removed)
+  // Keys remain in the range because the call stopped at its limit; the next call continues from
+  // resume_key (the first key not removed). limited_by names the limit: "limit" (the caller's)
+  // or "limits.max_batch_entries" (the most one call removes).
+  bool more = false;
+  std::string resume_key;
+  std::string limited_by;
+};
+
 // What Verify() found. Counts describe the index and the allocator.
 struct VerifyReport {
   uint64_t pages_checked = 0;
@@ -66,6 +118,16 @@ class Db {
   // Looks `key` up. Returns true and sets *value when found, false when absent.
   virtual StatusOr<bool> Get(Slice key, std::string* value, const ReadOptions& options = {}) = 0;
 
+  // Get that also returns what the engine knows of the value (ValueMeta).
+  virtual StatusOr<bool> GetWithMeta(Slice key, std::string* value, ValueMeta* meta) = 0;
+  // Get with the key's version only.
+  StatusOr<bool> GetWithVersion(Slice key, std::string* value, uint64_t* version) {
+    ValueMeta meta;
+    StatusOr<bool> found = GetWithMeta(key, value, &meta);
+    *version = meta.version;
+    return found;
+  }
+
   // Looks every key up; (*values)[i] is the value of keys[i] or nullopt when absent. Reads of
   // different keys overlap where the variant can. Fails as a whole on the first error.
   virtual Status BatchGet(const std::vector<Slice>& keys,
@@ -76,7 +138,19 @@ class Db {
   virtual Status Delete(Slice key) = 0;  // OK when the key is absent
 
   // Applies every operation of `batch` atomically: after a crash either all or none are visible.
+  // A reader never sees a value that a later operation of the same batch replaces, and BatchGet
+  // sees all of a batch or none of it.
   virtual Status Write(const WriteBatch& batch) = 0;
+  // The same, applied only when every condition in `options` holds (kFailedPrecondition naming
+  // the condition otherwise). `result` (may be null) receives the version the write set, or what
+  // the key of a failed condition holds.
+  virtual Status Write(const WriteBatch& batch, const WriteOptions& options,
+                       WriteResult* result) = 0;
+
+  // Removes the keys of [start, end) (end empty: to the last key), at most `limit` of them (0, or
+  // more than limits.max_batch_entries: that many). Atomic, and one log record however many keys
+  // it removes: it runs while no other write does, so readers see the range before or after.
+  virtual Status DeleteRange(Slice start, Slice end, uint64_t limit, DeleteRangeResult* result) = 0;
 
   // An iterator over the range and direction in `options`, positioned on its first entry.
   virtual StatusOr<std::unique_ptr<Iterator>> NewIterator(const ScanOptions& options) = 0;

@@ -40,6 +40,7 @@
 //        +--> OnCheckpointAbandoned(e)  e did not become durable (it failed, or had nothing to
 //                                       write); the next checkpoint is epoch e again
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -62,6 +63,17 @@ class IoBackend;
 using PageId = uint64_t;
 using Lsn = uint64_t;
 inline constexpr Lsn kMaxLsn = std::numeric_limits<Lsn>::max();
+
+// Value cells are opaque to variants (the engine's format: engine/value_cell.h), but their size
+// is bounded: a tag, up to 20 bytes of version and expiry, and an inline value of at most
+// Options::inline_value_bytes or a 16-byte blob reference. Variants size pages and check bulk
+// input by this.
+inline constexpr size_t kMaxValueCellMetaBytes = 20;
+inline constexpr size_t kValueCellBlobRefBytes = 16;
+inline size_t MaxCellBytes(const Options& options) {
+  return 1 + kMaxValueCellMetaBytes +
+         std::max<size_t>(options.inline_value_bytes, kValueCellBlobRefBytes);
+}
 
 // Writes pages straight to the data file outside checkpoints, into space no durable checkpoint
 // references yet (bulk loads, AHA-tree's sorted runs). They become part of the durable state with

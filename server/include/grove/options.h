@@ -41,7 +41,19 @@ struct CheckpointOptions {
   // dirty pages reach twice this fraction (pages are no-steal: only a checkpoint writes them).
   double dirty_fraction = 0.25;
   uint64_t wal_bytes = 256ull << 20;  // ... or when the log grew this much since the last one
-  uint32_t interval_seconds = 300;    // ... or this long after the last one (0: never by time)
+  double interval_seconds = 300;      // ... or this long after the last one (0: never by time)
+};
+
+// Values written with an expiry (WriteBatch::PutExpiring) read as absent from their expiry on; a
+// background sweep then removes them, reclaiming their space, with one logged delete per batch of
+// expired keys.
+struct ExpiryOptions {
+  // Pause between the end of one sweep over the key space and the start of the next (0: no
+  // sweeps; expired keys stay invisible but keep their space). A sweep runs only while the
+  // database may hold values with an expiry.
+  double sweep_interval_seconds = 60;
+  // The most index entries a sweep examines per second: its share of the disk and the CPU.
+  uint64_t sweep_keys_per_second = 200000;
 };
 
 struct IndexOptions {
@@ -82,6 +94,7 @@ struct Options {
 
   WalOptions wal;
   CheckpointOptions checkpoint;
+  ExpiryOptions expiry;
   IndexOptions index;
 
   // Where the engine logs events. Null: a stderr logger at info level.

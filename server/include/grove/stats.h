@@ -94,6 +94,14 @@ struct IndexStats {
   std::map<std::string, double> extra;  // variant-specific figures, documented per variant
 };
 
+// Values with an expiry (ExpiryOptions).
+struct ExpiryStats {
+  uint64_t expired_reads = 0;      // reads (Get, BatchGet, scans) that met an expired value
+  uint64_t keys_removed = 0;       // expired keys the sweep removed
+  uint64_t sweeps = 0;             // whole sweeps over the key space completed
+  bool may_hold_expiring = false;  // gauge: sweeps run (values with an expiry may be present)
+};
+
 struct DbStats {
   std::string io_backend;  // the active backend: "uring" or "psync"
   uint64_t gets = 0;
@@ -110,6 +118,7 @@ struct DbStats {
   BufferPoolStats cache;
   WalStats wal;
   CheckpointStats checkpoint;
+  ExpiryStats expiry;
   IndexStats index;
 };
 

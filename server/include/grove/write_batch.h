@@ -9,8 +9,14 @@
 //   +-----------+------------------------------------------------------------+
 //   op = kPut u8 | varint32 key_len | key | varint32 value_len | value
 //      | kDelete u8 | varint32 key_len | key
+//      | kDeleteRange u8 | varint32 start_len | start | varint32 end_len | end
+//      | kPutExpiring u8 | varint32 key_len | key | varint32 value_len | value | expires_ms u64
 //
-// Operations apply in order; a later operation on the same key wins.
+// Operations apply in order; a later operation on the same key wins. kDeleteRange removes every
+// key in [start, end) (end empty: to the last key); the engine writes it only through
+// Db::DeleteRange, which applies it with every other writer held off, so that replaying it
+// removes exactly the keys it removed. kPutExpiring is a put whose key reads as absent from
+// expires_ms (Unix milliseconds) on.
 //
 // Thread safety: not synchronised; one thread builds a batch, then hands it to Db::Write.
 
@@ -25,12 +31,24 @@ namespace grove {
 
 class WriteBatch {
  public:
-  enum class OpType : uint8_t { kPut = 1, kDelete = 2 };
+  enum class OpType : uint8_t { kPut = 1, kDelete = 2, kDeleteRange = 3, kPutExpiring = 4 };
+
+  // One operation as ForEachOp presents it.
+  struct Op {
+    OpType type = OpType::kPut;
+    Slice key;                // kDeleteRange: the range's start
+    Slice value;              // kPut, kPutExpiring
+    Slice end;                // kDeleteRange: the range's end (empty: unbounded)
+    uint64_t expires_ms = 0;  // kPutExpiring (never 0)
+  };
 
   WriteBatch();
 
   void Put(Slice key, Slice value);
+  // A put that expires: from `expires_ms` (Unix milliseconds, > 0) on the key reads as absent.
+  void PutExpiring(Slice key, Slice value, uint64_t expires_ms);
   void Delete(Slice key);
+  void DeleteRange(Slice start, Slice end);
   void Clear();
 
   uint32_t Count() const { return count_; }
@@ -39,9 +57,13 @@ class WriteBatch {
   // The encoded form (the WAL payload).
   Slice Encoded() const { return rep_; }
 
-  // Calls fn(type, key, value) for each operation in order; value is empty for deletes. Stops and
-  // returns the first non-OK status fn returns.
+  // Calls fn(type, key, value) for each operation in order; value is empty for deletes (and the
+  // range's end for kDeleteRange). Stops and returns the first non-OK status fn returns.
   Status ForEach(const std::function<Status(OpType, Slice, Slice)>& fn) const;
+  // The same with every field of each operation.
+  Status ForEachOp(const std::function<Status(const Op&)>& fn) const;
+  // Whether any operation is a kDeleteRange.
+  bool HasRangeDelete() const { return range_deletes_ > 0; }
 
   // Parses an encoded batch (from the WAL), validating every length. DataLoss on malformed input.
   static StatusOr<WriteBatch> Decode(Slice encoded);
@@ -49,6 +71,7 @@ class WriteBatch {
  private:
   std::string rep_;
   uint32_t count_ = 0;
+  uint32_t range_deletes_ = 0;
   uint64_t payload_bytes_ = 0;
 };
 

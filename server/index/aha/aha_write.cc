@@ -131,7 +131,7 @@ Status AhaTree::BulkLoad(const BulkSource& source) {
     }
     if (!*more) break;
     s = CheckBulkEntry(n, prev, key, cell.size(), ctx_.options->max_key_bytes,
-                       std::max<size_t>(ctx_.options->inline_value_bytes + 1, 32));
+                       MaxCellBytes(*ctx_.options));
     if (!s.ok()) break;
     Entry e{key, 0, false, cell};
     if (!builder.Fits(e)) {

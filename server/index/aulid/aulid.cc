@@ -66,7 +66,7 @@ Aulid::Aulid(const IndexContext& ctx, const Config& cfg)
       pool_(ctx.pool),
       cfg_(cfg),
       max_key_(ctx.options->max_key_bytes),
-      max_cell_(std::max<size_t>(ctx.options->inline_value_bytes + 1, 32)),
+      max_cell_(MaxCellBytes(*ctx.options)),
       inner_(ctx.pool, ctx.allocator, cfg.inner) {}
 
 StatusOr<std::unique_ptr<Index>> Aulid::Create(const IndexContext& ctx, const ParamMap& params) {

@@ -36,7 +36,7 @@ BTree::BTree(const IndexContext& ctx, double fill_factor, const predict::Shortcu
       pool_(ctx.pool),
       fill_factor_(fill_factor),
       max_key_(ctx.options->max_key_bytes),
-      max_cell_(std::max<size_t>(ctx.options->inline_value_bytes + 1, 32)) {
+      max_cell_(MaxCellBytes(*ctx.options)) {
   if (prefetch.mode != predict::PrefetchMode::kNone) {
     predictor_ = std::make_unique<predict::PathPredictor>(
         prefetch, [this](predict::TreeSnapshot* snap) { return CollectShape(snap); }, ctx.logger);

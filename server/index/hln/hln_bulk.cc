@@ -24,7 +24,7 @@ Status HlnTree::BulkLoad(const BulkSource& source) {
   if (ctx_.direct_writer == nullptr) return Status::Internal("bulk load without a page writer");
   const int n = cfg_.leaf_pages;
   const double target = cfg_.fill_factor * n * hln::kSubnodeCapacity;
-  const size_t max_cell = std::max<size_t>(ctx_.options->inline_value_bytes + 1, 32);
+  const size_t max_cell = MaxCellBytes(*ctx_.options);
 
   std::vector<core::ChildRef> level;
   uint64_t count = 0, used = 0;

@@ -31,6 +31,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/channel.h>
@@ -62,11 +63,39 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{1000};
 };
 
+// A condition on the key a write changes (grove.v1.Precondition): the write applies only when it
+// holds, and fails with FAILED_PRECONDITION otherwise.
+struct Precondition {
+  enum class Kind { kNone, kAbsent, kValueEquals, kVersionEquals };
+  Kind kind = Kind::kNone;
+  std::string value;     // kValueEquals
+  uint64_t version = 0;  // kVersionEquals
+
+  static Precondition Absent() { return {Kind::kAbsent, "", 0}; }
+  static Precondition ValueEquals(std::string v) { return {Kind::kValueEquals, std::move(v), 0}; }
+  static Precondition VersionEquals(uint64_t v) { return {Kind::kVersionEquals, "", v}; }
+};
+
+// What the key of a failed precondition holds, from the FAILED_PRECONDITION's trailing metadata.
+struct ConditionFailure {
+  bool found = false;
+  uint64_t version = 0;
+  bool has_value = false;  // the write asked for the value (return_current) and the key is present
+  std::string value;
+  int mutation = -1;  // BatchInsert: the mutation whose precondition failed
+};
+
 struct Mutation {
   enum class Type { kPut, kDelete };
+  Mutation() = default;
+  // {type, key, value} as before preconditions existed, or with one.
+  Mutation(Type t, std::string k, std::string v, Precondition p = {})
+      : type(t), key(std::move(k)), value(std::move(v)), precondition(std::move(p)) {}
+
   Type type = Type::kPut;
   std::string key;
   std::string value;
+  Precondition precondition;  // kNone: unconditional
 };
 
 // Keys in [start, end) (end empty: to the last key), forward or reverse.
@@ -89,13 +118,24 @@ class Client {
   static grpc::Status Create(const ClientOptions& options, std::unique_ptr<Client>* client);
 
   grpc::Status Get(std::string_view key, std::string* value, bool* found);
+  // The same, with the key's version (0 when absent).
+  grpc::Status Get(std::string_view key, std::string* value, bool* found, uint64_t* version);
   // (*values)[i] answers keys[i]; nullopt when absent.
   grpc::Status BatchGet(const std::vector<std::string>& keys,
                         std::vector<std::optional<std::string>>* values);
   grpc::Status Put(std::string_view key, std::string_view value);
   grpc::Status Delete(std::string_view key);
-  // Atomic and durable: all mutations or none.
-  grpc::Status BatchInsert(const std::vector<Mutation>& mutations);
+  // Conditional writes (compare-and-swap: Precondition::VersionEquals of a version Get returned).
+  // `version` (may be null) receives the key's new version; on FAILED_PRECONDITION `failure`
+  // (may be null) says what the key holds, with its value when `return_current`.
+  grpc::Status Put(std::string_view key, std::string_view value, const Precondition& precondition,
+                   uint64_t* version, ConditionFailure* failure = nullptr,
+                   bool return_current = false);
+  grpc::Status Delete(std::string_view key, const Precondition& precondition,
+                      ConditionFailure* failure = nullptr, bool return_current = false);
+  // Atomic and durable: all mutations or none (none when any precondition fails).
+  grpc::Status BatchInsert(const std::vector<Mutation>& mutations,
+                           ConditionFailure* failure = nullptr);
   grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);
   grpc::Status Stats(v1::StatsResponse* stats);
   // The health of `service` ("" = the whole server), e.g. SERVING.

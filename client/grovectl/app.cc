@@ -86,6 +86,10 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   CLI::Option* file_opt =
       put->add_option("--value-file", value_file, "Read the value's bytes from a file (- = stdin)");
   value_opt->excludes(file_opt);
+  std::string ttl_text;
+  put->add_option("--ttl", ttl_text,
+                  "Time to live: the key reads as absent this long after the put (500ms, 30s, "
+                  "10m, 2h, 7d; a bare number is seconds)");
 
   CasArgs cas_args;
   CLI::App* cas = app.add_subcommand(
@@ -106,6 +110,23 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
 
   CLI::App* del = app.add_subcommand("delete", "Delete KEY (succeeds when it is absent)");
   del->add_option("KEY", key, "The key")->required();
+
+  DeleteRangeArgs range_args;
+  bool all_keys = false;
+  CLI::App* delete_range = app.add_subcommand(
+      "delete-range",
+      "Delete the keys of [--start, --end), in atomic calls of at most --limit keys each, until "
+      "none is left (or after one call with --once)");
+  delete_range->add_option("--start", range_args.start, "First key (inclusive)");
+  delete_range->add_option("--end", range_args.end, "End key (exclusive)");
+  delete_range->add_flag("--all-keys", all_keys,
+                         "Without --start or --end: delete every key of the database");
+  delete_range
+      ->add_option("-n,--limit", range_args.limit,
+                   "Keys per call (0: the server's limits.max_batch_entries)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  delete_range->add_flag("--once", range_args.once, "Make one call and print where to continue");
 
   ScanArgs scan_args;
   CLI::App* scan = app.add_subcommand("scan", "Print the entries of a key range, in key order");
@@ -187,7 +208,25 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       err << "grovectl: put: give VALUE or --value-file\n";
       return kExitUsage;
     }
-    return RunPut(ctx, key, value, value_file);
+    std::chrono::milliseconds ttl{0};
+    std::string why;
+    if (!ttl_text.empty() && !ParseDuration(ttl_text, &ttl, &why)) {
+      err << "grovectl: put: --ttl: " << why << "\n";
+      return kExitUsage;
+    }
+    if (!ttl_text.empty() && ttl.count() == 0) {
+      err << "grovectl: put: --ttl: must be at least 1ms\n";
+      return kExitUsage;
+    }
+    return RunPut(ctx, key, value, value_file, ttl);
+  }
+  if (*delete_range) {
+    if (range_args.start.empty() && range_args.end.empty() && !all_keys) {
+      err << "grovectl: delete-range: give --start and/or --end (or --all-keys to delete "
+             "everything)\n";
+      return kExitUsage;
+    }
+    return RunDeleteRange(ctx, range_args);
   }
   if (*del) return RunDelete(ctx, key);
   if (*cas) {

@@ -49,6 +49,40 @@ std::string Dump(const nlohmann::json& j) {
 
 }  // namespace
 
+bool ParseDuration(const std::string& text, std::chrono::milliseconds* out, std::string* why) {
+  size_t used = 0;
+  double number = 0;
+  try {
+    number = std::stod(text, &used);
+  } catch (const std::exception&) {
+    *why = "'" + text + "' is not a duration (e.g. 500ms, 30s, 10m, 2h, 7d)";
+    return false;
+  }
+  const std::string unit = text.substr(used);
+  double ms_per = 0;
+  if (unit.empty() || unit == "s") {
+    ms_per = 1000;
+  } else if (unit == "ms") {
+    ms_per = 1;
+  } else if (unit == "m") {
+    ms_per = 60e3;
+  } else if (unit == "h") {
+    ms_per = 3600e3;
+  } else if (unit == "d") {
+    ms_per = 86400e3;
+  } else {
+    *why = "'" + text + "': unknown unit '" + unit + "' (ms, s, m, h or d)";
+    return false;
+  }
+  const double ms = number * ms_per;
+  if (!(ms >= 0) || ms > 1e15) {
+    *why = "'" + text + "' is negative or too long";
+    return false;
+  }
+  *out = std::chrono::milliseconds(static_cast<int64_t>(ms + 0.5));
+  return true;
+}
+
 int ReportRpcError(const Context& ctx, const grpc::Status& status) {
   *ctx.err << "grovectl: " << CodeName(status.error_code()) << ": " << status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
@@ -63,14 +97,15 @@ int RunGet(const Context& ctx, const std::string& key_text) {
   if (!DecodeArg(ctx, ctx.key_format, "KEY", key_text, &key)) return kExitUsage;
   std::string value;
   bool found = false;
-  uint64_t version = 0;
-  grpc::Status s = ctx.client->Get(key, &value, &found, &version);
+  client::ValueInfo info;
+  grpc::Status s = ctx.client->Get(key, &value, &found, &info);
   if (!s.ok()) return ReportRpcError(ctx, s);
   if (ctx.output == Output::kJson) {
     nlohmann::json j = {{"key", client::Encode(ctx.key_format, key)}, {"found", found}};
     if (found) {
       j["value"] = client::Encode(ctx.value_format, value);
-      j["version"] = version;
+      j["version"] = info.version;
+      if (info.expires_ms != 0) j["expires_at_ms"] = info.expires_ms;
     }
     *ctx.out << Dump(j) << "\n";
   } else if (found) {
@@ -82,7 +117,7 @@ int RunGet(const Context& ctx, const std::string& key_text) {
 }
 
 int RunPut(const Context& ctx, const std::string& key_text, const std::string& value_text,
-           const std::string& value_file) {
+           const std::string& value_file, std::chrono::milliseconds ttl) {
   std::string key, value;
   if (!DecodeArg(ctx, ctx.key_format, "KEY", key_text, &key)) return kExitUsage;
   if (!value_file.empty()) {
@@ -102,10 +137,12 @@ int RunPut(const Context& ctx, const std::string& key_text, const std::string& v
   } else if (!DecodeArg(ctx, ctx.value_format, "VALUE", value_text, &value)) {
     return kExitUsage;
   }
-  uint64_t version = 0;
-  grpc::Status s = ctx.client->Put(key, value, client::Precondition(), &version);
+  client::WriteOptions options;
+  options.ttl = ttl;
+  client::WriteOutcome outcome;
+  grpc::Status s = ctx.client->Put(key, value, options, &outcome);
   if (!s.ok()) return ReportRpcError(ctx, s);
-  if (ctx.output == Output::kJson) *ctx.out << Dump({{"version", version}}) << "\n";
+  if (ctx.output == Output::kJson) *ctx.out << Dump({{"version", outcome.version}}) << "\n";
   return kExitOk;
 }
 
@@ -123,9 +160,13 @@ int RunCas(const Context& ctx, const CasArgs& args) {
   } else if (args.has_expect_version) {
     p = client::Precondition::VersionEquals(args.expect_version);
   }
-  uint64_t version = 0;
-  client::ConditionFailure failure;
-  grpc::Status s = ctx.client->Put(key, value, p, &version, &failure, /*return_current=*/true);
+  client::WriteOptions options;
+  options.precondition = std::move(p);
+  options.return_current = true;
+  client::WriteOutcome outcome;
+  grpc::Status s = ctx.client->Put(key, value, options, &outcome);
+  const client::ConditionFailure& failure = outcome.failure;
+  const uint64_t version = outcome.version;
   if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
     if (ctx.output == Output::kJson) {
       nlohmann::json j = {{"swapped", false}, {"found", failure.found}};
@@ -150,6 +191,49 @@ int RunDelete(const Context& ctx, const std::string& key_text) {
   if (!DecodeArg(ctx, ctx.key_format, "KEY", key_text, &key)) return kExitUsage;
   grpc::Status s = ctx.client->Delete(key);
   return s.ok() ? kExitOk : ReportRpcError(ctx, s);
+}
+
+int RunDeleteRange(const Context& ctx, const DeleteRangeArgs& args) {
+  std::string start, end;
+  if (!args.start.empty() && !DecodeArg(ctx, ctx.key_format, "--start", args.start, &start)) {
+    return kExitUsage;
+  }
+  if (!args.end.empty() && !DecodeArg(ctx, ctx.key_format, "--end", args.end, &end)) {
+    return kExitUsage;
+  }
+  uint64_t deleted = 0, calls = 0;
+  client::DeleteRangeOutcome r;
+  // Each call is atomic; the next continues where the last stopped.
+  do {
+    grpc::Status s = ctx.client->DeleteRange(start, end, args.limit, &r);
+    if (!s.ok()) {
+      if (calls > 0) {
+        *ctx.err << "grovectl: delete-range: " << deleted << " keys deleted in " << calls
+                 << " calls before the error; continue with --start "
+                 << client::Encode(ctx.key_format, start) << "\n";
+      }
+      return ReportRpcError(ctx, s);
+    }
+    deleted += r.deleted;
+    ++calls;
+    start = r.resume_key;
+  } while (r.more && !args.once);
+  if (ctx.output == Output::kJson) {
+    nlohmann::json j = {{"deleted", deleted}, {"calls", calls}, {"more", r.more}};
+    if (r.more) {
+      j["resume_key"] = client::Encode(ctx.key_format, r.resume_key);
+      j["limited_by"] = r.limited_by;
+    }
+    *ctx.out << Dump(j) << "\n";
+  } else {
+    *ctx.out << "deleted " << deleted << " keys in " << calls << (calls == 1 ? " call" : " calls");
+    if (r.more) {
+      *ctx.out << "; stopped at " << r.limited_by << ", continue with --start "
+               << client::Encode(ctx.key_format, r.resume_key);
+    }
+    *ctx.out << "\n";
+  }
+  return kExitOk;
 }
 
 int RunScan(const Context& ctx, const ScanArgs& args) {

@@ -8,6 +8,7 @@
 //   2  bad usage (a malformed key, an unreadable file)
 //   3  get: the key does not exist
 
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -42,7 +43,7 @@ int ReportRpcError(const Context& ctx, const grpc::Status& status);
 int RunGet(const Context& ctx, const std::string& key);
 // `value` is used unless `value_file` is set ("-" reads standard input).
 int RunPut(const Context& ctx, const std::string& key, const std::string& value,
-           const std::string& value_file);
+           const std::string& value_file, std::chrono::milliseconds ttl);
 int RunDelete(const Context& ctx, const std::string& key);
 
 // cas KEY NEW with exactly one expectation: the key holds `expect_value`, is at `expect_version`,
@@ -57,6 +58,20 @@ struct CasArgs {
   bool expect_absent = false;
 };
 int RunCas(const Context& ctx, const CasArgs& args);
+
+// delete-range: calls of at most `limit` keys (0: the server's most) until the range is empty,
+// or one call with `once`.
+struct DeleteRangeArgs {
+  std::string start;  // as written (decoded with the key format); empty: the smallest key
+  std::string end;    // empty: past the largest key
+  uint32_t limit = 0;
+  bool once = false;
+};
+int RunDeleteRange(const Context& ctx, const DeleteRangeArgs& args);
+
+// Parses a duration: a number with a unit (ms, s, m, h, d), e.g. "500ms", "30s", "1.5h"; a bare
+// number is seconds. False (with `why`) when it is malformed or negative.
+bool ParseDuration(const std::string& text, std::chrono::milliseconds* out, std::string* why);
 
 struct ScanArgs {
   std::string start;  // as written (decoded with the key format)

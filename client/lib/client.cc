@@ -155,11 +155,11 @@ bool Client::WaitForConnection() {
 }
 
 grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) {
-  uint64_t version = 0;
-  return Get(key, value, found, &version);
+  ValueInfo info;
+  return Get(key, value, found, &info);
 }
 
-grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, uint64_t* version) {
+grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, ValueInfo* info) {
   v1::GetRequest req;
   req.set_key(key.data(), key.size());
   v1::GetResponse resp;
@@ -167,7 +167,7 @@ grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, 
   if (!s.ok()) return s;
   *found = resp.found();
   *value = std::move(*resp.mutable_value());
-  *version = resp.version();
+  *info = ValueInfo{resp.version(), resp.expires_at_ms()};
   return s;
 }
 
@@ -191,71 +191,92 @@ grpc::Status Client::BatchGet(const std::vector<std::string>& keys,
 }
 
 grpc::Status Client::Put(std::string_view key, std::string_view value) {
-  return Put(key, value, Precondition(), nullptr);
+  return Put(key, value, WriteOptions());
 }
 
-grpc::Status Client::Put(std::string_view key, std::string_view value,
-                         const Precondition& precondition, uint64_t* version,
-                         ConditionFailure* failure, bool return_current) {
+grpc::Status Client::Put(std::string_view key, std::string_view value, const WriteOptions& options,
+                         WriteOutcome* outcome) {
   v1::PutRequest req;
   req.set_key(key.data(), key.size());
   req.set_value(value.data(), value.size());
-  if (precondition.kind != Precondition::Kind::kNone) {
-    SetPrecondition(precondition, req.mutable_precondition());
-    req.set_return_current(return_current);
+  if (options.precondition.kind != Precondition::Kind::kNone) {
+    SetPrecondition(options.precondition, req.mutable_precondition());
+    req.set_return_current(options.return_current);
   }
+  req.set_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.ttl.count())));
   v1::PutResponse resp;
   grpc::Status s = WithRetries(
       [&](grpc::ClientContext* ctx) {
         grpc::Status r = kv_->Put(ctx, req, &resp);
-        ReadFailure(r, *ctx, failure);
+        if (outcome != nullptr) ReadFailure(r, *ctx, &outcome->failure);
         return r;
       },
       /*write=*/true);
-  if (s.ok() && version != nullptr) *version = resp.version();
+  if (s.ok() && outcome != nullptr) outcome->version = resp.version();
   return s;
 }
 
-grpc::Status Client::Delete(std::string_view key) { return Delete(key, Precondition()); }
+grpc::Status Client::Delete(std::string_view key) { return Delete(key, WriteOptions()); }
 
-grpc::Status Client::Delete(std::string_view key, const Precondition& precondition,
-                            ConditionFailure* failure, bool return_current) {
+grpc::Status Client::Delete(std::string_view key, const WriteOptions& options,
+                            WriteOutcome* outcome) {
   v1::DeleteRequest req;
   req.set_key(key.data(), key.size());
-  if (precondition.kind != Precondition::Kind::kNone) {
-    SetPrecondition(precondition, req.mutable_precondition());
-    req.set_return_current(return_current);
+  if (options.precondition.kind != Precondition::Kind::kNone) {
+    SetPrecondition(options.precondition, req.mutable_precondition());
+    req.set_return_current(options.return_current);
   }
   v1::DeleteResponse resp;
-  return WithRetries(
+  grpc::Status s = WithRetries(
       [&](grpc::ClientContext* ctx) {
         grpc::Status r = kv_->Delete(ctx, req, &resp);
-        ReadFailure(r, *ctx, failure);
+        if (outcome != nullptr) ReadFailure(r, *ctx, &outcome->failure);
         return r;
       },
       /*write=*/true);
+  if (s.ok() && outcome != nullptr) outcome->version = resp.version();
+  return s;
 }
 
-grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations,
-                                 ConditionFailure* failure) {
+grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations, WriteOutcome* outcome) {
   v1::BatchInsertRequest req;
   for (const Mutation& m : mutations) {
     v1::Mutation* pm = req.add_mutations();
     pm->set_type(m.type == Mutation::Type::kPut ? v1::Mutation::PUT : v1::Mutation::DELETE);
     pm->set_key(m.key);
-    if (m.type == Mutation::Type::kPut) pm->set_value(m.value);
+    if (m.type == Mutation::Type::kPut) {
+      pm->set_value(m.value);
+      pm->set_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, m.ttl.count())));
+    }
     if (m.precondition.kind != Precondition::Kind::kNone) {
       SetPrecondition(m.precondition, pm->mutable_precondition());
     }
   }
   v1::BatchInsertResponse resp;
-  return WithRetries(
+  grpc::Status s = WithRetries(
       [&](grpc::ClientContext* ctx) {
         grpc::Status r = kv_->BatchInsert(ctx, req, &resp);
-        ReadFailure(r, *ctx, failure);
+        if (outcome != nullptr) ReadFailure(r, *ctx, &outcome->failure);
         return r;
       },
       /*write=*/true);
+  if (s.ok() && outcome != nullptr) outcome->version = resp.version();
+  return s;
+}
+
+grpc::Status Client::DeleteRange(std::string_view start, std::string_view end, uint32_t limit,
+                                 DeleteRangeOutcome* outcome) {
+  v1::DeleteRangeRequest req;
+  req.set_start(start.data(), start.size());
+  req.set_end(end.data(), end.size());
+  req.set_limit(limit);
+  v1::DeleteRangeResponse resp;
+  grpc::Status s = WithRetries(
+      [&](grpc::ClientContext* ctx) { return kv_->DeleteRange(ctx, req, &resp); }, /*write=*/true);
+  if (!s.ok()) return s;
+  *outcome = DeleteRangeOutcome{resp.deleted(), resp.more(), resp.resume_key(), resp.limited_by(),
+                                resp.version()};
+  return s;
 }
 
 grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {

@@ -47,6 +47,11 @@ void ReadEngine(YamlSection& top, Options* o) {
   cp.Uint64("wal_bytes", &o->checkpoint.wal_bytes, /*sizes=*/true);
   cp.Double("interval_seconds", &o->checkpoint.interval_seconds);
   cp.Finish();
+
+  YamlSection ex = top.Child("expiry");
+  ex.Double("sweep_interval_seconds", &o->expiry.sweep_interval_seconds);
+  ex.Uint64("sweep_keys_per_second", &o->expiry.sweep_keys_per_second);
+  ex.Finish();
 }
 
 void ReadLimits(YamlSection& top, Options* o, Limits* l) {

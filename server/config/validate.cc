@@ -86,6 +86,10 @@ void CheckEngine(const Options& o, Problems* p) {
   }
   if (o.checkpoint.wal_bytes < 1 * kMiB) p->Add("checkpoint.wal_bytes", "must be at least 1MiB");
   p->Range("checkpoint.interval_seconds", o.checkpoint.interval_seconds, 0, 86400 * 365, " s");
+  p->Range("expiry.sweep_interval_seconds", o.expiry.sweep_interval_seconds, 0, 86400 * 365, " s");
+  if (o.expiry.sweep_keys_per_second < 100) {
+    p->Add("expiry.sweep_keys_per_second", "must be at least 100");
+  }
 }
 
 void CheckLimits(const Options& o, const Limits& l, Problems* p) {

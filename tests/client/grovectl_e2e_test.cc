@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -107,6 +108,39 @@ TEST_F(GrovectlE2eTest, CompareAndSwap) {
   EXPECT_EQ(Cli({"cas", "c", "3", "--expect", "2"}).code, kExitOk);
   EXPECT_EQ(Cli({"get", "c"}).out, "3\n");
   EXPECT_EQ(Cli({"cas", "c", "4", "--expect", "3", "--expect-absent"}).code, kExitUsage);
+}
+
+TEST_F(GrovectlE2eTest, DeleteRangeAndTimeToLive) {
+  StartGroved();
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(Cli({"--key-format", "u64", "put", std::to_string(i), "v"}).code, kExitOk);
+  }
+  EXPECT_EQ(Cli({"delete-range"}).code, kExitUsage) << "a range, or --all-keys, is required";
+  CliResult r = Cli(
+      {"--key-format", "u64", "delete-range", "--start", "5", "--end", "25", "-n", "8", "--once"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "deleted 8 keys in 1 call; stopped at limit, continue with --start 13\n");
+  r = Cli({"-o", "json", "--key-format", "u64", "delete-range", "--start", "13", "--end", "25",
+           "-n", "5"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json done = nlohmann::json::parse(r.out);
+  EXPECT_EQ(done["deleted"], 12);
+  EXPECT_EQ(done["calls"], 3);
+  EXPECT_EQ(done["more"], false);
+  EXPECT_EQ(Cli({"--key-format", "u64", "get", "4"}).code, kExitOk);
+  EXPECT_EQ(Cli({"--key-format", "u64", "get", "5"}).code, kExitNotFound);
+  EXPECT_EQ(Cli({"--key-format", "u64", "get", "25"}).code, kExitOk);
+
+  EXPECT_EQ(Cli({"put", "--ttl", "soon", "t", "v"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"put", "--ttl", "5y", "t", "v"}).code, kExitUsage);
+  ASSERT_EQ(Cli({"put", "--ttl", "1h", "long", "v"}).code, kExitOk);
+  r = Cli({"-o", "json", "get", "long"});
+  const nlohmann::json got = nlohmann::json::parse(r.out);
+  EXPECT_GT(got["expires_at_ms"].get<uint64_t>(), 0u);
+  ASSERT_EQ(Cli({"put", "--ttl", "200ms", "short", "v"}).code, kExitOk);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(Cli({"get", "short"}).code, kExitNotFound);
+  EXPECT_EQ(Cli({"delete-range", "--all-keys"}).out, "deleted 11 keys in 1 call\n");
 }
 
 TEST_F(GrovectlE2eTest, KeyAndValueFormats) {

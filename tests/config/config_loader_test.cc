@@ -38,6 +38,8 @@ TEST(ConfigLoaderTest, EmbeddedDefaultEqualsStructDefaults) {
   EXPECT_EQ(e.checkpoint.dirty_fraction, d.engine.checkpoint.dirty_fraction);
   EXPECT_EQ(e.checkpoint.wal_bytes, d.engine.checkpoint.wal_bytes);
   EXPECT_EQ(e.checkpoint.interval_seconds, d.engine.checkpoint.interval_seconds);
+  EXPECT_EQ(e.expiry.sweep_interval_seconds, d.engine.expiry.sweep_interval_seconds);
+  EXPECT_EQ(e.expiry.sweep_keys_per_second, d.engine.expiry.sweep_keys_per_second);
   EXPECT_EQ(e.max_key_bytes, d.engine.max_key_bytes);
   EXPECT_EQ(e.max_value_bytes, d.engine.max_value_bytes);
   EXPECT_EQ(e.max_batch_entries, d.engine.max_batch_entries);
@@ -87,6 +89,7 @@ index:
   params: {fanout: 200, prefetch: shortcut}
 wal: {sync: batch, batch_interval_us: 500, segment_bytes: 32MiB, max_unsynced_bytes: 32MiB}
 checkpoint: {dirty_fraction: 0.1, wal_bytes: 1GiB, interval_seconds: 2.5}
+expiry: {sweep_interval_seconds: 0.5, sweep_keys_per_second: 5000}
 limits:
   max_key_bytes: 64
   max_value_bytes: 1MiB
@@ -130,6 +133,8 @@ logging: {level: debug, format: json}
   EXPECT_DOUBLE_EQ(e.checkpoint.dirty_fraction, 0.1);
   EXPECT_EQ(e.checkpoint.wal_bytes, 1ull << 30);
   EXPECT_DOUBLE_EQ(e.checkpoint.interval_seconds, 2.5) << "durations take fractions";
+  EXPECT_DOUBLE_EQ(e.expiry.sweep_interval_seconds, 0.5);
+  EXPECT_EQ(e.expiry.sweep_keys_per_second, 5000u);
   EXPECT_EQ(e.max_key_bytes, 64u);
   EXPECT_EQ(e.max_value_bytes, 1u << 20);
   EXPECT_EQ(e.max_batch_entries, 100u);

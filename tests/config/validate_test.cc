@@ -111,6 +111,15 @@ TEST(ValidateTest, BatchMustHoldOneEntry) {
   EXPECT_TRUE(Mentions(c, "limits.max_batch_bytes: must hold one entry"));
 }
 
+TEST(ValidateTest, ExpirySweepBounds) {
+  Config c;
+  c.engine.expiry.sweep_keys_per_second = 10;
+  EXPECT_TRUE(Mentions(c, "expiry.sweep_keys_per_second: must be at least 100"));
+  c.engine.expiry.sweep_keys_per_second = 1000;
+  c.engine.expiry.sweep_interval_seconds = -1;
+  EXPECT_TRUE(Mentions(c, "expiry.sweep_interval_seconds: -1 is out of range"));
+}
+
 TEST(ValidateTest, ScanMessageBytesBounded) {
   Config c;
   c.server.limits.scan_message_bytes = 8ull << 20;

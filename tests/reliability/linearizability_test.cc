@@ -417,8 +417,9 @@ TEST(LinearizabilityTest, GrovedCompareAndSwapIncrementsAcrossKillNine) {
           }
           std::string value;
           bool found = false;
-          uint64_t version = 0;
-          grpc::Status s = cl->Get(keys[k], &value, &found, &version);
+          client::ValueInfo info;
+          grpc::Status s = cl->Get(keys[k], &value, &found, &info);
+          const uint64_t version = info.version;
           if (!s.ok() || !found) {
             if (s.ok() || s.error_code() != grpc::StatusCode::UNAVAILABLE) {
               ADD_FAILURE() << keys[k] << ": " << (s.ok() ? "absent" : s.error_message());
@@ -429,7 +430,9 @@ TEST(LinearizabilityTest, GrovedCompareAndSwapIncrementsAcrossKillNine) {
             continue;
           }
           const std::string next = std::to_string(std::stoll(value) + 1);
-          s = cl->Put(keys[k], next, client::Precondition::VersionEquals(version), nullptr);
+          client::WriteOptions cas;
+          cas.precondition = client::Precondition::VersionEquals(version);
+          s = cl->Put(keys[k], next, cas);
           if (s.ok()) {
             acked[k].fetch_add(1);
             break;

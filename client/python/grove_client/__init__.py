@@ -10,14 +10,14 @@
             print(key, value)
 """
 
-from .client import Client, Delete, Put
+from .client import Client, Delete, DeleteRangeResult, Put, ValueInfo
 from .errors import (AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
                      GroveError, Internal, InvalidArgument, NotFound, OutcomeUnknown,
                      PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable,
                      Unimplemented)
 
 __all__ = [
-    "Client", "Put", "Delete", "GroveError", "InvalidArgument", "NotFound", "AlreadyExists",
+    "Client", "Put", "Delete", "DeleteRangeResult", "ValueInfo", "GroveError", "InvalidArgument", "NotFound", "AlreadyExists",
     "FailedPrecondition", "ResourceExhausted", "Unavailable", "OutcomeUnknown",
     "DeadlineExceeded", "DataLoss", "Unauthenticated", "PermissionDenied", "Cancelled",
     "Internal", "Unimplemented",

@@ -26,10 +26,36 @@ from . import errors
 
 NOT_APPLIED_METADATA = "grove-not-applied"
 
-Put = namedtuple("Put", ["key", "value", "if_absent", "if_value", "if_version"],
-                 defaults=(False, None, None))
+Put = namedtuple("Put", ["key", "value", "if_absent", "if_value", "if_version", "ttl"],
+                 defaults=(False, None, None, None))
 Put.__doc__ = ("A put in a batch_insert: set ``key`` to ``value``, optionally only if the key is "
-               "absent, holds ``if_value``, or is at version ``if_version``.")
+               "absent, holds ``if_value``, or is at version ``if_version``; with ``ttl`` "
+               "(seconds) it expires.")
+DeleteRangeResult = namedtuple("DeleteRangeResult",
+                               ["deleted", "more", "resume_key", "limited_by", "version"])
+DeleteRangeResult.__doc__ = (
+    "What one delete_range call did: ``deleted`` keys; when ``more``, a limit (``limited_by``: "
+    "\"limit\" or \"limits.max_batch_entries\") stopped it and the next call starts at "
+    "``resume_key``; ``version`` is the delete's log sequence number (0 when nothing went).")
+ValueInfo = namedtuple("ValueInfo", ["value", "version", "expires_at_ms"])
+ValueInfo.__doc__ = ("A value with its version and expiry (Unix milliseconds from which the key "
+                     "reads as absent; 0: it does not expire).")
+
+# The longest time to live the server accepts (100 years), in milliseconds.
+MAX_TTL_MS = 100 * 365 * 24 * 3600 * 1000
+
+
+def _ttl_ms(what, ttl):
+    """Seconds (int or float) to whole milliseconds; None or 0 means no expiry."""
+    if ttl is None:
+        return 0
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise errors.InvalidArgument(f"{what}: ttl must be a number of seconds")
+    ms = int(round(ttl * 1000))
+    if ttl < 0 or (ttl > 0 and ms == 0) or ms > MAX_TTL_MS:
+        raise errors.InvalidArgument(
+            f"{what}: ttl must be at least 0.001 s and at most 100 years, got {ttl}")
+    return ms
 Delete = namedtuple("Delete", ["key", "if_value", "if_version"], defaults=(None, None))
 Delete.__doc__ = ("A delete in a batch_insert: remove ``key`` (absent keys are fine), optionally "
                   "only if it holds ``if_value`` or is at version ``if_version``.")
@@ -150,9 +176,16 @@ class Client:
     def get_versioned(self, key):
         """(value, version) of ``key``, or (None, 0) when absent. The version rises with every
         write of the key; pass it to put(..., if_version=) for a compare-and-swap."""
+        info = self.get_info(key)
+        return info.value, info.version
+
+    def get_info(self, key):
+        """A ValueInfo (value, version, expires_at_ms) of ``key``; value None when absent."""
         req = kv_pb2.GetRequest(key=_bytes("key", key))
         resp = self._call(self._kv.Get, req)
-        return (resp.value, resp.version) if resp.found else (None, 0)
+        if not resp.found:
+            return ValueInfo(None, 0, 0)
+        return ValueInfo(resp.value, resp.version, resp.expires_at_ms)
 
     def batch_get(self, keys):
         """A list answering ``keys`` in order: each value, or None for an absent key."""
@@ -196,16 +229,18 @@ class Client:
 
     # Writes: idempotent, durable once they return.
 
-    def put(self, key, value, *, if_absent=False, if_value=None, if_version=None,
+    def put(self, key, value, *, if_absent=False, if_value=None, if_version=None, ttl=None,
             return_current=False):
         """Sets ``key`` to ``value`` and returns the key's new version.
 
         With one of ``if_absent``, ``if_value`` or ``if_version`` the put applies only when the key
         is absent, holds exactly ``if_value``, or is at version ``if_version``; otherwise it raises
         FailedPrecondition saying what the key holds (its value too with ``return_current``).
+        With ``ttl`` (seconds, fractions allowed) the key reads as absent that long after the
+        server applies the put, and its space is reclaimed in the background.
         """
         req = kv_pb2.PutRequest(key=_bytes("key", key), value=_bytes("value", value),
-                                return_current=return_current)
+                                return_current=return_current, ttl_ms=_ttl_ms("put", ttl))
         p = _precondition("put", if_absent, if_value, if_version)
         if p is not None:
             req.precondition.CopyFrom(p)
@@ -233,7 +268,8 @@ class Client:
             field = f"mutations[{i}]"
             if isinstance(m, Put):
                 pm = req.mutations.add(type=kv_pb2.Mutation.PUT, key=_bytes(f"{field}.key", m.key),
-                                       value=_bytes(f"{field}.value", m.value))
+                                       value=_bytes(f"{field}.value", m.value),
+                                       ttl_ms=_ttl_ms(field, m.ttl))
                 p = _precondition(field, m.if_absent, m.if_value, m.if_version)
             elif isinstance(m, Delete):
                 pm = req.mutations.add(type=kv_pb2.Mutation.DELETE, key=_bytes(f"{field}.key", m.key))
@@ -243,6 +279,28 @@ class Client:
             if p is not None:
                 pm.precondition.CopyFrom(p)
         return self._call(self._kv.BatchInsert, req, write=True).version
+
+    def delete_range(self, start=b"", end=b"", *, limit=0):
+        """Deletes the keys of [start, end) in one atomic call of at most ``limit`` keys (0: the
+        server's limits.max_batch_entries) and returns a DeleteRangeResult. ``end`` empty means
+        to the last key, ``start`` empty from the first."""
+        if limit < 0:
+            raise errors.InvalidArgument("limit: must not be negative")
+        req = kv_pb2.DeleteRangeRequest(start=_bytes("start", start), end=_bytes("end", end),
+                                        limit=limit)
+        r = self._call(self._kv.DeleteRange, req, write=True)
+        return DeleteRangeResult(r.deleted, r.more, r.resume_key, r.limited_by, r.version)
+
+    def delete_range_all(self, start=b"", end=b"", *, limit=0):
+        """Calls delete_range until no key of [start, end) is left; returns how many went. Each
+        call is atomic; the whole is not."""
+        deleted = 0
+        while True:
+            r = self.delete_range(start, end, limit=limit)
+            deleted += r.deleted
+            if not r.more:
+                return deleted
+            start = r.resume_key
 
     # Plumbing.
 

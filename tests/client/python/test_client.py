@@ -108,6 +108,40 @@ def test_concurrent_compare_and_swap_increments_lose_nothing(shared_groved):
         assert c.get(b"cas/counter") == b"160"
 
 
+def test_delete_range(client):
+    client.batch_insert([Put(b"dr/%03d" % i, b"v") for i in range(50)])
+    client.put(b"dr0", b"outside")
+    r = client.delete_range(b"dr/010", b"dr/040", limit=12)
+    assert (r.deleted, r.more, r.resume_key, r.limited_by) == (12, True, b"dr/022", "limit")
+    assert r.version > 0
+    assert client.delete_range_all(r.resume_key, b"dr/040", limit=7) == 18
+    assert [k for k, _ in client.scan(b"dr/", b"dr0")] == \
+        [b"dr/%03d" % i for i in list(range(10)) + list(range(40, 50))]
+    assert client.delete_range_all(b"dr/", b"dr1") == 21, "the 20 left and dr0"
+    with pytest.raises(grove_client.InvalidArgument) as e:
+        client.delete_range(b"b", b"a")
+    assert e.value.field == "end", e.value.message
+
+
+def test_time_to_live(client):
+    client.put(b"ttl/short", b"v", ttl=0.3)
+    client.put(b"ttl/long", b"v", ttl=3600)
+    client.batch_insert([Put(b"ttl/batch", b"v", ttl=0.3), Put(b"ttl/plain", b"v")])
+    info = client.get_info(b"ttl/long")
+    assert info.value == b"v" and info.version > 0
+    assert 0 < info.expires_at_ms - int(time.time() * 1000) <= 3600 * 1000
+    assert client.get_info(b"ttl/plain").expires_at_ms == 0
+    time.sleep(0.5)
+    assert client.get(b"ttl/short") is None
+    assert client.batch_get([b"ttl/batch", b"ttl/plain"]) == [None, b"v"]
+    assert [k for k, _ in client.scan(b"ttl/", b"ttl0")] == [b"ttl/long", b"ttl/plain"]
+    assert client.stats().expiry.expired_reads >= 2
+    with pytest.raises(grove_client.InvalidArgument):
+        client.put(b"ttl/x", b"v", ttl=-1)
+    with pytest.raises(grove_client.InvalidArgument):
+        client.put(b"ttl/x", b"v", ttl=1e12)
+
+
 def test_errors_are_typed_and_name_the_field(client):
     with pytest.raises(grove_client.InvalidArgument) as e:
         client.get(b"")

@@ -95,7 +95,37 @@ struct Mutation {
   Type type = Type::kPut;
   std::string key;
   std::string value;
+  Precondition precondition;         // kNone: unconditional
+  std::chrono::milliseconds ttl{0};  // kPut: time to live (0: the key does not expire)
+};
+
+// How Put and Delete write (grove.v1.PutRequest / DeleteRequest).
+struct WriteOptions {
   Precondition precondition;  // kNone: unconditional
+  // Put only: the key reads as absent this long after the server applies the put (0: never).
+  std::chrono::milliseconds ttl{0};
+  bool return_current = false;  // on FAILED_PRECONDITION, fetch the key's value too
+};
+
+// What a write reports besides its status.
+struct WriteOutcome {
+  uint64_t version = 0;      // OK: the version the write gave its keys
+  ConditionFailure failure;  // FAILED_PRECONDITION: what the key holds
+};
+
+// What Get reports besides the value.
+struct ValueInfo {
+  uint64_t version = 0;     // the key's version (0 when absent)
+  uint64_t expires_ms = 0;  // Unix milliseconds from which it reads as absent; 0: never
+};
+
+// What DeleteRange did (grove.v1.DeleteRangeResponse).
+struct DeleteRangeOutcome {
+  uint64_t deleted = 0;
+  bool more = false;  // a limit stopped it: continue from resume_key
+  std::string resume_key;
+  std::string limited_by;  // "limit" or "limits.max_batch_entries"
+  uint64_t version = 0;
 };
 
 // Keys in [start, end) (end empty: to the last key), forward or reverse.
@@ -118,24 +148,27 @@ class Client {
   static grpc::Status Create(const ClientOptions& options, std::unique_ptr<Client>* client);
 
   grpc::Status Get(std::string_view key, std::string* value, bool* found);
-  // The same, with the key's version (0 when absent).
-  grpc::Status Get(std::string_view key, std::string* value, bool* found, uint64_t* version);
+  // The same, with the key's version and expiry (zeros when absent).
+  grpc::Status Get(std::string_view key, std::string* value, bool* found, ValueInfo* info);
   // (*values)[i] answers keys[i]; nullopt when absent.
   grpc::Status BatchGet(const std::vector<std::string>& keys,
                         std::vector<std::optional<std::string>>* values);
   grpc::Status Put(std::string_view key, std::string_view value);
   grpc::Status Delete(std::string_view key);
-  // Conditional writes (compare-and-swap: Precondition::VersionEquals of a version Get returned).
-  // `version` (may be null) receives the key's new version; on FAILED_PRECONDITION `failure`
-  // (may be null) says what the key holds, with its value when `return_current`.
-  grpc::Status Put(std::string_view key, std::string_view value, const Precondition& precondition,
-                   uint64_t* version, ConditionFailure* failure = nullptr,
-                   bool return_current = false);
-  grpc::Status Delete(std::string_view key, const Precondition& precondition,
-                      ConditionFailure* failure = nullptr, bool return_current = false);
-  // Atomic and durable: all mutations or none (none when any precondition fails).
-  grpc::Status BatchInsert(const std::vector<Mutation>& mutations,
-                           ConditionFailure* failure = nullptr);
+  // Conditional writes (compare-and-swap: Precondition::VersionEquals of the version Get
+  // returned) and puts that expire. `outcome` (may be null) receives the new version, or on
+  // FAILED_PRECONDITION what the key holds.
+  grpc::Status Put(std::string_view key, std::string_view value, const WriteOptions& options,
+                   WriteOutcome* outcome = nullptr);
+  grpc::Status Delete(std::string_view key, const WriteOptions& options,
+                      WriteOutcome* outcome = nullptr);
+  // Atomic and durable: all mutations or none (none when any precondition fails;
+  // outcome->failure.mutation names it).
+  grpc::Status BatchInsert(const std::vector<Mutation>& mutations, WriteOutcome* outcome = nullptr);
+  // Deletes the keys of [start, end) (empty: unbounded), at most `limit` (0: the server's most)
+  // in this call; outcome->more and resume_key say whether and where to continue.
+  grpc::Status DeleteRange(std::string_view start, std::string_view end, uint32_t limit,
+                           DeleteRangeOutcome* outcome);
   grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);
   grpc::Status Stats(v1::StatsResponse* stats);
   // The health of `service` ("" = the whole server), e.g. SERVING.

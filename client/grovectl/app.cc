@@ -18,7 +18,7 @@ const std::vector<std::string> kFormats = {"text", "hex", "base64", "u64"};
 constexpr const char* kFooter = R"(
 Keys and values are written as --key-format / --value-format: text (as is), hex, base64, or u64
 (a decimal integer stored as 8 bytes big-endian, so numeric order is key order).
-Exit status: 0 ok, 1 the call failed, 2 bad usage, 3 get found no such key.
+Exit status: 0 ok, 1 the call failed, 2 bad usage, 3 get found no such key, 4 cas did not hold.
 The token can also come from --token-file or the GROVE_TOKEN environment variable (safer than
 the command line, which other users can see); the address from GROVE_ADDR.)";
 
@@ -161,6 +161,45 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   CLI::Option* on = load->add_flag("--progress", progress_on, "Show a progress bar");
   load->add_flag("--no-progress", progress_off, "Never show a progress bar")->excludes(on);
 
+  BackupArgs backup_args;
+  std::string backup_rate, backup_wait = "1h";
+  CLI::App* backup = app.add_subcommand(
+      "backup",
+      "Back the database up while the server serves: a new directory NAME under the server's "
+      "backup.dir (needs the admin role)");
+  backup->add_option("NAME", backup_args.name,
+                     "Directory name under backup.dir (default: backup-<UTC time>)");
+  backup->add_option("--max-rate", backup_rate,
+                     "Copy at most this many bytes per second, e.g. 50MiB (default: unlimited)");
+  backup->add_option("--wait", backup_wait, "How long to wait for the copy (default 1h)");
+
+  RestoreArgs restore_args;
+  std::string restore_cache = "256MiB";
+  CLI::App* restore = app.add_subcommand(
+      "restore",
+      "Restore BACKUP into a new data directory DATA_DIR, on this machine (no server involved): "
+      "check its checksums, copy it, replay its log, verify it");
+  restore->add_option("BACKUP", restore_args.backup_dir, "The backup directory")->required();
+  restore->add_option("DATA_DIR", restore_args.data_dir, "The new data directory")->required();
+  restore->add_option("--cache", restore_cache, "Cache for opening it (default 256MiB)");
+  restore->add_flag("!--no-direct-io", restore_args.direct_io,
+                    "Read without O_DIRECT (filesystems without it, e.g. tmpfs)");
+
+  RestoreArgs verify_args;
+  std::string verify_cache = "256MiB";
+  CLI::App* verify_backup = app.add_subcommand(
+      "verify-backup",
+      "Check BACKUP on this machine: its files' checksums, then restore it into a scratch "
+      "directory, open and verify it, and remove the scratch copy");
+  verify_backup->add_option("BACKUP", verify_args.backup_dir, "The backup directory")->required();
+  verify_backup->add_flag("--checksums-only", verify_args.checksums_only,
+                          "Only check every file against its checksum (fast; no restore)");
+  verify_backup->add_option("--scratch", verify_args.data_dir,
+                            "A new directory for the scratch copy (default: under $TMPDIR)");
+  verify_backup->add_option("--cache", verify_cache, "Cache for opening it (default 256MiB)");
+  verify_backup->add_flag("!--no-direct-io", verify_args.direct_io,
+                          "Read without O_DIRECT (filesystems without it, e.g. tmpfs)");
+
   CLI::App* stats = app.add_subcommand("stats", "Print engine, index and cache figures");
 
   std::string service;
@@ -242,6 +281,30 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   if (*load) {
     load_args.progress = progress_on ? 1 : progress_off ? 0 : -1;
     return RunLoad(ctx, load_args);
+  }
+  if (*backup) {
+    std::string why;
+    if (!backup_rate.empty() && !ParseBytes(backup_rate, &backup_args.max_bytes_per_second, &why)) {
+      err << "grovectl: backup: --max-rate: " << why << "\n";
+      return kExitUsage;
+    }
+    std::chrono::milliseconds wait{0};
+    if (!ParseDuration(backup_wait, &wait, &why) || wait.count() < 1000) {
+      err << "grovectl: backup: --wait: " << (why.empty() ? "at least 1s" : why) << "\n";
+      return kExitUsage;
+    }
+    backup_args.wait = std::chrono::duration_cast<std::chrono::seconds>(wait);
+    return RunBackup(ctx, backup_args);
+  }
+  if (*restore || *verify_backup) {
+    RestoreArgs& a = *restore ? restore_args : verify_args;
+    std::string why;
+    if (!ParseBytes(*restore ? restore_cache : verify_cache, &a.cache_bytes, &why) ||
+        a.cache_bytes < (1u << 20)) {
+      err << "grovectl: --cache: " << (why.empty() ? "at least 1MiB" : why) << "\n";
+      return kExitUsage;
+    }
+    return *restore ? RunRestore(ctx, a) : RunVerifyBackup(ctx, a);
   }
   if (*stats) return RunStats(ctx);
   if (*health) return RunHealth(ctx, service);

@@ -73,6 +73,30 @@ int RunDeleteRange(const Context& ctx, const DeleteRangeArgs& args);
 // number is seconds. False (with `why`) when it is malformed or negative.
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out, std::string* why);
 
+// Parses a byte size: a number with an optional unit (B, KiB, MiB, GiB; K, M, G mean the same),
+// e.g. "50MiB". False (with `why`) when it is malformed.
+bool ParseBytes(const std::string& text, uint64_t* out, std::string* why);
+
+// backup [NAME]: grove.v1.Admin/Backup on the server (into NAME under its backup.dir).
+struct BackupArgs {
+  std::string name;
+  uint64_t max_bytes_per_second = 0;
+  std::chrono::seconds wait{3600};
+};
+int RunBackup(const Context& ctx, const BackupArgs& args);
+
+// restore BACKUP DATA_DIR and verify-backup BACKUP: local, on the machine holding the backup
+// (they open the database with the engine, not through a server).
+struct RestoreArgs {
+  std::string backup_dir;
+  std::string data_dir;  // restore: the new data directory; verify-backup: a scratch one
+  uint64_t cache_bytes = 256ull << 20;
+  bool direct_io = true;
+  bool checksums_only = false;  // verify-backup: check the files' checksums, do not open it
+};
+int RunRestore(const Context& ctx, const RestoreArgs& args);
+int RunVerifyBackup(const Context& ctx, const RestoreArgs& args);
+
 struct ScanArgs {
   std::string start;  // as written (decoded with the key format)
   std::string end;

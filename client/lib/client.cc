@@ -99,6 +99,7 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
     : options_(std::move(options)),
       channel_(std::move(channel)),
       kv_(v1::KV::NewStub(channel_)),
+      admin_(v1::Admin::NewStub(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)),
       rng_(std::random_device{}()) {}
 
@@ -277,6 +278,20 @@ grpc::Status Client::DeleteRange(std::string_view start, std::string_view end, u
   *outcome = DeleteRangeOutcome{resp.deleted(), resp.more(), resp.resume_key(), resp.limited_by(),
                                 resp.version()};
   return s;
+}
+
+grpc::Status Client::Backup(const std::string& name, uint64_t max_bytes_per_second,
+                            std::chrono::seconds deadline, v1::BackupResponse* response) {
+  v1::BackupRequest req;
+  req.set_name(name);
+  req.set_max_bytes_per_second(max_bytes_per_second);
+  return WithRetries(
+      [&](grpc::ClientContext* ctx) {
+        // The copy outlasts an ordinary call's deadline.
+        ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+        return admin_->Backup(ctx, req, response);
+      },
+      /*write=*/true);
 }
 
 grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {

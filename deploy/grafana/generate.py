@@ -298,6 +298,27 @@ def build():
     d.timeseries("Last recovery: duration", "Time the last start took to recover.", "s",
                  [(f"grove_recovery_duration_seconds{{{SEL}}}", "{{instance}}")])
 
+    # ---- Data lifecycle: expiry, range deletes, backups ----
+    d.row("Expiry and backups")
+    d.timeseries("Expired keys/s", "Reads that met a key past its time to live (it read as "
+                 "absent), and expired keys the background sweep removed.", "ops",
+                 [(f"sum({rate('grove_expired_reads_total')})", "expired reads"),
+                  (f"sum({rate('grove_expired_keys_removed_total')})", "removed by the sweep")])
+    d.timeseries("Expiry sweeps", "Whole sweeps over the key space per hour, and whether keys "
+                 "with a time to live may exist (sweeps run while they may).", "short",
+                 [(f"sum(increase(grove_expiry_sweeps_total{{{SEL}}}[1h]))", "sweeps per hour"),
+                  (f"max(grove_expiry_sweeping{{{SEL}}})", "sweeping")])
+    d.stat("Last backup", "When the last online backup (grovectl backup) completed; "
+           "'No backup' until one completed since groved started.", "dateTimeFromNow",
+           [(f"max(grove_backup_last_completion_timestamp_seconds{{{SEL}}}) * 1000", "")],
+           w=8, h=8, mappings=[{"type": "value", "options": {"0": {"text": "No backup"}}}])
+    d.timeseries("Backups", "Online backups completed and failed per hour, one running, and the "
+                 "last one's duration.", "short",
+                 [(f"sum(increase(grove_backups_total{{{SEL}}}[1h]))", "completed per hour"),
+                  (f"sum(increase(grove_backup_failures_total{{{SEL}}}[1h]))", "failed per hour"),
+                  (f"max(grove_backup_running{{{SEL}}})", "running"),
+                  (f"max(grove_backup_last_duration_seconds{{{SEL}}})", "last duration (s)")])
+
     # ---- TreeLine (variant-specific figures; empty for other variants) ----
     def tl(name):
         return f'grove_index_variant_stat{{{SEL},variant="treeline",name="{name}"}}'

@@ -51,6 +51,11 @@ struct LoggingConfig {
   LogFormat format = LogFormat::kText;
 };
 
+// Online backups (grove.v1.Admin/Backup, grovectl backup).
+struct BackupConfig {
+  std::string dir;  // backups are directories under it; empty: Backup is refused
+};
+
 struct ServerOptions {
   std::string listen = "127.0.0.1:7400";
   std::string metrics_listen = "127.0.0.1:7401";
@@ -61,6 +66,7 @@ struct ServerOptions {
   TlsConfig tls;
   AuthConfig auth;
   LoggingConfig logging;
+  BackupConfig backup;
 };
 
 struct Config {

@@ -89,6 +89,10 @@ void ReadServer(YamlSection& top, ServerOptions* o) {
   auth.String("tokens_file", &o->auth.tokens_file);
   auth.Finish();
 
+  YamlSection backup = top.Child("backup");
+  backup.String("dir", &o->backup.dir);
+  backup.Finish();
+
   YamlSection log = top.Child("logging");
   int level = static_cast<int>(o->logging.level);
   // Order matches LogLevel.

@@ -1,6 +1,7 @@
 #include "config/validate.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,17 @@ Status ValidateConfig(const Config& config) {
   CheckEngine(config.engine, &p);
   CheckLimits(config.engine, config.server.limits, &p);
   CheckServer(config.server, &p);
+  // Backups beside the database, never inside it: a data directory holds only the engine's files.
+  const std::string& b = config.server.backup.dir;
+  if (!b.empty()) {
+    std::error_code ec;
+    const auto data = std::filesystem::weakly_canonical(config.engine.data_dir, ec);
+    const auto dir = std::filesystem::weakly_canonical(b, ec);
+    const auto [d, _] = std::mismatch(data.begin(), data.end(), dir.begin(), dir.end());
+    if (d == data.end()) {
+      p.Add("backup.dir", "must not be data_dir or inside it ('" + b + "')");
+    }
+  }
   return p.ToStatus();
 }
 

@@ -127,8 +127,16 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
 
   // 4. In place, then the superblock flip. A failure from here on is fail-stop: memory is ahead of
   //    a data file that may be half-written; reopening repairs it from the double-write batch.
+  // A running backup copies what these writes overwrite first (backup.cc).
+  for (size_t i = 0; i < pages.size();) {
+    size_t j = i + 1;
+    while (j < pages.size() && pages[j].first == pages[j - 1].first + 1) ++j;
+    PreserveBeforeWrite(pages[i].first, j - i);
+    i = j;
+  }
   s = WritePagesInPlace(io_.get(), data_file_.get(), pages);
   if (s.ok()) {
+    PreserveBeforeWrite(epoch % 2, 1);  // the superblock slot this checkpoint flips
     Superblock sb;
     sb.epoch = epoch;
     sb.manifest_size = manifest.size();
@@ -180,7 +188,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     }
   }
   if (wal_) {
-    if (Status ws = wal_->RemoveObsoleteSegments(redo); !ws.ok()) {
+    if (Status ws = wal_->RemoveObsoleteSegments(std::min<Lsn>(redo, wal_pin_.load())); !ws.ok()) {
       logger_->Log(LogLevel::kWarn, "removing old WAL segments failed: " + ws.ToString());
     }
   }

@@ -17,6 +17,10 @@ namespace grove {
 Status DbImpl::Close() {
   if (closed_.exchange(true)) return Status::Unavailable("database is closed");
   {
+    // A running backup sees closed_ and gives up; it must be gone before the log closes.
+    MutexLock backup(&backup_run_mu_);
+  }
+  {
     MutexLock lock(&bg_mu_);
     bg_stop_ = true;
     bg_cv_.SignalAll();
@@ -59,6 +63,10 @@ DbStats DbImpl::GetStats() {
   s.expiry.keys_removed = expired_removed_.load();
   s.expiry.sweeps = expiry_sweeps_.load();
   s.expiry.may_hold_expiring = may_hold_expiring_.load();
+  {
+    MutexLock lock(&backup_stats_mu_);
+    s.backup = backup_stats_;
+  }
   if (wal_) s.wal = wal_->GetStats();
   s.checkpoint.count = checkpoints_.load();
   s.checkpoint.failures = checkpoint_failures_.load();

@@ -70,6 +70,7 @@ class DbImpl final : public Db, private IndexServices {
   Status Write(const WriteBatch& batch, const WriteOptions& options, WriteResult* result) override;
   Status DeleteRange(Slice start, Slice end, uint64_t limit, DeleteRangeResult* result) override;
   StatusOr<std::unique_ptr<Iterator>> NewIterator(const ScanOptions& options) override;
+  Status Backup(const std::string& dir, const BackupOptions& options, BackupInfo* info) override;
   Status BulkLoad(const BulkLoadSource& source) override;
   Status Checkpoint() override;
   DbStats GetStats() override;
@@ -180,6 +181,16 @@ class DbImpl final : public Db, private IndexServices {
   void FailStop(const Status& cause) override { SetBackgroundError(cause); }
   void MaybeScheduleCheckpoint();
 
+  // --- online backup (backup.cc) ---
+  struct BackupCopy;
+  Status BackupLocked(const std::string& dir, const BackupOptions& options, BackupInfo* info)
+      REQUIRES(backup_run_mu_);
+  Status CopyDataFile(BackupCopy* copy, const BackupOptions& options) EXCLUDES(backup_mu_);
+  // Called before anything overwrites data file pages [first, first + count) while the process
+  // runs (checkpoints in place and their superblock, direct writes): a running backup first
+  // copies the pages it has not copied yet. Cheap when no backup runs.
+  void PreserveBeforeWrite(PageId first, uint64_t count) EXCLUDES(backup_mu_);
+
   // --- the expiry sweep (db_expiry.cc) ---
   void StartExpirySweeper();
   void StopExpirySweeper() EXCLUDES(expiry_mu_);
@@ -260,6 +271,16 @@ class DbImpl final : public Db, private IndexServices {
   bool bg_stop_ GUARDED_BY(bg_mu_) = false;
   bool bg_kick_ GUARDED_BY(bg_mu_) = false;
   std::thread bg_thread_;
+
+  Mutex backup_run_mu_;  // held by the running backup; Close waits for it
+  Mutex backup_mu_;      // a leaf: the copy's frontier and preserved pages
+  BackupCopy* backup_copy_ GUARDED_BY(backup_mu_) = nullptr;
+  std::atomic<bool> backup_active_{false};
+  Mutex backup_stats_mu_;  // a leaf
+  BackupStats backup_stats_ GUARDED_BY(backup_stats_mu_);
+  // Log segments holding records at or past this LSN stay (a backup copies them).
+  std::atomic<Lsn> wal_pin_{kMaxLsn};
+  ParamMap params_;  // the variant's resolved parameters
 
   Mutex expiry_mu_;
   CondVar expiry_cv_{&expiry_mu_};

@@ -22,6 +22,7 @@ class DbImpl::DirectWriter final : public DirectPageWriter {
   Status WriteRun(PageId first, size_t count, char* images, IoCause cause) override {
     const auto epoch = static_cast<uint32_t>(db_->durable_epoch_.load() + 1);
     for (size_t i = 0; i < count; ++i) page::Seal(images + i * kPageSize, epoch);
+    db_->PreserveBeforeWrite(first, count);
     GROVE_RETURN_IF_ERROR(
         db_->data_file_->Write(first * kPageSize, Slice(images, count * kPageSize)));
     db_->epochs_.RecordDirect(first, count, epoch);
@@ -106,6 +107,7 @@ Status DbImpl::OpenImpl() {
   variant_ = options_.index.variant;
   GROVE_ASSIGN_OR_RETURN(const ParamMap params, registry.Resolve(variant_, options_.index.params));
   layout_ = registry.LayoutString(variant_, params);
+  params_ = params;
   params_string_.clear();
   for (const auto& [k, v] : params)
     params_string_ += (params_string_.empty() ? "" : ";") + k + "=" + v;

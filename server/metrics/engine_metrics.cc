@@ -203,6 +203,18 @@ std::vector<MetricFamily> EngineFamilies(const DbStats& s) {
             D(s.expiry.sweeps));
   b.Gauge("grove_expiry_sweeping", "1 while values with an expiry may be present (sweeps run).",
           s.expiry.may_hold_expiring ? 1 : 0);
+  b.Counter("grove_backups_total", "Online backups that completed.", D(s.backup.completed));
+  b.Counter("grove_backup_failures_total", "Online backups that failed or were given up.",
+            D(s.backup.failed));
+  b.Gauge("grove_backup_running", "1 while an online backup is being written.",
+          s.backup.running ? 1 : 0);
+  b.Gauge("grove_backup_last_duration_seconds", "Duration of the last completed backup.",
+          s.backup.last_seconds);
+  b.Gauge("grove_backup_last_bytes", "Data file and log bytes of the last completed backup.",
+          D(s.backup.last_bytes));
+  b.Gauge("grove_backup_last_completion_timestamp_seconds",
+          "When the last backup completed (Unix time; 0: none since the server started).",
+          static_cast<double>(s.backup.last_unix_ms) / 1000);
   CacheFamilies(s, b);
   WalFamilies(s, b);
   CheckpointFamilies(s, b);

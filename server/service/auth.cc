@@ -19,10 +19,11 @@ grpc::Status Authorizer::Check(std::optional<std::string_view> authorization, Ro
   }
   const std::optional<Role> role = tokens_->Lookup(value.substr(kScheme.size()));
   if (!role) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "unknown token");
-  if (needed == Role::kWrite && *role != Role::kWrite) {
-    return grpc::Status(
-        grpc::StatusCode::PERMISSION_DENIED,
-        "the token's role 'read' does not allow " + std::string(method) + " (needs 'write')");
+  if (*role < needed) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "the token's role '" + std::string(RoleName(*role)) + "' does not allow " +
+                            std::string(method) + " (needs '" + std::string(RoleName(needed)) +
+                            "')");
   }
   return grpc::Status::OK;
 }

@@ -1,10 +1,11 @@
 #pragma once
 
-// Bearer-token authorisation of grove.v1.KV calls ("authorization: Bearer <token>" metadata).
+// Bearer-token authorisation of grove.v1.KV and grove.v1.Admin calls ("authorization: Bearer
+// <token>" metadata).
 // Health checks and reflection are not authorised: probes and tooling must work without secrets.
 //
 //   no or malformed metadata, unknown token  -> UNAUTHENTICATED
-//   a read token calling a write method      -> PERMISSION_DENIED
+//   a token whose role is below the call's    -> PERMISSION_DENIED (read < write < admin)
 //
 // gRPC's AuthMetadataProcessor would only run on TLS listeners; checking in the handler works on
 // the loopback plaintext listener too.

@@ -78,6 +78,8 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
   s->kv_ =
       std::make_unique<KvService>(ServiceOptions(s->config_), &s->engine_, s->authorizer_.get(),
                                   s->server_metrics_.get(), s->log_.get());
+  s->admin_ = std::make_unique<AdminService>(so.backup.dir, &s->engine_, s->authorizer_.get(),
+                                             s->log_.get());
 
   // Metrics first, so that /livez answers while the engine recovers.
   HealthService* health = &s->health_;
@@ -105,6 +107,7 @@ Status GroveServer::BuildGrpcServer() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(so.listen, creds, &grpc_port_);
   builder.RegisterService(kv_.get());
+  builder.RegisterService(admin_.get());
   builder.RegisterService(&health_);
   // gRPC adds reflection through a process-wide plugin list; the call is idempotent.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -33,6 +33,7 @@
 #include "metrics/grpc_metrics.h"
 #include "metrics/http_server.h"
 #include "metrics/server_metrics.h"
+#include "service/admin_service.h"
 #include "service/auth.h"
 #include "service/engine_handle.h"
 #include "service/health_service.h"
@@ -81,6 +82,7 @@ class GroveServer {
   EngineHandle engine_;
   HealthService health_;
   std::unique_ptr<KvService> kv_;
+  std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<metrics::HttpServer> http_;
   int grpc_port_ = 0;

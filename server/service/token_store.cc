@@ -38,7 +38,17 @@ bool ParseHexDigest(std::string_view hex, std::array<uint8_t, 32>* out) {
 
 }  // namespace
 
-std::string_view RoleName(Role role) { return role == Role::kWrite ? "write" : "read"; }
+std::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kRead:
+      return "read";
+    case Role::kWrite:
+      return "write";
+    case Role::kAdmin:
+      return "admin";
+  }
+  return "read";
+}
 
 std::string Sha256Hex(std::string_view data) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -72,9 +82,11 @@ StatusOr<TokenStore> TokenStore::Parse(std::string_view text, std::string_view s
       e.role = Role::kRead;
     } else if (role_text == "write") {
       e.role = Role::kWrite;
+    } else if (role_text == "admin") {
+      e.role = Role::kAdmin;
     } else {
       return Status::InvalidArgument(where + "unknown role '" + role_text +
-                                     "' (allowed: read, write)");
+                                     "' (allowed: read, write, admin)");
     }
     if (credential.starts_with("sha256:")) {
       if (!ParseHexDigest(std::string_view(credential).substr(7), &e.digest)) {

@@ -4,8 +4,8 @@
 //
 // File format: one token per line, "<role> <token>" or "<role> sha256:<64 hex digits>" (the SHA-256
 // of the token, so that the file need not hold the secret). '#' starts a comment; blank lines are
-// ignored. Roles: read (Get, BatchGet, Scan, Stats) and write (everything). A plaintext token must
-// be at least 16 characters.
+// ignored. Roles: read (Get, BatchGet, Scan, Stats), write (every KV call) and admin (every call,
+// grove.v1.Admin's Backup too). A plaintext token must be at least 16 characters.
 //
 // Only SHA-256 digests are kept in memory. Lookup hashes the presented token and compares its
 // digest with every stored digest in constant time, without stopping at a match, so the time taken
@@ -24,7 +24,8 @@
 
 namespace grove::service {
 
-enum class Role { kRead, kWrite };
+// Ordered: a role allows everything the roles before it allow.
+enum class Role { kRead, kWrite, kAdmin };
 
 std::string_view RoleName(Role role);
 

@@ -416,6 +416,20 @@ Lsn Wal::next_lsn() const {
   return next_lsn_;
 }
 
+LogExtent Wal::BackupExtent(Lsn from_lsn) const {
+  MutexLock lock(&mu_);
+  // A group's bytes, next_lsn_ and the segment list change together under mu_ once the group is
+  // written, so this is a prefix of the log made of whole records.
+  LogExtent e;
+  size_t k = 0;
+  while (k + 1 < segments_.size() && segments_[k + 1].first_lsn <= from_lsn) ++k;
+  e.segments.assign(segments_.begin() + static_cast<std::ptrdiff_t>(k), segments_.end());
+  e.last_is_active = active_ != nullptr;
+  e.active_bytes = active_written_;
+  e.next_lsn = next_lsn_;
+  return e;
+}
+
 WalStats Wal::GetStats() const {
   WalStats stats;
   {

@@ -76,6 +76,17 @@
 
 namespace grove::wal {
 
+// The part of the log a backup copies (Wal::BackupExtent).
+struct LogExtent {
+  // The segments that may hold records >= the LSN asked for, oldest first.
+  std::vector<SegmentRef> segments;
+  // When the last segment is the one being appended to: how many of its bytes hold records
+  // (the rest is preallocation). Otherwise every segment is complete.
+  bool last_is_active = false;
+  uint64_t active_bytes = 0;
+  Lsn next_lsn = 1;  // every record below it lies in these bytes
+};
+
 struct ReplayResult {
   Lsn next_lsn = 1;              // the LSN the next record must get: pass it to Wal::Open
   uint64_t records = 0;          // records passed to the callback (lsn >= from_lsn)
@@ -127,6 +138,10 @@ class Wal {
   Status RemoveObsoleteSegments(Lsn redo_lsn) EXCLUDES(mu_);
 
   Lsn next_lsn() const EXCLUDES(mu_);
+  // What to copy to hold every record from `from_lsn` up to now (a backup): segments wholly
+  // below from_lsn are left out. The caller keeps them from being removed meanwhile
+  // (RemoveObsoleteSegments with a redo LSN no higher than from_lsn).
+  LogExtent BackupExtent(Lsn from_lsn) const EXCLUDES(mu_);
   // Total framed bytes appended since Open (the engine triggers checkpoints on deltas).
   uint64_t appended_bytes() const { return appended_bytes_.load(std::memory_order_relaxed); }
   WalStats GetStats() const EXCLUDES(mu_);

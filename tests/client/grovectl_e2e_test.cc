@@ -143,6 +143,62 @@ TEST_F(GrovectlE2eTest, DeleteRangeAndTimeToLive) {
   EXPECT_EQ(Cli({"delete-range", "--all-keys"}).out, "deleted 11 keys in 1 call\n");
 }
 
+TEST_F(GrovectlE2eTest, BackupRestoreAndVerifyBackup) {
+  StartGroved("backup:\n  dir: " + dir_.Sub("backups") + "\n");
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(Cli({"--key-format", "u64", "put", std::to_string(i), "v" + std::to_string(i)}).code,
+              kExitOk);
+  }
+  EXPECT_EQ(Cli({"backup", "../escape"}).code, kExitFailed);
+  CliResult r = Cli({"-o", "json", "backup", "nightly", "--max-rate", "64MiB"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json b = nlohmann::json::parse(r.out);
+  EXPECT_EQ(b["path"], dir_.Sub("backups") + "/nightly");
+  EXPECT_GT(b["last_lsn"].get<uint64_t>(), 0u);
+  r = Cli({"backup", "nightly"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("FAILED_PRECONDITION: name: "), std::string::npos) << r.err;
+  ASSERT_EQ(Cli({"put", "after", "the backup"}).code, kExitOk);
+
+  r = Cli({"verify-backup", dir_.Sub("backups") + "/nightly", "--checksums-only"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("every file matches its checksum"), std::string::npos) << r.out;
+  r = Cli({"-o", "json", "verify-backup", dir_.Sub("backups") + "/nightly"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["entries"], 50);
+  r = Cli({"restore", dir_.Sub("backups") + "/nightly", dir_.Sub("restored")});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("50 entries"), std::string::npos) << r.out;
+  r = Cli({"restore", dir_.Sub("backups") + "/nightly", dir_.Sub("restored")});
+  EXPECT_EQ(r.code, kExitFailed) << "a data directory that is not empty";
+  EXPECT_NE(r.err.find("data_dir"), std::string::npos) << r.err;
+  r = Cli({"verify-backup", dir_.Sub("nowhere")});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("no BACKUP file"), std::string::npos) << r.err;
+}
+
+TEST_F(GrovectlE2eTest, BackupNeedsBackupDirAndTheAdminRole) {
+  const std::string tokens =
+      File("tokens", "write writer-token-0123456789\nadmin admin-token-0123456789\n");
+  StartGroved("backup:\n  dir: " + dir_.Sub("backups") + "\nauth:\n  tokens_file: " + tokens +
+              "\n");
+  CliResult r = Cli({"--token", "writer-token-0123456789", "backup"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("PERMISSION_DENIED: the token's role 'write' does not allow Backup "
+                       "(needs 'admin')"),
+            std::string::npos)
+      << r.err;
+  r = Cli({"--token", "admin-token-0123456789", "backup", "by-admin"});
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(Cli({"--token", "admin-token-0123456789", "put", "k", "v"}).code, kExitOk)
+      << "admin includes write";
+  StopGroved();
+  StartGroved();
+  r = Cli({"backup"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("FAILED_PRECONDITION: backup.dir is not set"), std::string::npos) << r.err;
+}
+
 TEST_F(GrovectlE2eTest, KeyAndValueFormats) {
   StartGroved();
   EXPECT_EQ(Cli({"--key-format", "u64", "put", "258", "two-five-eight"}).code, kExitOk);

@@ -35,6 +35,9 @@ class FakeDb final : public Db {
   }
   StatusOr<bool> GetWithMeta(Slice, std::string*, ValueMeta*) override { return false; }
   Status DeleteRange(Slice, Slice, uint64_t, DeleteRangeResult*) override { return Status::Ok(); }
+  Status Backup(const std::string&, const BackupOptions&, BackupInfo*) override {
+    return Status::Ok();
+  }
   StatusOr<std::unique_ptr<Iterator>> NewIterator(const ScanOptions&) override {
     return Status::Unimplemented("fake");
   }

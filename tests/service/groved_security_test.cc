@@ -156,7 +156,7 @@ TEST(GrovedStartupTest, PlaintextOnANonLoopbackAddressIsRefused) {
 
 TEST(GrovedStartupTest, BadTokensFileIsAStartupError) {
   TempDir dir;
-  std::ofstream(dir.Sub("tokens")) << "admin abcdefghijklmnopqrstuvwxyz\n";
+  std::ofstream(dir.Sub("tokens")) << "superuser abcdefghijklmnopqrstuvwxyz\n";
   GrovedConfig c;
   c.data_dir = dir.Sub("data");
   c.yaml = "auth:\n  tokens_file: " + dir.Sub("tokens") + "\n";
@@ -164,7 +164,7 @@ TEST(GrovedStartupTest, BadTokensFileIsAStartupError) {
   auto groved = GrovedProcess::Start(dir.path(), c);
   ASSERT_NE(groved, nullptr);
   EXPECT_EQ(groved->Wait(std::chrono::seconds(30)), 1);
-  EXPECT_NE(groved->Log().find(":1: unknown role 'admin' (allowed: read, write)"),
+  EXPECT_NE(groved->Log().find(":1: unknown role 'superuser' (allowed: read, write, admin)"),
             std::string::npos)
       << groved->Log();
 }

@@ -43,7 +43,7 @@ TEST(TokenStoreTest, ErrorsNameTheLine) {
     std::string error;
   };
   const Case cases[] = {
-      {"admin abcdefghijklmnopq", "t:1: unknown role 'admin' (allowed: read, write)"},
+      {"root abcdefghijklmnopq", "t:1: unknown role 'root' (allowed: read, write, admin)"},
       {"\nread", "t:2: expected '<role> <token>'"},
       {"read short", "t:1: token is shorter than 16 characters"},
       {"read sha256:abcd", "t:1: sha256: must be followed by 64 hex digits"},

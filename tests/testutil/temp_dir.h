@@ -22,4 +22,8 @@ class TempDir {
   std::string path_;
 };
 
+// A whole file's bytes ("" when it cannot be read), and writing them back (replacing the file).
+std::string ReadFileBytes(const std::string& path);
+void WriteFileBytes(const std::string& path, const std::string& bytes);
+
 }  // namespace grove::testing

@@ -19,7 +19,7 @@ from collections import namedtuple
 
 import grpc
 
-from grove.v1 import kv_pb2, kv_pb2_grpc
+from grove.v1 import admin_pb2, admin_pb2_grpc, kv_pb2, kv_pb2_grpc
 from grove_health import health_pb2, health_pb2_grpc
 
 from . import errors
@@ -145,6 +145,7 @@ class Client:
         else:
             self._channel = grpc.insecure_channel(address, options=options)
         self._kv = kv_pb2_grpc.KVStub(self._channel)
+        self._admin = admin_pb2_grpc.AdminStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def close(self):
@@ -302,6 +303,17 @@ class Client:
                 return deleted
             start = r.resume_key
 
+    # Administration.
+
+    def backup(self, name="", *, max_bytes_per_second=0, timeout=3600.0):
+        """Backs the database up on the server while it keeps serving (grove.v1.Admin/Backup):
+        a new directory ``name`` (empty: a generated one) under the server's backup.dir. Needs the
+        admin role. Waits up to ``timeout`` seconds and returns the grove.v1.BackupResponse (its
+        ``path`` on the server and ``last_lsn``, the backup point). Restore it with
+        ``grovectl restore``."""
+        req = admin_pb2.BackupRequest(name=name, max_bytes_per_second=max_bytes_per_second)
+        return self._call(self._admin.Backup, req, write=True, timeout=timeout)
+
     # Plumbing.
 
     def _metadata(self):
@@ -323,7 +335,7 @@ class Client:
             ready.cancel()  # unsubscribes, so that the connectivity poller can stop
             return False
 
-    def _call(self, method, req, write=False):
+    def _call(self, method, req, write=False, timeout=None):
         last = None
         for attempt in range(self._max_attempts):
             if attempt > 0:
@@ -334,7 +346,7 @@ class Client:
                     "handshake failed); the write was not sent")
                 continue
             try:
-                return method(req, timeout=self._timeout, metadata=self._metadata())
+                return method(req, timeout=timeout or self._timeout, metadata=self._metadata())
             except grpc.RpcError as e:
                 err = errors.from_rpc_error(e)
                 if e.code() != grpc.StatusCode.UNAVAILABLE:

@@ -89,12 +89,42 @@ struct DeleteRangeResult {
   std::string limited_by;
 };
 
+// How Db::Backup copies.
+struct BackupOptions {
+  // Pace of the copy (data file and log), in bytes per second; 0: as fast as the disk goes.
+  uint64_t max_bytes_per_second = 0;
+  // Asked between chunks of the copy; true gives the backup up (kAborted; what it wrote is
+  // removed). Null: never.
+  std::function<bool()> cancelled;
+};
+
+// What a backup holds (Db::Backup, CheckBackup).
+struct BackupInfo {
+  uint64_t checkpoint_epoch = 0;  // the checkpoint the data file copy stands for
+  uint64_t redo_lsn = 0;          // recovery replays the copied log from here ...
+  uint64_t last_lsn = 0;          // ... up to this record: the backup point
+  std::string variant;            // the index variant and its parameters ("k=v;...")
+  std::string params;
+  uint64_t created_unix_ms = 0;
+  uint64_t data_bytes = 0;       // bytes of the data file copy
+  uint64_t wal_bytes = 0;        // bytes of log copied
+  uint64_t pages_preserved = 0;  // pages copied ahead of an overwrite during the copy
+  double seconds = 0;
+};
+
 // What Verify() found. Counts describe the index and the allocator.
 struct VerifyReport {
   uint64_t pages_checked = 0;
   uint64_t entries_checked = 0;
   uint64_t blob_values_checked = 0;
   std::vector<std::string> problems;  // empty when everything holds
+};
+
+// What RestoreBackup found in the restored database.
+struct RestoreReport {
+  BackupInfo backup;
+  uint64_t replayed_records = 0;  // log records recovery replayed
+  VerifyReport verify;
 };
 
 class Db {
@@ -171,7 +201,25 @@ class Db {
   // allocator. Returns OK with report->problems filled when it found inconsistencies (kDataLoss is
   // returned only when a page could not be read at all).
   virtual Status Verify(VerifyReport* report) = 0;
+
+  // Writes a consistent copy of the database into `dir` (created; it must not exist or be empty)
+  // while reads and writes go on: the newest checkpoint's pages (a page a later checkpoint or
+  // direct write is about to overwrite is copied first), its manifest, and the log from its redo
+  // point up to the moment the copy of the log starts. Opening the copy (RestoreBackup) recovers
+  // every write acknowledged before that moment. One backup at a time (kFailedPrecondition
+  // otherwise); Close waits for a backup to give up. Format: docs/formats/backup.md.
+  virtual Status Backup(const std::string& dir, const BackupOptions& options, BackupInfo* info) = 0;
 };
+
+// Checks a backup written by Db::Backup: its BACKUP file and every file's size and checksum.
+StatusOr<BackupInfo> CheckBackup(const std::string& backup_dir);
+
+// Restores the backup in `backup_dir` into options.data_dir (created; it must not exist or be
+// empty): checks it (CheckBackup), copies its files, opens the database with the backup's variant
+// and parameters (the log is replayed up to the backup point), runs Verify, and closes it. The
+// rest of `options` (cache, IO) is used for that opening. The restored directory is then a normal
+// database for groved's data_dir.
+Status RestoreBackup(const std::string& backup_dir, const Options& options, RestoreReport* report);
 
 // Destroys the database in `data_dir`: deletes its files (only files the engine names) and the
 // directory when it is then empty. Fails when the directory is locked by an open Db.

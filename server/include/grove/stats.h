@@ -102,6 +102,17 @@ struct ExpiryStats {
   bool may_hold_expiring = false;  // gauge: sweeps run (values with an expiry may be present)
 };
 
+// Online backups (Db::Backup).
+struct BackupStats {
+  uint64_t completed = 0;
+  uint64_t failed = 0;                // failed or given up (cancelled, closing)
+  bool running = false;               // gauge
+  double last_seconds = 0;            // gauge: the last completed backup
+  uint64_t last_bytes = 0;            // gauge: its data file and log bytes
+  uint64_t last_unix_ms = 0;          // gauge: when it completed (0: none yet)
+  uint64_t last_pages_preserved = 0;  // gauge: pages it copied ahead of an overwrite
+};
+
 struct DbStats {
   std::string io_backend;  // the active backend: "uring" or "psync"
   uint64_t gets = 0;
@@ -119,6 +130,7 @@ struct DbStats {
   WalStats wal;
   CheckpointStats checkpoint;
   ExpiryStats expiry;
+  BackupStats backup;
   IndexStats index;
 };
 

@@ -142,6 +142,21 @@ def test_time_to_live(client):
         client.put(b"ttl/x", b"v", ttl=1e12)
 
 
+def test_backup(make_groved, tmp_path):
+    g = make_groved(extra_yaml=f"backup:\n  dir: {tmp_path}/backups\n")
+    with grove_client.Client(g.address) as c:
+        c.batch_insert([Put(b"bk/%02d" % i, b"v") for i in range(20)])
+        r = c.backup("py-backup")
+        assert r.path == f"{tmp_path}/backups/py-backup"
+        assert r.last_lsn > 0 and r.data_bytes > 0
+        assert os.path.exists(os.path.join(r.path, "BACKUP"))
+        with pytest.raises(grove_client.FailedPrecondition) as e:
+            c.backup("py-backup")
+        assert e.value.field == "name", e.value.message
+        with pytest.raises(grove_client.InvalidArgument):
+            c.backup("a/b")
+
+
 def test_errors_are_typed_and_name_the_field(client):
     with pytest.raises(grove_client.InvalidArgument) as e:
         client.get(b"")

@@ -38,6 +38,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/status.h>
 
+#include "grove/v1/admin.grpc.pb.h"
 #include "grove/v1/kv.grpc.pb.h"
 
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -169,6 +170,12 @@ class Client {
   // in this call; outcome->more and resume_key say whether and where to continue.
   grpc::Status DeleteRange(std::string_view start, std::string_view end, uint32_t limit,
                            DeleteRangeOutcome* outcome);
+  // grove.v1.Admin/Backup: a consistent backup into a new directory `name` (empty: a generated
+  // name) under the server's backup.dir, while it serves. Needs the admin role. Waits up to
+  // `deadline` (the copy takes as long as the disk needs); not retried unless the server refused
+  // it before starting.
+  grpc::Status Backup(const std::string& name, uint64_t max_bytes_per_second,
+                      std::chrono::seconds deadline, v1::BackupResponse* response);
   grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);
   grpc::Status Stats(v1::StatsResponse* stats);
   // The health of `service` ("" = the whole server), e.g. SERVING.
@@ -193,6 +200,7 @@ class Client {
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KV::Stub> kv_;
+  std::unique_ptr<v1::Admin::Stub> admin_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   std::mutex rng_mu_;
   std::minstd_rand rng_;  // backoff jitter; guarded by rng_mu_

@@ -1,0 +1,89 @@
+#include "service/admin_service.h"
+
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "grove/v1/metadata.h"
+
+#include "service/status_mapping.h"
+
+namespace grove::service {
+
+std::string BackupNameProblem(const std::string& name) {
+  if (name.empty()) return "";
+  if (name.size() > 128) return fmt::format("{} characters; at most 128", name.size());
+  if (name[0] == '.') return "must not start with '.'";
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    if (!ok) {
+      return fmt::format(
+          "'{}' is not allowed (letters, digits, '-', '_' and '.'): a backup is a "
+          "directory directly under backup.dir",
+          c == '\0' ? std::string("\\0") : std::string(1, c));
+    }
+  }
+  return "";
+}
+
+grpc::Status AdminService::Backup(grpc::ServerContext* context, const v1::BackupRequest* request,
+                                  v1::BackupResponse* response) {
+  if (grpc::Status a = auth_->Check(*context, Role::kAdmin, "Backup"); !a.ok()) return a;
+  if (backup_dir_.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "backup.dir is not set in the server's config: backups go under it");
+  }
+  if (std::string why = BackupNameProblem(request->name()); !why.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "name: " + why);
+  }
+  std::string name = request->name();
+  if (name.empty()) {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "backup-%Y%m%dT%H%M%SZ", &utc);
+    name = buf;
+  }
+  const std::string path = backup_dir_ + "/" + name;
+  std::error_code ec;
+  std::filesystem::create_directories(backup_dir_, ec);
+  if (ec) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "backup.dir: cannot create '" + backup_dir_ + "': " + ec.message());
+  }
+  if (std::filesystem::exists(path, ec)) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "name: '" + path + "' already exists; choose another name");
+  }
+  EngineHandle::Lease lease(engine_);
+  if (lease.db() == nullptr) {
+    context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the engine is not open (starting, recovering or shutting down)");
+  }
+  BackupOptions options;
+  options.max_bytes_per_second = request->max_bytes_per_second();
+  options.cancelled = [context] { return context->IsCancelled(); };
+  BackupInfo info;
+  log_->info("backup to {} started", path);
+  Status s = lease.db()->Backup(path, options, &info);
+  if (!s.ok()) {
+    if (context->IsCancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the backup was cancelled and removed");
+    }
+    return ToGrpcStatus(s, "backup");
+  }
+  response->set_path(path);
+  response->set_checkpoint_epoch(info.checkpoint_epoch);
+  response->set_last_lsn(info.last_lsn);
+  response->set_data_bytes(info.data_bytes);
+  response->set_wal_bytes(info.wal_bytes);
+  response->set_pages_preserved(info.pages_preserved);
+  response->set_seconds(info.seconds);
+  return grpc::Status::OK;
+}
+
+}  // namespace grove::service

@@ -1,0 +1,44 @@
+#pragma once
+
+// grove.v1.Admin (proto/grove/v1/admin.proto): operations on the server itself. Backup writes a
+// consistent copy of the open database into a new directory under backup.dir (Db::Backup) while
+// the KV service keeps serving; the call holds an engine lease for as long as the copy runs, and
+// a cancelled call (or the drain's cancellation of in-flight calls) gives the backup up.
+//
+// Thread safety: handlers may run concurrently; the engine allows one backup at a time.
+
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/logger.h>
+
+#include "grove/v1/admin.grpc.pb.h"
+
+#include "service/auth.h"
+#include "service/engine_handle.h"
+
+namespace grove::service {
+
+// Checks a BackupRequest.name: "" (a generated name) or 1..128 of [A-Za-z0-9._-], not starting
+// with '.'. Returns the reason it is not, or "".
+std::string BackupNameProblem(const std::string& name);
+
+class AdminService final : public v1::Admin::Service {
+ public:
+  // `backup_dir`: where backups go (backup.dir); empty: Backup is refused. Every pointer must
+  // outlive the service.
+  AdminService(std::string backup_dir, EngineHandle* engine, const Authorizer* auth,
+               spdlog::logger* log)
+      : backup_dir_(std::move(backup_dir)), engine_(engine), auth_(auth), log_(log) {}
+
+  grpc::Status Backup(grpc::ServerContext* context, const v1::BackupRequest* request,
+                      v1::BackupResponse* response) override;
+
+ private:
+  const std::string backup_dir_;
+  EngineHandle* const engine_;
+  const Authorizer* const auth_;
+  spdlog::logger* const log_;
+};
+
+}  // namespace grove::service

@@ -175,9 +175,17 @@ Status ValidateConfig(const Config& config) {
   // Backups beside the database, never inside it: a data directory holds only the engine's files.
   const std::string& b = config.server.backup.dir;
   if (!b.empty()) {
-    std::error_code ec;
-    const auto data = std::filesystem::weakly_canonical(config.engine.data_dir, ec);
-    const auto dir = std::filesystem::weakly_canonical(b, ec);
+    // Compared as absolute, normalised paths without a trailing separator.
+    auto normal = [](const std::string& path) {
+      std::error_code ec;
+      std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+      if (ec) p = std::filesystem::absolute(path, ec);
+      p = p.lexically_normal();
+      if (!p.has_filename() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+      return p;
+    };
+    const auto data = normal(config.engine.data_dir);
+    const auto dir = normal(b);
     const auto [d, _] = std::mismatch(data.begin(), data.end(), dir.begin(), dir.end());
     if (d == data.end()) {
       p.Add("backup.dir", "must not be data_dir or inside it ('" + b + "')");

@@ -73,12 +73,12 @@ void DbImpl::PreserveBeforeWrite(PageId first, uint64_t count) {
   }
 }
 
-Status DbImpl::CopyDataFile(BackupCopy* c, const BackupOptions& options) {
+Status DbImpl::CopyDataFile(BackupCopy* c, const BackupOptions& options,
+                            const backup::StopFn& stop) {
   AlignedBuffer buf(kCopyChunkPages * kPageSize);
   const uint64_t started = NowNanos();
   for (uint64_t f = 0; f < c->end_pages;) {
-    if (closed_.load()) return Status::Aborted("backup: the database is closing");
-    if (options.cancelled && options.cancelled()) return Status::Aborted("backup: cancelled");
+    if (stop()) return Status::Aborted("backup: cancelled, or the database is closing");
     const uint64_t n = std::min(kCopyChunkPages, c->end_pages - f);
     std::vector<bool> skip(n);
     {
@@ -105,7 +105,9 @@ Status DbImpl::CopyDataFile(BackupCopy* c, const BackupOptions& options) {
       i = j;
     }
     f += n;
-    backup::Pace(f * kPageSize, started, options.max_bytes_per_second);
+    if (!backup::Pace(f * kPageSize, started, options.max_bytes_per_second, stop)) {
+      return Status::Aborted("backup: cancelled, or the database is closing");
+    }
   }
   return c->dest->Sync();
 }
@@ -152,8 +154,18 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
                             BackupInfo* info) {
   // A fail-stopped database may have a half-written data file.
   GROVE_RETURN_IF_ERROR(CheckWritable());
+  if (options.max_bytes_per_second != 0 &&
+      options.max_bytes_per_second < backup::kMinBytesPerSecond) {
+    return Status::InvalidArgument(
+        fmt::format("max_bytes_per_second: {} is below {} (1 MiB/s); 0 means unlimited",
+                    options.max_bytes_per_second, backup::kMinBytesPerSecond));
+  }
+  const backup::StopFn stop = [this, &options] {
+    return closed_.load() || (options.cancelled && options.cancelled());
+  };
   const uint64_t t0 = NowNanos();
-  GROVE_RETURN_IF_ERROR(backup::PrepareEmptyDir(io_.get(), dir, "backup directory"));
+  bool made_dir = false;
+  GROVE_RETURN_IF_ERROR(backup::PrepareEmptyDir(io_.get(), dir, "backup directory", &made_dir));
   // Nobody opens the backup as a database while it is written.
   GROVE_ASSIGN_OR_RETURN(std::unique_ptr<LockFile> lock, LockFile::Acquire(dir));
 
@@ -163,16 +175,20 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
     for (const std::string& name : created) io_->DeleteFile(dir + "/" + name).IgnoreError();
     lock.reset();
     io_->DeleteFile(dir + "/LOCK").IgnoreError();
-    std::error_code ec;
-    std::filesystem::remove(dir, ec);  // only when empty
+    if (made_dir) {
+      std::error_code ec;
+      std::filesystem::remove(dir, ec);  // only when empty
+    }
     return cause;
   };
   backup::Description d;
   auto copy = std::make_unique<BackupCopy>();
   FileOptions create;
   create.create = true;
-  GROVE_ASSIGN_OR_RETURN(copy->dest, io_->OpenFile(dir + "/" + kBackupDataFileName, create));
   created.push_back(kBackupDataFileName);
+  StatusOr<std::unique_ptr<File>> dest = io_->OpenFile(dir + "/" + kBackupDataFileName, create);
+  if (!dest.ok()) return cleanup(dest.status());
+  copy->dest = std::move(*dest);
   std::string manifest;
   {
     MutexLock cp(&checkpoint_mu_);
@@ -196,6 +212,7 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
     if (!names.ok()) return cleanup(names.status());
     for (const std::string& name : *names) {
       if (name.rfind(variant_ + "-", 0) != 0) continue;
+      created.push_back(name);
       std::error_code ec;
       std::filesystem::create_hard_link(options_.data_dir + "/" + name, dir + "/" + name, ec);
       if (ec) {
@@ -203,11 +220,10 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
             io_->OpenFile(options_.data_dir + "/" + name, FileOptions{});
         StatusOr<uint64_t> size = f.ok() ? (*f)->Size() : StatusOr<uint64_t>(f.status());
         s = size.ok() ? backup::CopyFile(io_.get(), options_.data_dir + "/" + name,
-                                         dir + "/" + name, *size, 0)
+                                         dir + "/" + name, *size, 0, nullptr)
                       : size.status();
         if (!s.ok()) return cleanup(s);
       }
-      created.push_back(name);
     }
     d.info.checkpoint_epoch = (*sb)->epoch;
     d.info.redo_lsn = redo_lsn_.load();
@@ -224,7 +240,7 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
     backup_copy_ = copy.get();
     backup_active_.store(true, std::memory_order_release);
   }
-  Status s = CopyDataFile(copy.get(), options);
+  Status s = CopyDataFile(copy.get(), options, stop);
   {
     MutexLock b(&backup_mu_);
     backup_active_.store(false, std::memory_order_release);
@@ -236,12 +252,10 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
   copy.reset();
 
   // The log: whole records from C0's redo point up to now (the backup point).
-  if (s.ok() && closed_.load()) s = Status::Aborted("backup: the database is closing");
-  if (s.ok() && options.cancelled && options.cancelled()) s = Status::Aborted("backup: cancelled");
+  if (s.ok() && stop()) s = Status::Aborted("backup: cancelled, or the database is closing");
   if (s.ok()) {
     const wal::LogExtent log = wal_->BackupExtent(d.info.redo_lsn);
     d.info.last_lsn = log.next_lsn - 1;
-    const uint64_t started = NowNanos();
     for (size_t i = 0; i < log.segments.size() && s.ok(); ++i) {
       const wal::SegmentRef& seg = log.segments[i];
       const std::string name = seg.path.substr(seg.path.rfind('/') + 1);
@@ -257,9 +271,8 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
       }
       created.push_back(name);
       s = backup::CopyFile(io_.get(), seg.path, dir + "/" + name, bytes,
-                           options.max_bytes_per_second);
+                           options.max_bytes_per_second, stop);
       d.info.wal_bytes += bytes;
-      backup::Pace(d.info.wal_bytes, started, options.max_bytes_per_second);
     }
   }
   wal_pin_ = kMaxLsn;

@@ -137,15 +137,19 @@ StatusOr<FileEntry> Summarize(IoBackend* io, const std::string& dir, const std::
   return f;
 }
 
-void Pace(uint64_t done, uint64_t started_nanos, uint64_t bytes_per_second) {
-  if (bytes_per_second == 0) return;
-  const double due = static_cast<double>(done) / static_cast<double>(bytes_per_second);
-  const double spent = static_cast<double>(NowNanos() - started_nanos) * 1e-9;
-  if (due > spent) std::this_thread::sleep_for(std::chrono::duration<double>(due - spent));
+bool Pace(uint64_t done, uint64_t started_nanos, uint64_t bytes_per_second, const StopFn& stop) {
+  for (;;) {
+    if (stop && stop()) return false;
+    if (bytes_per_second == 0) return true;
+    const double due = static_cast<double>(done) / static_cast<double>(bytes_per_second);
+    const double spent = static_cast<double>(NowNanos() - started_nanos) * 1e-9;
+    if (due <= spent) return true;
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(due - spent, 0.05)));
+  }
 }
 
 Status CopyFile(IoBackend* io, const std::string& from, const std::string& to, uint64_t bytes,
-                uint64_t bytes_per_second) {
+                uint64_t bytes_per_second, const StopFn& stop) {
   GROVE_ASSIGN_OR_RETURN(auto in, io->OpenFile(from, FileOptions{}));
   FileOptions create;
   create.create = true;
@@ -168,15 +172,19 @@ Status CopyFile(IoBackend* io, const std::string& from, const std::string& to, u
       }
     }
     off += got;
-    Pace(off, started, bytes_per_second);
+    if (!Pace(off, started, bytes_per_second, stop)) {
+      return Status::Aborted(fmt::format("copying {}: stopped", from));
+    }
   }
   GROVE_RETURN_IF_ERROR(out->Truncate(bytes));  // the size, holes included
   return out->Sync();
 }
 
-Status PrepareEmptyDir(IoBackend* io, const std::string& dir, const char* what) {
+Status PrepareEmptyDir(IoBackend* io, const std::string& dir, const char* what, bool* created) {
   if (dir.empty()) return Status::InvalidArgument(fmt::format("{}: empty path", what));
+  const bool existed = io->FileExists(dir);
   GROVE_RETURN_IF_ERROR(io->CreateDir(dir).WithContext(what));
+  if (created != nullptr) *created = !existed;
   GROVE_ASSIGN_OR_RETURN(std::vector<std::string> names, io->ListDir(dir));
   std::erase_if(names, [](const std::string& n) { return n == "." || n == ".."; });
   if (!names.empty()) {

@@ -22,6 +22,7 @@
 // an unfinished backup.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,16 +54,25 @@ StatusOr<Description> Decode(const std::string& text);
 // Size and masked crc32c of a file's bytes.
 StatusOr<FileEntry> Summarize(IoBackend* io, const std::string& dir, const std::string& name);
 
+// Asked between chunks of a copy and during its pauses: true stops it (kAborted).
+using StopFn = std::function<bool()>;
+
 // Copies `bytes` bytes of `from` into `to` (created), leaving 4 KiB blocks of zeros as holes, at
-// most `bytes_per_second` (0: unlimited), and syncs `to`.
+// most `bytes_per_second` (0: unlimited), and syncs `to`. `stop` may be null.
 Status CopyFile(IoBackend* io, const std::string& from, const std::string& to, uint64_t bytes,
-                uint64_t bytes_per_second);
+                uint64_t bytes_per_second, const StopFn& stop);
 
 // Creates `dir`, or accepts it when it exists and is empty; kFailedPrecondition naming `what`
-// otherwise.
-Status PrepareEmptyDir(IoBackend* io, const std::string& dir, const char* what);
+// otherwise. `created` (may be null) says whether it created it.
+Status PrepareEmptyDir(IoBackend* io, const std::string& dir, const char* what,
+                       bool* created = nullptr);
 
-// Paces a copy: after `done` bytes since `started_nanos`, sleeps until they fit the rate.
-void Pace(uint64_t done, uint64_t started_nanos, uint64_t bytes_per_second);
+// Paces a copy: after `done` bytes since `started_nanos`, sleeps until they fit the rate, in
+// short naps so that `stop` (may be null) is asked often. False when `stop` said to stop.
+bool Pace(uint64_t done, uint64_t started_nanos, uint64_t bytes_per_second, const StopFn& stop);
+
+// The slowest pace a backup accepts: a slower one would hold the log (and a checkpoint's
+// pages) for days.
+inline constexpr uint64_t kMinBytesPerSecond = 1 << 20;
 
 }  // namespace grove::backup

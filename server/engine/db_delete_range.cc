@@ -54,9 +54,17 @@ Status DbImpl::DeleteRange(Slice start, Slice end, uint64_t limit, DeleteRangeRe
   }
   const uint64_t cap = options_.max_batch_entries;
   const bool capped = limit == 0 || limit > cap;
+  const uint64_t n = capped ? cap : limit;
+  {
+    // Fault the range in before every writer is held off: under the locks, collecting it again
+    // and preparing its keys then finds the pages cached.
+    std::vector<std::string> warm;
+    GROVE_RETURN_IF_ERROR(CollectRange(start, end, n + 1, &warm, nullptr));
+    for (const std::string& key : warm) GROVE_RETURN_IF_ERROR(index_->Prepare(key));
+  }
   key_locks_.LockAll();
-  Status s = DeleteRangeLocked(start, end, capped ? cap : limit,
-                               capped ? "limits.max_batch_entries" : "limit", result);
+  Status s =
+      DeleteRangeLocked(start, end, n, capped ? "limits.max_batch_entries" : "limit", result);
   key_locks_.UnlockAll();
   GROVE_RETURN_IF_ERROR(s);
   if (result->version != 0) {

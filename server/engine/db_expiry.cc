@@ -67,7 +67,11 @@ void DbImpl::ExpiryLoop() {
 }
 
 Status DbImpl::SweepExpired() {
-  const uint64_t puts_before = expiring_puts_.load();
+  uint64_t puts_before = 0;
+  {
+    MutexLock lock(&expiry_flag_mu_);
+    puts_before = expiring_puts_;
+  }
   const uint64_t started = NowNanos();
   uint64_t examined = 0, expiring = 0;
   std::string from;  // the next sweep position (empty: the first key)
@@ -108,8 +112,10 @@ Status DbImpl::SweepExpired() {
     }
   }
   expiry_sweeps_.fetch_add(1, std::memory_order_relaxed);
-  // Nothing with an expiry is left, and nothing with one arrived behind the sweep's back.
-  if (expiring == 0 && expiring_puts_.load() == puts_before) may_hold_expiring_ = false;
+  // Nothing with an expiry is left, and nothing with one arrived behind the sweep's back (a put
+  // counts itself only once its cell is in the index, under the same mutex).
+  MutexLock lock(&expiry_flag_mu_);
+  if (expiring == 0 && expiring_puts_ == puts_before) may_hold_expiring_ = false;
   return Status::Ok();
 }
 

@@ -185,7 +185,8 @@ class DbImpl final : public Db, private IndexServices {
   struct BackupCopy;
   Status BackupLocked(const std::string& dir, const BackupOptions& options, BackupInfo* info)
       REQUIRES(backup_run_mu_);
-  Status CopyDataFile(BackupCopy* copy, const BackupOptions& options) EXCLUDES(backup_mu_);
+  Status CopyDataFile(BackupCopy* copy, const BackupOptions& options,
+                      const std::function<bool()>& stop) EXCLUDES(backup_mu_);
   // Called before anything overwrites data file pages [first, first + count) while the process
   // runs (checkpoints in place and their superblock, direct writes): a running backup first
   // copies the pages it has not copied yet. Cheap when no backup runs.
@@ -288,9 +289,10 @@ class DbImpl final : public Db, private IndexServices {
   std::thread expiry_thread_;
   // Values with an expiry may be present (Manifest::kMayHoldExpiring).
   std::atomic<bool> may_hold_expiring_{false};
-  std::atomic<uint64_t> expiring_puts_{0};    // expiring puts applied (live and replayed)
-  std::atomic<uint64_t> expired_removed_{0};  // keys the sweep removed
-  std::atomic<uint64_t> expiry_sweeps_{0};    // whole sweeps completed
+  Mutex expiry_flag_mu_;  // a leaf: clearing the flag against puts counting themselves
+  uint64_t expiring_puts_ GUARDED_BY(expiry_flag_mu_) = 0;  // expiring puts applied
+  std::atomic<uint64_t> expired_removed_{0};                // keys the sweep removed
+  std::atomic<uint64_t> expiry_sweeps_{0};                  // whole sweeps completed
 
   std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, writes_{0}, scans_{0};
   // Reads that found a key whose value had expired (it read as absent).

@@ -357,10 +357,16 @@ Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool ste
     switch (op.type) {
       case WriteBatch::OpType::kPut:
         return ApplyPut(w, op.key, op.value, 0);
-      case WriteBatch::OpType::kPutExpiring:
+      case WriteBatch::OpType::kPutExpiring: {
         may_hold_expiring_ = true;
-        expiring_puts_.fetch_add(1, std::memory_order_relaxed);
-        return ApplyPut(w, op.key, op.value, op.expires_ms);
+        Status s = ApplyPut(w, op.key, op.value, op.expires_ms);
+        // Counted once the cell is in the index: a sweep that started before this saw the
+        // count change and keeps the flag (db_expiry.cc).
+        MutexLock lock(&expiry_flag_mu_);
+        may_hold_expiring_ = true;
+        ++expiring_puts_;
+        return s;
+      }
       default:
         return ApplyDelete(w, op.key);
     }

@@ -67,13 +67,23 @@ Status RestoreBackup(const std::string& backup_dir, const Options& options, Rest
   report->backup = d.info;
   const std::string& target = options.data_dir;
   GROVE_RETURN_IF_ERROR(backup::PrepareEmptyDir(io.get(), target, "data_dir"));
-  for (const backup::FileEntry& f : d.files) {
-    GROVE_RETURN_IF_ERROR(backup::CopyFile(io.get(), backup_dir + "/" + f.name,
-                                           target + "/" + f.name, f.bytes,
-                                           /*bytes_per_second=*/0)
-                              .WithContext("restoring " + f.name));
+  for (size_t i = 0; i < d.files.size(); ++i) {
+    const backup::FileEntry& f = d.files[i];
+    Status s = backup::CopyFile(io.get(), backup_dir + "/" + f.name, target + "/" + f.name, f.bytes,
+                                /*bytes_per_second=*/0, nullptr);
+    if (!s.ok()) {
+      // Nothing half restored stays behind.
+      for (size_t j = 0; j <= i; ++j) io->DeleteFile(target + "/" + d.files[j].name).IgnoreError();
+      return s.WithContext("restoring " + f.name);
+    }
   }
   GROVE_RETURN_IF_ERROR(io->SyncDir(target));
+  auto left = [&](const Status& s) {
+    return s.WithContext(fmt::format(
+        "the restored files are left in {} for inspection; remove them before restoring there "
+        "again",
+        target));
+  };
 
   // Open it as groved would: recovery replays the copied log up to the backup point.
   Options o = options;
@@ -81,23 +91,27 @@ Status RestoreBackup(const std::string& backup_dir, const Options& options, Rest
   o.io_backend = io;
   o.index.variant = d.info.variant;
   o.index.params = d.params;
+  // No write of its own while it is checked: the expiry sweep would log deletes past the backup
+  // point. (Sweeps run once groved opens the directory.)
+  o.expiry.sweep_interval_seconds = 0;
   StatusOr<std::unique_ptr<Db>> db = Db::Open(o);
-  if (!db.ok()) return db.status().WithContext("opening the restored database in " + target);
+  if (!db.ok()) return left(db.status().WithContext("opening the restored database"));
   const DbStats stats = (*db)->GetStats();
   report->replayed_records = stats.recovery_replayed_records;
   if (stats.wal.next_lsn != d.info.last_lsn + 1) {
     (*db)->Close().IgnoreError();
-    return Status::DataLoss(fmt::format(
-        "the restored database in {} recovered the log up to LSN {}, but the backup point is {}",
-        target, stats.wal.next_lsn - 1, d.info.last_lsn));
+    return left(Status::DataLoss(
+        fmt::format("the restored database recovered the log up to LSN {}, but the backup "
+                    "point is {}",
+                    stats.wal.next_lsn - 1, d.info.last_lsn)));
   }
   Status s = (*db)->Verify(&report->verify);
   Status closed = (*db)->Close();
-  GROVE_RETURN_IF_ERROR(s);
-  GROVE_RETURN_IF_ERROR(closed);
+  if (!s.ok()) return left(s);
+  if (!closed.ok()) return left(closed);
   if (!report->verify.problems.empty()) {
-    return Status::DataLoss(fmt::format("the restored database in {} fails verification: {}",
-                                        target, report->verify.problems.front()));
+    return left(Status::DataLoss(fmt::format("the restored database fails verification: {}",
+                                             report->verify.problems.front())));
   }
   return Status::Ok();
 }

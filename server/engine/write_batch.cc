@@ -17,6 +17,7 @@ void WriteBatch::Put(Slice key, Slice value) {
 }
 
 void WriteBatch::PutExpiring(Slice key, Slice value, uint64_t expires_ms) {
+  if (expires_ms == 0) return Put(key, value);  // no expiry (the log format has no 0 expiry)
   rep_.push_back(static_cast<char>(OpType::kPutExpiring));
   PutLengthPrefixed(&rep_, key);
   PutLengthPrefixed(&rep_, value);

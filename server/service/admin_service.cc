@@ -47,12 +47,16 @@ grpc::Status AdminService::Backup(grpc::ServerContext* context, const v1::Backup
     std::strftime(buf, sizeof buf, "backup-%Y%m%dT%H%M%SZ", &utc);
     name = buf;
   }
-  const std::string path = backup_dir_ + "/" + name;
   std::error_code ec;
   std::filesystem::create_directories(backup_dir_, ec);
   if (ec) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "backup.dir: cannot create '" + backup_dir_ + "': " + ec.message());
+  }
+  std::string path = backup_dir_ + "/" + name;
+  // A generated name taken already (two backups in one second): the next free "-2", "-3", ...
+  for (int n = 2; request->name().empty() && std::filesystem::exists(path, ec) && n < 1000; ++n) {
+    path = backup_dir_ + "/" + name + "-" + std::to_string(n);
   }
   if (std::filesystem::exists(path, ec)) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -71,7 +75,7 @@ grpc::Status AdminService::Backup(grpc::ServerContext* context, const v1::Backup
   log_->info("backup to {} started", path);
   Status s = lease.db()->Backup(path, options, &info);
   if (!s.ok()) {
-    if (context->IsCancelled()) {
+    if (s.code() == StatusCode::kAborted && context->IsCancelled()) {
       return grpc::Status(grpc::StatusCode::CANCELLED, "the backup was cancelled and removed");
     }
     return ToGrpcStatus(s, "backup");

@@ -109,6 +109,13 @@ TEST(BackupTest, ClosingOrCancellingGivesTheBackupUpAndRemovesIt) {
   EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("cancelled"))) << "an aborted backup is removed";
 
+  BackupOptions crawl;
+  crawl.max_bytes_per_second = 1000;  // would keep the log for days
+  Status refused = (*db)->Backup(dir.Sub("crawl"), crawl, &info);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message().rfind("max_bytes_per_second: ", 0), 0u) << refused.ToString();
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("crawl")));
+
   slow.cancelled = nullptr;
   std::thread t2([&] { s = (*db)->Backup(dir.Sub("closed"), slow, &info); });
   std::this_thread::sleep_for(300ms);

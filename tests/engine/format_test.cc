@@ -650,6 +650,23 @@ TEST(ValueCellFormatTest, EveryTagRoundTripsAndOldCellsReadAsVersionZero) {
   }
 }
 
+TEST(WriteBatchFormatTest, AnExpiringPutWithoutAnExpiryIsAPlainPut) {
+  WriteBatch b;
+  b.PutExpiring("k", "v", 0);  // 0 is no expiry; the log format has no 0 expiry
+  b.PutExpiring("e", "w", 1700000000000);
+  auto d = WriteBatch::Decode(b.Encoded());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::vector<std::pair<WriteBatch::OpType, uint64_t>> ops;
+  ASSERT_OK(d->ForEachOp([&](const WriteBatch::Op& op) {
+    ops.emplace_back(op.type, op.expires_ms);
+    return Status::Ok();
+  }));
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].first, WriteBatch::OpType::kPut);
+  EXPECT_EQ(ops[1].first, WriteBatch::OpType::kPutExpiring);
+  EXPECT_EQ(ops[1].second, 1700000000000u);
+}
+
 TEST(ValueCellFormatTest, MalformedCellsAreRefused) {
   CellView v;
   EXPECT_FALSE(ParseCell("", &v));

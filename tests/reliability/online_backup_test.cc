@@ -246,7 +246,7 @@ TEST(OnlineBackupTest, KillNineDuringABackupLosesNothing) {
   grpc::Status killed_backup;
   std::thread backup([&] {
     v1::BackupResponse r;
-    killed_backup = admin->Backup("killed", 256 << 10, 600s, &r);  // slow: the kill lands in it
+    killed_backup = admin->Backup("killed", 1 << 20, 600s, &r);  // slow: the kill lands in it
   });
   std::this_thread::sleep_for(500ms);
   groved->Signal(SIGKILL);

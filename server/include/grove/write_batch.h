@@ -45,7 +45,8 @@ class WriteBatch {
   WriteBatch();
 
   void Put(Slice key, Slice value);
-  // A put that expires: from `expires_ms` (Unix milliseconds, > 0) on the key reads as absent.
+  // A put that expires: from `expires_ms` (Unix milliseconds) on the key reads as absent.
+  // expires_ms 0 means no expiry: a plain Put.
   void PutExpiring(Slice key, Slice value, uint64_t expires_ms);
   void Delete(Slice key);
   void DeleteRange(Slice start, Slice end);

@@ -254,6 +254,13 @@ def build():
                   (f"sum({rate('grove_wal_records_total')})", "records")])
     d.timeseries("WAL segments", "Live log segment files.", "short",
                  [(f"grove_wal_segments{{{SEL}}}", "{{instance}}")])
+    d.timeseries("Records per log sync", "Log records each fdatasync made durable: writers "
+                 "sharing a group commit (grove_wal_records_per_sync), mean and p99.", "short",
+                 [(f"{rate('grove_wal_records_per_sync_sum', SEL, 'instance')} / "
+                   f"{rate('grove_wal_records_per_sync_count', SEL, 'instance')}",
+                   "mean {{instance}}"),
+                  (quantile(0.99, "grove_wal_records_per_sync_bucket", SEL, "instance"),
+                   "p99 {{instance}}")])
     d.timeseries("Checkpoint duration", "Duration of checkpoints (p50, p99) and the mean.", "s",
                  [(quantile(0.5, "grove_checkpoint_duration_seconds_bucket", SEL, "instance"),
                    "p50 {{instance}}"),

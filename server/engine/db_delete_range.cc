@@ -98,8 +98,9 @@ Status DbImpl::DeleteRangeLocked(Slice start, Slice end, uint64_t limit, const c
   WriteBatch batch;
   batch.DeleteRange(start, stop);
   Lsn lsn = 0;
-  GROVE_RETURN_IF_ERROR(
-      LogAndApply(batch, /*stepwise=*/true, OpPages(WriteBatch::OpType::kDelete, Slice()), &lsn));
+  GROVE_RETURN_IF_ERROR(LogAndApply(batch, /*stepwise=*/true,
+                                    OpPages(WriteBatch::OpType::kDelete, Slice()),
+                                    Clock::now() + WriteOptions().room_wait, &lsn));
   result->deleted = visible;
   result->version = lsn;
   return Status::Ok();

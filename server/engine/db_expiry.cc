@@ -141,7 +141,8 @@ Status DbImpl::RemoveExpired(const std::vector<std::pair<std::string, uint64_t>>
     const BatchPages need = PagesNeeded(batch);
     const bool stepwise = need.total > RoomCap() / 4;
     Lsn lsn = 0;
-    return LogAndApply(batch, stepwise, stepwise ? need.first : need.total, &lsn);
+    return LogAndApply(batch, stepwise, stepwise ? need.first : need.total,
+                       Clock::now() + std::chrono::seconds(2), &lsn);
   }();
   key_locks_.Unlock(stripes);
   GROVE_RETURN_IF_ERROR(s);

@@ -56,6 +56,7 @@ StatusOr<Options> CheckOptions(const Options& options);
 
 class DbImpl final : public Db, private IndexServices {
  public:
+  using Clock = std::chrono::steady_clock;
   static StatusOr<std::unique_ptr<Db>> Open(const Options& options);
   ~DbImpl() override;
 
@@ -133,7 +134,9 @@ class DbImpl final : public Db, private IndexServices {
   // Reserves room for `pages` dirty pages, waiting for writes in flight or running a checkpoint
   // when there is none. RESOURCE_EXHAUSTED when it could never fit or checkpoints keep failing.
   // REQUIRES: the caller is outside the write gate.
-  Status ReserveDirtyRoom(uint64_t pages);
+  // Waits for room (running checkpoints) until `give_up` (time_point::max(): as long as it
+  // takes; only a failing checkpoint stops it).
+  Status ReserveDirtyRoom(uint64_t pages, Clock::time_point give_up);
   // Reserves without waiting: up to RoomCap(), or up to HardRoomCap() with `extend`.
   bool TryReserveDirtyRoom(uint64_t pages, bool extend);
   // Gives back what was reserved (what the write dirtied now counts as dirty pages).
@@ -145,7 +148,8 @@ class DbImpl final : public Db, private IndexServices {
   // With the stripes of the batch's keys held: reserves `first_pages` of room (the whole batch's,
   // or its first operation's when `stepwise`), logs the batch and applies it; *lsn_out receives
   // its LSN. A failure after the append fail-stops the Db.
-  Status LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages, Lsn* lsn_out);
+  Status LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
+                     Clock::time_point room_deadline, Lsn* lsn_out);
   // Operations replaced by a later one of the same key are skipped.
   Status ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise, bool in_gate);
   // BatchGet's reads, with the key stripes held shared.

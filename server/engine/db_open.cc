@@ -345,8 +345,8 @@ Status DbImpl::ReplayWal() {
         // applied stepwise when it was written is replayed the same way.
         const uint64_t first = PagesNeeded(batch).first;
         Room room(this);
-        GROVE_RETURN_IF_ERROR(
-            ReserveDirtyRoom(first).WithContext(fmt::format("replaying LSN {}", lsn)));
+        GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(first, Clock::time_point::max())
+                                  .WithContext(fmt::format("replaying LSN {}", lsn)));
         room.Add(first);
         GROVE_RETURN_IF_ERROR(ApplyBatch(lsn, batch, &room, /*stepwise=*/true, /*in_gate=*/false)
                                   .WithContext(fmt::format("replaying LSN {}", lsn)));

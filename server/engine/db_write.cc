@@ -93,7 +93,7 @@ bool DbImpl::TryReserveDirtyRoom(uint64_t pages, bool extend) {
   return true;
 }
 
-Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
+Status DbImpl::ReserveDirtyRoom(uint64_t pages, Clock::time_point give_up) {
   const uint64_t cap = RoomCap();
   if (pages > cap) {
     return Status::ResourceExhausted(fmt::format(
@@ -108,8 +108,8 @@ Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
   // Writes in flight give their room back when they finish; a checkpoint is the way to turn dirty
   // pages into clean ones. A reservation within the cap therefore fits once it is alone after a
   // checkpoint. Others may take the room a checkpoint freed before this writer sees it: that is
-  // progress (they were granted room), and the writer tries again; only checkpoints that fail, or
-  // that free nothing while nobody else moves, stall it.
+  // progress (they were granted room), and the writer tries again, until `give_up`. Only a
+  // checkpoint that fails stops it earlier.
   Status s;
   int idle_checkpoints = 0;
   MutexLock lock(&room_mu_);
@@ -119,11 +119,17 @@ Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
       ++room_grants_;
       return Status::Ok();
     }
+    if (Clock::now() >= give_up) break;
     if (reserved_pages_.load() > 0) {
-      room_cv_.WaitFor(std::chrono::milliseconds(50));
+      room_cv_.WaitFor(std::chrono::milliseconds(20));
       continue;
     }
-    if (idle_checkpoints == 3) break;
+    if (idle_checkpoints > 0) {
+      // The last checkpoint freed nothing for anyone (pages still being written back, or held):
+      // let it settle rather than spin checkpoints.
+      room_cv_.WaitFor(std::chrono::milliseconds(std::min(10 * idle_checkpoints, 100)));
+      if (fits()) continue;
+    }
     const uint64_t grants = room_grants_;
     room_mu_.Unlock();
     s = RunCheckpoint(CheckpointReason::kDirty);
@@ -134,7 +140,7 @@ Status DbImpl::ReserveDirtyRoom(uint64_t pages) {
   if (!s.ok() && s.IsResourceExhausted()) return s;
   return Status::ResourceExhausted(fmt::format(
       "writes are stalled: no room for {} more dirty pages until a checkpoint completes{}", pages,
-      s.ok() ? "" : " (" + s.ToString() + ")"));
+      s.ok() ? " (waited as long as the write's deadline allowed)" : " (" + s.ToString() + ")"));
 }
 
 void DbImpl::ReleaseDirtyRoom(uint64_t pages) {
@@ -149,7 +155,8 @@ Status DbImpl::YieldForRoom(Lsn lsn, uint64_t pages, bool in_gate) {
     partial_lsns_.insert(lsn);
   }
   if (in_gate) gate_.Exit();
-  Status s = ReserveDirtyRoom(pages);
+  // Half applied: the rest must go in, however long the checkpoints take.
+  Status s = ReserveDirtyRoom(pages, Clock::time_point::max());
   if (in_gate) gate_.Enter();
   MutexLock lock(&partial_mu_);
   partial_lsns_.erase(partial_lsns_.find(lsn));
@@ -285,7 +292,10 @@ Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, Write
   Status s = CheckConditions(options, result);
   if (s.ok() && batch.Count() > 0) {
     Lsn lsn = 0;
-    s = LogAndApply(batch, stepwise, stepwise ? need.first : need.total, &lsn);
+    s = LogAndApply(batch, stepwise, stepwise ? need.first : need.total,
+                    Clock::now() + std::min<std::chrono::milliseconds>(options.room_wait,
+                                                                       std::chrono::hours(1)),
+                    &lsn);
     if (s.ok() && result != nullptr) result->version = lsn;
   }
   key_locks_.Unlock(stripes);
@@ -298,9 +308,9 @@ Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, Write
 }
 
 Status DbImpl::LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
-                           Lsn* lsn_out) {
+                           Clock::time_point room_deadline, Lsn* lsn_out) {
   Room room(this);
-  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(first_pages));
+  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(first_pages, room_deadline));
   room.Add(first_pages);
   GatePass pass(&gate_);
   GROVE_RETURN_IF_ERROR(CheckWritable());
@@ -412,7 +422,8 @@ Status DbImpl::RunMaintenance(uint64_t pages, const std::function<Status(WriteRo
   // Recovery replays the log single-handed; a unit starts once the Db is open.
   if (!opened_.load()) return Status::Unavailable("maintenance waits until the database is open");
   Room room(this);
-  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(pages));
+  // A unit that finds no room gives up soon; the variant tries again later.
+  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(pages, Clock::now() + std::chrono::seconds(2)));
   room.Add(pages);
   Status s;
   {

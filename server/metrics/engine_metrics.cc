@@ -112,6 +112,9 @@ void WalFamilies(const DbStats& s, Builder& b) {
   b.Gauge("grove_wal_next_lsn", "The log sequence number the next record gets.", D(w.next_lsn));
   b.Histogram("grove_wal_sync_duration_seconds", "Latency of fdatasync on the log.",
               w.sync_seconds);
+  b.Histogram("grove_wal_records_per_sync",
+              "Log records each fdatasync made durable (writers sharing a group commit).",
+              w.records_per_sync);
 }
 
 void CheckpointFamilies(const DbStats& s, Builder& b) {

@@ -1,12 +1,20 @@
 #include "metrics/http_server.h"
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <exception>
 #include <sstream>
+#include <thread>
 
 #include <CivetServer.h>
 #include <civetweb.h>
+#include <netdb.h>
+#include <poll.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "config/address.h"
 
@@ -75,6 +83,13 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   const std::vector<int> ports = s->server_->getListeningPorts();
   s->port_ = ports.empty() ? 0 : ports.front();
+  if (hp.host.empty() || hp.host == "0.0.0.0") {
+    s->wake_host_ = "127.0.0.1";
+  } else if (hp.host == "::") {
+    s->wake_host_ = "::1";
+  } else {
+    s->wake_host_ = hp.host;
+  }
 
   HttpServer* self = s.get();
   s->handlers_.push_back(std::make_unique<Handler>("text/plain; version=0.0.4; charset=utf-8",
@@ -97,9 +112,42 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   return s;
 }
 
+namespace {
+
+// Opens and closes one TCP connection to host:port, if it can within a moment.
+void Knock(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd >= 0) {
+    if (connect(fd, found->ai_addr, found->ai_addrlen) != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, 200);
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+}
+
+}  // namespace
+
 HttpServer::~HttpServer() {
-  // Stop civetweb (joins its threads) before the handlers it calls are destroyed.
+  // Stop civetweb (joins its threads) before the handlers it calls are destroyed. Its listener
+  // polls with a timeout of seconds and looks at the stop flag only when it wakes: a connection
+  // made while it stops wakes it at once.
+  std::atomic<bool> stopped{false};
+  std::thread waker([&] {
+    for (int i = 0; i < 20 && !stopped.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!stopped.load() && port_ > 0) Knock(wake_host_, port_);
+    }
+  });
   server_.reset();
+  stopped = true;
+  waker.join();
 }
 
 std::string HttpServer::RenderMetrics() const {

@@ -54,6 +54,7 @@ class HttpServer {
   std::vector<std::unique_ptr<Handler>> handlers_;  // outlive server_ (declared first)
   std::unique_ptr<CivetServer> server_;
   int port_ = 0;
+  std::string wake_host_;  // where a connection wakes civetweb's listener (loopback for wildcards)
 };
 
 }  // namespace grove::metrics

@@ -88,6 +88,12 @@ class KvService::Call {
   const grpc::Status& status() const { return status_; }
   Db* db() const { return db_; }
   bool Expired() const { return Clock::now() >= deadline_; }
+  // Time left until the effective deadline (0 when passed).
+  std::chrono::milliseconds Remaining() const {
+    const auto left = deadline_ - Clock::now();
+    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
+                    std::chrono::milliseconds(0));
+  }
 
   // DEADLINE_EXCEEDED or CANCELLED when the call should stop now, OK otherwise.
   grpc::Status Continue(std::string_view when) const {
@@ -215,6 +221,7 @@ grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* 
     batch.Put(request->key(), request->value());
   }
   WriteOptions options;
+  options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
   if (request->has_precondition()) {
     options.conditions.push_back(ToCondition(request->key(), request->precondition()));
   }
@@ -233,6 +240,7 @@ grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteReq
   WriteBatch batch;
   batch.Delete(request->key());
   WriteOptions options;
+  options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
   if (request->has_precondition()) {
     options.conditions.push_back(ToCondition(request->key(), request->precondition()));
   }
@@ -251,6 +259,7 @@ grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
   if (CheckResult r = CheckBatchInsert(*request, options_.limits); !r.ok()) return Reject(r);
   WriteBatch batch;
   WriteOptions options;
+  options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
   std::vector<std::string> fields;
   std::vector<int> mutations;
   const uint64_t now_ms = NowUnixMillis();  // one clock reading: one expiry for the batch

@@ -117,6 +117,13 @@ Status GroveServer::BuildGrpcServer() {
   builder.SetMaxReceiveMessageSize(static_cast<int>(so.limits.max_receive_message_bytes));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              static_cast<int>(so.limits.max_concurrent_streams));
+  // The synchronous server keeps at most MAX_POLLERS idle threads polling for calls and lets the
+  // others exit; gRPC's default of 2 made every call beyond two in flight create a thread and
+  // every finished one end it (16 clients of Put: 8.4k calls/s; kept: 14.9k). Threads are bounded
+  // by the resource quota below, so keeping up to that many costs memory, not CPU.
+  builder.SetSyncServerOption(grpc::ServerBuilder::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::MAX_POLLERS,
+                              static_cast<int>(so.limits.max_inflight_requests));
   grpc::ResourceQuota quota("groved");
   quota.SetMaxThreads(static_cast<int>(so.limits.max_inflight_requests) + kSpareThreads);
   builder.SetResourceQuota(quota);

@@ -32,6 +32,31 @@ HistogramSnapshot Histogram::Snapshot() const {
   return s;
 }
 
+void CountHistogram::Record(double value) {
+  if (!(value >= 0)) value = 0;
+  int bucket = 0;
+  double bound = 1;
+  while (bucket < kBuckets && value > bound) {
+    bound *= 2;
+    ++bucket;
+  }
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(static_cast<uint64_t>(value), std::memory_order_relaxed);
+}
+
+HistogramSnapshot CountHistogram::Snapshot() const {
+  HistogramSnapshot s;
+  double bound = 1;
+  for (int i = 0; i < kBuckets; ++i) {
+    s.bounds.push_back(bound);
+    bound *= 2;
+  }
+  for (const auto& c : counts_) s.counts.push_back(c.load(std::memory_order_relaxed));
+  for (uint64_t c : s.counts) s.count += c;
+  s.sum = static_cast<double>(sum_.load(std::memory_order_relaxed));
+  return s;
+}
+
 double HistogramSnapshot::Percentile(double p) const {
   if (count == 0 || counts.empty()) return 0;
   const double target = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(count);

@@ -29,4 +29,17 @@ class Histogram {
   std::atomic<uint64_t> sum_nanos_{0};
 };
 
+// The same for counts (records per sync): buckets 1, 2, 4, ... 2^kBuckets-1, then +Inf.
+class CountHistogram {
+ public:
+  static constexpr int kBuckets = 16;
+
+  void Record(double value);
+  HistogramSnapshot Snapshot() const;
+
+ private:
+  std::array<std::atomic<uint64_t>, kBuckets + 1> counts_{};
+  std::atomic<uint64_t> sum_{0};
+};
+
 }  // namespace grove

@@ -191,7 +191,10 @@ void Wal::CommitGroup() {
     const Status io = WriteGroup(&plan);
     mu_.Lock();
 
-    if (plan.synced_before) synced_ = written_;  // everything before this group is durable
+    if (plan.synced_before) {
+      synced_ = written_;  // everything before this group is durable
+      NoteSyncedLocked(records_);
+    }
     if (plan.new_segment != nullptr) {
       active_ = plan.new_segment;
       active_written_ = 0;
@@ -209,7 +212,10 @@ void Wal::CommitGroup() {
       ++groups_;
       appended_bytes_.fetch_add(n, std::memory_order_relaxed);
     }
-    if (plan.synced) synced_ = written_;
+    if (plan.synced) {
+      synced_ = written_;
+      NoteSyncedLocked(records_);
+    }
 
     if (io.ok()) {
       result = Status::Ok();
@@ -307,6 +313,12 @@ Status Wal::WriteGroup(GroupPlan* plan) {
   return Status::Ok();
 }
 
+void Wal::NoteSyncedLocked(uint64_t records) {
+  if (records <= records_synced_) return;
+  records_per_sync_.Record(static_cast<double>(records - records_synced_));
+  records_synced_ = records;
+}
+
 Status Wal::SyncFile(File* file) {
   const uint64_t start = NowNanos();
   Status s = file->Sync();
@@ -340,6 +352,7 @@ Status Wal::SyncActive() {
   // Earlier segments were synced when the log rolled past them, so all unsynced bytes are here.
   const std::shared_ptr<Segment> segment = active_;
   const uint64_t target = written_;
+  const uint64_t target_records = records_;
   mu_.Unlock();
 
   Status s = SyncFile(segment->file.get());
@@ -347,6 +360,7 @@ Status Wal::SyncActive() {
   mu_.Lock();
   if (s.ok()) {
     synced_ = std::max(synced_, target);
+    NoteSyncedLocked(target_records);
   } else {
     s = StopLocked("fdatasync of " + segment->path, s);
   }
@@ -442,6 +456,7 @@ WalStats Wal::GetStats() const {
   stats.bytes = appended_bytes_.load(std::memory_order_relaxed);
   stats.syncs = syncs_.load(std::memory_order_relaxed);
   stats.sync_seconds = sync_seconds_.Snapshot();
+  stats.records_per_sync = records_per_sync_.Snapshot();
   return stats;
 }
 

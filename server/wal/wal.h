@@ -167,6 +167,9 @@ class Wal {
   Status SyncFile(File* file) EXCLUDES(mu_);
   // Syncs the active segment up to what has been written; shared by Sync() and the batch thread.
   Status SyncActive() EXCLUDES(mu_);
+  // Everything up to record count `records` (records_) is now durable: counts the records this
+  // sync made durable (records_per_sync_).
+  void NoteSyncedLocked(uint64_t records) REQUIRES(mu_);
   // Records a fail-stop error and logs it; returns the status for the callers that hit it.
   Status StopLocked(const std::string& what, const Status& cause) REQUIRES(mu_);
   void BatchSyncLoop() EXCLUDES(mu_);
@@ -202,6 +205,8 @@ class Wal {
   std::string group_buf_;
 
   uint64_t records_ GUARDED_BY(mu_) = 0;
+  uint64_t records_synced_ GUARDED_BY(mu_) = 0;  // records_ as of the last sync
+  CountHistogram records_per_sync_;              // records each sync made durable
   uint64_t groups_ GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> appended_bytes_{0};
   std::atomic<uint64_t> syncs_{0};

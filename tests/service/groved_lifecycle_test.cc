@@ -137,6 +137,17 @@ TEST_F(GrovedLifecycleTest, ShutdownDelayKeepsServingWhileNotReady) {
   EXPECT_EQ(groved_->Wait(std::chrono::seconds(60)), 0);
 }
 
+// Draining ends when no call is in flight, not at drain_seconds: idle client connections (gRPC
+// and a keep-alive metrics scrape) do not hold it.
+TEST_F(GrovedLifecycleTest, DrainEndsWhenNoCallIsInFlight) {
+  StartGroved("server:\n  drain_seconds: 120\n");
+  ASSERT_TRUE(Put("k", "v").ok());  // the channel stays connected, idle
+  EXPECT_EQ(HttpGet(groved_->metrics_port(), "/metrics").status, 200);
+  groved_->Signal(SIGTERM);
+  // Well inside drain_seconds (120): it did not wait for the idle connections.
+  ASSERT_EQ(groved_->Wait(std::chrono::seconds(60)), 0) << groved_->Log();
+}
+
 TEST_F(GrovedLifecycleTest, SigintDrainsToo) {
   StartGroved();
   groved_->Signal(SIGINT);

@@ -18,6 +18,7 @@
 // failed fsync or a failure between logging and applying a write, the Db refuses further writes
 // (fail-stop) until it is reopened, which recovers from the WAL; reads keep working.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,6 +55,10 @@ struct WriteCondition {
 
 struct WriteOptions {
   std::vector<WriteCondition> conditions;  // on any keys, written by the batch or not
+  // The longest the write waits for dirty-page room (it runs checkpoints meanwhile) before it is
+  // refused with kResourceExhausted, nothing written. groved passes what is left of the call's
+  // deadline.
+  std::chrono::milliseconds room_wait{60000};
 };
 
 // What a read returns besides the value (Db::GetWithMeta); zeros when the key is absent.

@@ -26,7 +26,7 @@ inline constexpr int kNumIoCauses = 7;
 const char* IoCauseName(IoCause cause);  // "demand", "prefetch", ...
 
 struct HistogramSnapshot {
-  std::vector<double> bounds;    // upper bounds of the buckets, ascending (seconds)
+  std::vector<double> bounds;    // upper bounds of the buckets, ascending (seconds, or a count)
   std::vector<uint64_t> counts;  // counts[i] observations <= bounds[i]; one extra for +Inf
   uint64_t count = 0;
   double sum = 0;
@@ -56,6 +56,9 @@ struct WalStats {
   uint64_t segments = 0;  // gauge: live segment files
   uint64_t next_lsn = 0;  // gauge
   HistogramSnapshot sync_seconds;
+  // Records each fdatasync of the log made durable (group commit: many writers share one sync).
+  // Bounds are record counts.
+  HistogramSnapshot records_per_sync;
 };
 
 struct CheckpointStats {

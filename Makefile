@@ -36,7 +36,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-aulid bench-aha fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-aulid bench-aha bench-scan fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -121,6 +121,9 @@ bench-aulid: bench-build
 
 bench-aha: bench-build
 	$(BENCH_ENV) scripts/bench-aha.sh
+
+bench-scan: bench-build
+	$(BENCH_ENV) scripts/bench-scan.sh
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

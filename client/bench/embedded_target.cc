@@ -87,6 +87,7 @@ class EmbeddedTarget final : public Target {
     for (const auto& [k, v] : options_.index.params) c["param." + k] = v;
     c["cache_bytes"] = std::to_string(options_.cache_bytes);
     c["inner_cache_fraction"] = std::to_string(options_.inner_cache_fraction);
+    c["scan_readahead_pages"] = std::to_string(options_.scan_readahead_pages);
     c["direct_io"] = options_.direct_io ? "true" : "false";
     c["wal_sync"] = options_.wal.sync == SyncMode::kAlways  ? "always"
                     : options_.wal.sync == SyncMode::kBatch ? "batch"
@@ -224,9 +225,11 @@ StatusOr<std::unique_ptr<Target>> OpenEmbeddedTarget(const TargetUri& uri, const
   }
   options.index.variant = uri.body;
   for (const auto& [k, v] : uri.params) {
-    // Two engine-level knobs ride on the URI so that a suite can vary them per target.
+    // Engine-level knobs ride on the URI so that a suite can vary them per target.
     if (k == "inner_cache_fraction") {
       options.inner_cache_fraction = std::atof(v.c_str());
+    } else if (k == "scan_readahead_pages") {
+      options.scan_readahead_pages = static_cast<uint32_t>(std::atoi(v.c_str()));
     } else {
       options.index.params[k] = v;
     }

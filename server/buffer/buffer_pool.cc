@@ -703,6 +703,33 @@ bool PrefetchBatch::Has(PageId id) const {
   return false;
 }
 
+size_t PrefetchBatch::pending() const {
+  size_t n = 0;
+  for (const auto& e : entries_) n += e->taken ? 0 : 1;
+  return n;
+}
+
+void PrefetchBatch::Retain(const std::function<bool(PageId)>& keep) {
+  std::vector<char*> freed;
+  uint64_t wasted = 0;
+  size_t kept = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    std::unique_ptr<Entry>& e = entries_[i];
+    if (!e->taken && keep(e->id)) {
+      entries_[kept++] = std::move(e);
+      continue;
+    }
+    if (!e->taken) queue_->Wait(&e->op);  // the buffer is the kernel's until the read ends
+    if (!e->used) ++wasted;
+    freed.push_back(e->buf);
+  }
+  entries_.resize(kept);
+  if (freed.empty()) return;
+  pool_->prefetch_wasted_.fetch_add(wasted, std::memory_order_relaxed);
+  MutexLock lock(&pool_->side_mu_);
+  pool_->side_free_.insert(pool_->side_free_.end(), freed.begin(), freed.end());
+}
+
 PrefetchBatch::Entry* PrefetchBatch::Take(PageId id) {
   for (auto& e : entries_) {
     if (e->id == id && !e->taken) {

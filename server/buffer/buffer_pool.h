@@ -37,6 +37,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -293,6 +294,12 @@ class PrefetchBatch {
   size_t issued() const { return entries_.size(); }
   // Whether a read of `id` was issued by this batch.
   bool Has(PageId id) const;
+  // Reads issued and not yet handed to a traversal.
+  size_t pending() const;
+  // Gives back the side-pool buffers of every page already handed to a traversal and of every
+  // pending page `keep` rejects (waiting for its read; it counts as wasted). A long scan calls it
+  // as it moves on, so that its batch holds only the pages still ahead of it.
+  void Retain(const std::function<bool(PageId)>& keep);
 
  private:
   friend class BufferPool;

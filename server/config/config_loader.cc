@@ -16,6 +16,7 @@ void ReadEngine(YamlSection& top, Options* o) {
   top.Bool("create_if_missing", &o->create_if_missing);
   top.Uint64("cache_bytes", &o->cache_bytes, /*sizes=*/true);
   top.Bool("direct_io", &o->direct_io);
+  top.Uint32("scan_readahead_pages", &o->scan_readahead_pages);
   top.Uint32("inline_value_bytes", &o->inline_value_bytes, /*sizes=*/true);
 
   YamlSection io = top.Child("io");

@@ -58,6 +58,7 @@ void CheckEngine(const Options& o, Problems* p) {
   if (o.data_dir.empty()) p->Add("data_dir", "must not be empty");
   if (o.cache_bytes < 1 * kMiB) p->Add("cache_bytes", "must be at least 1MiB");
   p->Range("inline_value_bytes", o.inline_value_bytes, 0, 1024, " bytes");
+  p->Range("scan_readahead_pages", o.scan_readahead_pages, 0, 256, " pages");
   p->Range("io.queue_depth", o.io.queue_depth, 1, 4096, "");
   p->Range("io.psync_threads", o.io.psync_threads, 1, 256, "");
   if (o.index.variant.empty()) {

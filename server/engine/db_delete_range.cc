@@ -25,6 +25,7 @@ Status DbImpl::CollectRange(Slice start, Slice end, uint64_t max, std::vector<st
   c.has_upper = !end.empty();
   c.upper = std::string(end);
   c.expected_entries = std::min<uint64_t>(max, uint64_t{options_.max_batch_entries} + 1);
+  c.readahead_pages = options_.scan_readahead_pages;
   GROVE_ASSIGN_OR_RETURN(auto cursor, index_->NewCursor(c));
   const uint64_t now = NowUnixMillis();
   for (; cursor->Valid() && keys->size() < max; cursor->Next()) {

@@ -172,6 +172,7 @@ StatusOr<std::unique_ptr<Iterator>> DbImpl::NewIterator(const ScanOptions& optio
   c.has_upper = options.has_upper;
   c.reverse = options.reverse;
   c.expected_entries = options.expected_entries;
+  c.readahead_pages = options_.scan_readahead_pages;
   GROVE_ASSIGN_OR_RETURN(auto cursor, index_->NewCursor(c));
   auto it = std::make_unique<DbIterator>(this, std::move(cursor), options.keys_only);
   return std::unique_ptr<Iterator>(std::move(it));

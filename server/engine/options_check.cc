@@ -19,6 +19,9 @@ StatusOr<Options> CheckOptions(const Options& in) {
   if (!(o.inner_cache_fraction >= 0.0 && o.inner_cache_fraction <= 1.0)) {
     return bad("inner_cache_fraction", o.inner_cache_fraction, "0..1");
   }
+  if (o.scan_readahead_pages > 256) {
+    return bad("scan_readahead_pages", o.scan_readahead_pages, "0..256");
+  }
   if (o.max_key_bytes < 1 || o.max_key_bytes > 1024) {
     return bad("limits.max_key_bytes", o.max_key_bytes, "1..1024");
   }

@@ -24,6 +24,7 @@ VariantCase Hln(std::string name, ParamMap params) {
   // node's overflow subnode is one more. Bulk-loaded leaves with fresh hints miss rarely.
   c.max_reads_per_get = static_cast<uint32_t>(leaf_pages);
   c.max_mean_reads_per_get = 1.5;
+  c.scan_readahead = !c.params.count("hash") || c.params.at("hash") != "fnv";
   return c;
 }
 
@@ -110,11 +111,12 @@ std::shared_ptr<const IndexRegistry> TestVariantRegistry() {
 
 std::vector<VariantCase> ConformanceCases() {
   std::vector<VariantCase> cases = {
-      {.name = "btree", .variant = "btree", .btree_structure = true},
+      {.name = "btree", .variant = "btree", .btree_structure = true, .scan_readahead = true},
       {.name = "btree_shortcut",
        .variant = "btree",
        .params = {{"prefetch", "shortcut"}, {"shortcut_min_uncached", "1"}},
-       .btree_structure = true},
+       .btree_structure = true,
+       .scan_readahead = true},
       Hln("hln", {}),
       Hln("hln_fnv_stash",
           {{"leaf_pages", "4"}, {"hash", "fnv"}, {"stash", "true"}, {"hint_bits", "2"}}),
@@ -154,7 +156,8 @@ std::vector<VariantCase> ConformanceCases() {
     cases.push_back({.name = "btree_shortcut_base",
                      .variant = "btree",
                      .params = {{"prefetch", "shortcut_base"}},
-                     .btree_structure = true});
+                     .btree_structure = true,
+                     .scan_readahead = true});
     cases.push_back(Hln("hln_l4_stash", {{"leaf_pages", "4"}, {"stash", "true"}}));
     cases.push_back(Hln("hln_l64", {{"leaf_pages", "64"}}));
     cases.push_back(Hln("hln_l256", {{"leaf_pages", "256"}}));

@@ -45,6 +45,8 @@ struct VariantCase {
   bool btree_structure = false;
   // The same workload issues the same IOs on every run (no background work changes pages).
   bool deterministic_io = true;
+  // Scans read the leaves ahead of themselves (core::ScanReadahead).
+  bool scan_readahead = false;
 };
 
 // The built-in variants and the test variants: "buffered" (buffered_variant.h) and "sorted" (the

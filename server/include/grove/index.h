@@ -157,6 +157,7 @@ struct CursorOptions {
   bool has_upper = false;
   bool reverse = false;
   uint64_t expected_entries = 0;  // ScanOptions::expected_entries: a hint, 0 = unknown
+  uint32_t readahead_pages = 0;   // Options::scan_readahead_pages (core/readahead.h); 0 = off
 };
 
 // Entries in key order (or reverse). Holds no latch between calls.

@@ -78,6 +78,10 @@ struct Options {
   // one leaf read once they are warm); beyond it the oldest inner node is the next victim, so the
   // share is also a cap.
   double inner_cache_fraction = 0.5;
+  // The most pages a scan reads ahead of itself (btree and hln: the leaves it will reach next,
+  // known from the node above them, read in one submission into the prefetch side pool; a page
+  // the scan never reaches is not cached). 0..256; 0 turns readahead off.
+  uint32_t scan_readahead_pages = 32;
 
   IoBackendOptions io;
   // O_DIRECT for the data file and the double-write file. Turn off only on filesystems without

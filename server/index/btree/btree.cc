@@ -137,11 +137,13 @@ void BTree::FreeLeaf(PageWriteGuard& leaf) {
 
 StatusOr<PageReadGuard> BTree::DescendToLeaf(Slice key, core::Seek mode, IoCause cause,
                                              core::Fences* fences, PrefetchBatch* batch,
-                                             core::Path* path) {
+                                             core::Path* path,
+                                             const core::ParentVisitor* at_parent) {
   GROVE_ASSIGN_OR_RETURN(core::ParentLatch p,
                          tree_->DescendToParent(key, mode, cause, false, batch, path));
   const PageId id = core::InnerNodeView(p.data()).child(p.child);
   if (fences != nullptr) *fences = p.leaf_fences();
+  if (at_parent != nullptr) (*at_parent)(p);
   // A prefetched image is admitted only here, where the child pointer names exactly its page.
   GROVE_ASSIGN_OR_RETURN(PageReadGuard leaf,
                          pool_->FetchRead(id, cause, Retention::kNormal, batch));

@@ -38,6 +38,7 @@
 
 #include "buffer/buffer_pool.h"
 #include "index/core/leaf_node.h"
+#include "index/core/readahead.h"
 #include "index/core/tree.h"
 #include "index/variant.h"
 #include "predict/path_predictor.h"
@@ -68,14 +69,19 @@ class BTree final : public Index {
 
   // Descends to the leaf for `key` under `mode` and returns it latched shared, with its fences.
   // With `batch`, a prefetched page is used where the traversal asks for exactly that page;
-  // `path` receives the page visited at each level.
+  // `path` receives the page visited at each level; `at_parent` sees the level-1 node above the
+  // leaf while it is latched (a scan picks the leaves to read ahead there).
   StatusOr<PageReadGuard> DescendToLeaf(Slice key, core::Seek mode, IoCause cause,
                                         core::Fences* fences, PrefetchBatch* batch = nullptr,
-                                        core::Path* path = nullptr);
+                                        core::Path* path = nullptr,
+                                        const core::ParentVisitor* at_parent = nullptr);
   // DescendToLeaf with SHORTCUT's one-shot path prefetch when `prefetch` is on (btree_shortcut.cc):
   // predict the page of every level, read the uncached ones in one submission, then traverse.
+  // The predicted pages go into `batch` when given (a scan's readahead batch), else a batch of
+  // this lookup's own.
   StatusOr<PageReadGuard> DescendPredicted(Slice key, core::Seek mode, IoCause cause,
-                                           core::Fences* fences);
+                                           core::Fences* fences, PrefetchBatch* batch = nullptr,
+                                           const core::ParentVisitor* at_parent = nullptr);
 
  private:
   BTree(const IndexContext& ctx, double fill_factor, const predict::ShortcutOptions& prefetch);

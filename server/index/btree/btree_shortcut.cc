@@ -7,6 +7,8 @@
 // read and nothing else. The core reports inner splits, merges and height changes to the
 // predictor; btree.cc reports the leaves'.
 
+#include <optional>
+
 #include "index/btree/btree.h"
 #include "index/core/shortcut.h"
 
@@ -18,12 +20,16 @@ Status BTree::CollectShape(predict::TreeSnapshot* snap) {
 }
 
 StatusOr<PageReadGuard> BTree::DescendPredicted(Slice key, core::Seek mode, IoCause cause,
-                                                core::Fences* fences) {
-  if (!predictor_ || mode == core::Seek::kLast) return DescendToLeaf(key, mode, cause, fences);
-  PrefetchBatch batch(pool_);
-  const shortcut::PredictedPaths p = shortcut::PredictAndIssue(pool_, *predictor_, {key}, &batch);
+                                                core::Fences* fences, PrefetchBatch* batch,
+                                                const core::ParentVisitor* at_parent) {
+  if (!predictor_ || mode == core::Seek::kLast) {
+    return DescendToLeaf(key, mode, cause, fences, batch, nullptr, at_parent);
+  }
+  std::optional<PrefetchBatch> own;
+  if (batch == nullptr) batch = &own.emplace(pool_);
+  const shortcut::PredictedPaths p = shortcut::PredictAndIssue(pool_, *predictor_, {key}, batch);
   core::Path path;
-  auto leaf = DescendToLeaf(key, mode, cause, fences, &batch, &path);
+  auto leaf = DescendToLeaf(key, mode, cause, fences, batch, &path, at_parent);
   if (leaf.ok()) predictor_->Feedback(p.predictions[0], path, p.issued[0]);
   return leaf;
 }

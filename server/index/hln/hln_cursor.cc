@@ -2,12 +2,19 @@
 // into its range), or, with hash: fnv, the rest of a whole leaf, which must be read completely and
 // sorted (paper §2.5). No latch is held between batches: each batch descends again by key, and the
 // next leaf is found by descending with the leaf's fence key.
+//
+// Readahead (core::ScanReadahead): after each subnode, the subnodes the scan reaches next (the
+// rest of the leaf, then the leaves beside it in the level-1 node) are read ahead, as many as
+// the scan is expected to need. hash: fnv leaves are read whole in one submission already and
+// are not read ahead.
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "index/core/cursor.h"
+#include "index/core/readahead.h"
 #include "index/hln/hln_tree.h"
 
 namespace grove {
@@ -20,7 +27,9 @@ using hln::SubnodeView;
 class HlnCursor final : public core::BatchCursor {
  public:
   HlnCursor(HlnTree* tree, CursorOptions options)
-      : core::BatchCursor(std::move(options)), tree_(tree) {
+      : core::BatchCursor(std::move(options)),
+        tree_(tree),
+        readahead_(tree->pool(), this->options()) {
     Start();
   }
 
@@ -29,18 +38,19 @@ class HlnCursor final : public core::BatchCursor {
                      Fences* leaf) override {
     // The first descent of a scan is a lookup like any other: with prefetch on, its predicted
     // pages are read in one submission. Later ones follow the leaf just read and are not.
-    PrefetchBatch prefetch(tree_->pool());
+    std::optional<PrefetchBatch> own;
+    PrefetchBatch* batch = readahead_.enabled() ? readahead_.batch() : &own.emplace(tree_->pool());
     HlnTree::PathGuess guess;
     core::Path path;
-    if (first) tree_->PredictPath(target, &prefetch, &guess);
-    GROVE_ASSIGN_OR_RETURN(
-        core::ParentLatch p,
-        tree_->tree().DescendToParent(target, core::Seek::kAtOrAfter, IoCause::kScan, false,
-                                      guess.active ? &prefetch : nullptr, &path));
+    if (first) tree_->PredictPath(target, batch, &guess);
+    GROVE_ASSIGN_OR_RETURN(core::ParentLatch p,
+                           tree_->tree().DescendToParent(target, core::Seek::kAtOrAfter,
+                                                         IoCause::kScan, false, batch, &path));
     const hln::LeafRef ref = tree_->DecodeLeafRef(p.leaf_payload());
     *leaf = p.leaf_fences();
-    GROVE_RETURN_IF_ERROR(
-        CollectForward(ref, *leaf, target, guess.active ? &prefetch : nullptr, out));
+    int sub = 0;
+    GROVE_RETURN_IF_ERROR(CollectForward(ref, *leaf, target, batch, out, &sub));
+    ReadAhead(p, ref, sub, out->size());
     if (guess.active) {
       if (!tree_->config().fnv) path[0] = tree_->PackedPage(ref, tree_->Guess(ref, *leaf, target));
       tree_->Feedback(guess, path);
@@ -50,13 +60,49 @@ class HlnCursor final : public core::BatchCursor {
 
   Status ReadReverse(bool bounded, const std::string& before, std::vector<Entry>* out,
                      Fences* leaf) override {
+    PrefetchBatch* batch = readahead_.batch();  // null when off
     GROVE_ASSIGN_OR_RETURN(
         core::ParentLatch p,
         tree_->tree().DescendToParent(before, bounded ? core::Seek::kBefore : core::Seek::kLast,
-                                      IoCause::kScan, false));
+                                      IoCause::kScan, false, batch));
     const hln::LeafRef ref = tree_->DecodeLeafRef(p.leaf_payload());
     *leaf = p.leaf_fences();
-    return CollectReverse(ref, *leaf, bounded, before, out);
+    int sub = 0;
+    GROVE_RETURN_IF_ERROR(CollectReverse(ref, *leaf, bounded, before, batch, out, &sub));
+    ReadAhead(p, ref, sub, out->size());
+    return Status::Ok();
+  }
+
+  // Reads ahead the pages after subnode `sub` of `ref` in the scan's direction: the rest of the
+  // leaf, then the leaves beside it under `p` (a stash leaf's overflow page first, as the scan
+  // reads it with every subnode). `entries`: what the subnode gave.
+  void ReadAhead(const core::ParentLatch& p, const hln::LeafRef& ref, int sub, size_t entries) {
+    if (!readahead_.enabled() || tree_->config().fnv) return;
+    readahead_.Visited(entries);
+    const size_t want = readahead_.Window();
+    if (want == 0) return;
+    const bool reverse = options().reverse;
+    std::vector<PageId> next;
+    auto add_leaf_from = [&](const hln::LeafRef& r, int from) {
+      const int k = tree_->PackedCount(r);
+      if (reverse) {
+        for (int i = std::min(from, k - 1); i >= 0 && next.size() < want; --i) {
+          next.push_back(tree_->PackedPage(r, i));
+        }
+      } else {
+        for (int i = std::max(from, 0); i < k && next.size() < want; ++i) {
+          next.push_back(tree_->PackedPage(r, i));
+        }
+      }
+    };
+    add_leaf_from(ref, reverse ? sub - 1 : sub + 1);
+    for (Slice payload : core::NextChildren(p, options(), want)) {
+      if (next.size() >= want) break;
+      const hln::LeafRef r = tree_->DecodeLeafRef(payload);
+      if (r.stash) next.push_back(r.leaf);
+      add_leaf_from(r, reverse ? tree_->PackedCount(r) - 1 : 0);
+    }
+    readahead_.Issue(next);
   }
 
   // Whole leaf, in key order (hash: fnv).
@@ -75,9 +121,10 @@ class HlnCursor final : public core::BatchCursor {
 
   // The overflow subnode's entries in [lo, hi] (a null bound is open), ascending.
   Status Overflow(const hln::LeafRef& ref, const std::string* lo, bool lo_inclusive,
-                  const std::string* hi, bool hi_inclusive, std::vector<Entry>* out) {
-    GROVE_ASSIGN_OR_RETURN(PageReadGuard o,
-                           tree_->pool()->FetchRead(ref.leaf, IoCause::kScan, Retention::kNormal));
+                  const std::string* hi, bool hi_inclusive, PrefetchBatch* batch,
+                  std::vector<Entry>* out) {
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard o, tree_->pool()->FetchRead(ref.leaf, IoCause::kScan,
+                                                                     Retention::kNormal, batch));
     const SubnodeView s(o.data());
     for (int j = 0; j < s.count(); ++j) {
       const Slice k = s.key(j);
@@ -100,8 +147,9 @@ class HlnCursor final : public core::BatchCursor {
     *out = std::move(all);
   }
 
+  // *sub receives the packed subnode read (k: none).
   Status CollectForward(const hln::LeafRef& ref, const Fences& lf, const std::string& target,
-                        PrefetchBatch* prefetch, std::vector<Entry>* out) {
+                        PrefetchBatch* prefetch, std::vector<Entry>* out, int* sub) {
     if (tree_->config().fnv) {
       std::vector<Entry> all;
       GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
@@ -118,10 +166,11 @@ class HlnCursor final : public core::BatchCursor {
     std::vector<Entry> packed;
     std::string max;
     bool have = false;
+    *sub = loc.in_range ? loc.sub : loc.t;
     if (!loc.in_range && loc.t < k) {
       GROVE_ASSIGN_OR_RETURN(loc.guard,
                              tree_->pool()->FetchRead(tree_->PackedPage(ref, loc.t), IoCause::kScan,
-                                                      Retention::kNormal));
+                                                      Retention::kNormal, prefetch));
       have = true;
     }
     if (loc.in_range || have) {
@@ -134,14 +183,17 @@ class HlnCursor final : public core::BatchCursor {
     loc.guard.Release();
     std::vector<Entry> over;
     if (ref.stash) {
-      GROVE_RETURN_IF_ERROR(Overflow(ref, &target, true, have ? &max : nullptr, true, &over));
+      GROVE_RETURN_IF_ERROR(
+          Overflow(ref, &target, true, have ? &max : nullptr, true, prefetch, &over));
     }
     MergeInto(std::move(packed), std::move(over), false, out);
     return Status::Ok();
   }
 
+  // *sub receives the packed subnode read (-1: none).
   Status CollectReverse(const hln::LeafRef& ref, const Fences& lf, bool bounded,
-                        const std::string& bound, std::vector<Entry>* out) {
+                        const std::string& bound, PrefetchBatch* batch, std::vector<Entry>* out,
+                        int* sub) {
     if (tree_->config().fnv) {
       std::vector<Entry> all;
       GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
@@ -161,7 +213,7 @@ class HlnCursor final : public core::BatchCursor {
     int from = k - 1;  // scan left from here for the previous nonempty subnode
     if (bounded) {
       GROVE_ASSIGN_OR_RETURN(HlnTree::Located loc, tree_->Locate(ref, tree_->Guess(ref, lf, bound),
-                                                                 bound, IoCause::kScan));
+                                                                 bound, IoCause::kScan, batch));
       from = -1;
       if (loc.in_range) {
         bool found;
@@ -177,13 +229,15 @@ class HlnCursor final : public core::BatchCursor {
       }
     }
     for (; s < 0 && from >= 0; --from) {
-      GROVE_ASSIGN_OR_RETURN(g, tree_->pool()->FetchRead(tree_->PackedPage(ref, from),
-                                                         IoCause::kScan, Retention::kNormal));
+      GROVE_ASSIGN_OR_RETURN(g,
+                             tree_->pool()->FetchRead(tree_->PackedPage(ref, from), IoCause::kScan,
+                                                      Retention::kNormal, batch));
       if (!SubnodeView(g.data()).empty()) {
         s = from;
         end = SubnodeView(g.data()).count();
       }
     }
+    *sub = s;
     std::vector<Entry> packed;
     std::string min;
     if (s >= 0) {
@@ -194,14 +248,15 @@ class HlnCursor final : public core::BatchCursor {
     g.Release();
     std::vector<Entry> over;
     if (ref.stash) {
-      GROVE_RETURN_IF_ERROR(
-          Overflow(ref, s >= 0 ? &min : nullptr, true, bounded ? &bound : nullptr, false, &over));
+      GROVE_RETURN_IF_ERROR(Overflow(ref, s >= 0 ? &min : nullptr, true, bounded ? &bound : nullptr,
+                                     false, batch, &over));
     }
     MergeInto(std::move(packed), std::move(over), true, out);
     return Status::Ok();
   }
 
   HlnTree* const tree_;
+  core::ScanReadahead readahead_;
 };
 
 }  // namespace

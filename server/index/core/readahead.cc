@@ -1,0 +1,58 @@
+#include "index/core/readahead.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace grove::core {
+
+ScanReadahead::ScanReadahead(BufferPool* pool, const CursorOptions& options)
+    : options_(options), budget_(options.readahead_pages) {
+  if (budget_ > 0) batch_ = std::make_unique<PrefetchBatch>(pool);
+}
+
+void ScanReadahead::Visited(size_t entries) {
+  ++pages_;
+  entries_ += entries;
+}
+
+size_t ScanReadahead::Window() const {
+  if (budget_ == 0 || pages_ == 0) return 0;
+  const bool bounded = options_.reverse ? !options_.lower.empty() : options_.has_upper;
+  if (options_.expected_entries > 0) {
+    if (entries_ >= options_.expected_entries) return 0;
+    const uint64_t left = options_.expected_entries - entries_;
+    // At least one entry per page, so a run of empty pages does not make the estimate infinite.
+    const uint64_t per_page = std::max<uint64_t>(1, entries_ / pages_);
+    return static_cast<size_t>(std::min<uint64_t>(budget_, (left + per_page - 1) / per_page));
+  }
+  if (bounded) return budget_;
+  return static_cast<size_t>(std::min<uint64_t>(budget_, uint64_t{1} << std::min<uint64_t>(pages_, 20)));
+}
+
+void ScanReadahead::Issue(const std::vector<PageId>& next) {
+  if (!batch_) return;
+  const size_t n = std::min(next.size(), Window());
+  const std::unordered_set<PageId> wanted(next.begin(), next.begin() + static_cast<long>(n));
+  batch_->Retain([&](PageId id) { return wanted.count(id) > 0; });
+  if (n == 0) return;
+  batch_->Issue(std::vector<PageId>(next.begin(), next.begin() + static_cast<long>(n)));
+}
+
+std::vector<Slice> NextChildren(const ParentLatch& p, const CursorOptions& options, size_t max) {
+  std::vector<Slice> out;
+  const InnerNodeView n(p.data());
+  if (!options.reverse) {
+    for (int j = p.child + 1; j < n.count() && out.size() < max; ++j) {
+      if (options.has_upper && n.key(j) >= Slice(options.upper)) break;  // j starts at key(j)
+      out.push_back(n.payload(j));
+    }
+  } else {
+    for (int j = p.child - 1; j >= 0 && out.size() < max; --j) {
+      if (!options.lower.empty() && n.key(j + 1) <= Slice(options.lower)) break;  // ends there
+      out.push_back(n.payload(j));
+    }
+  }
+  return out;
+}
+
+}  // namespace grove::core

@@ -129,8 +129,7 @@ TEST_P(ConformanceScanReadaheadTest, ScansStayCorrectWhileWritersChangeThePages)
       std::vector<uint64_t> loaded;  // indexes of the loaded keys returned
       for (size_t i = 0; i < got.size(); ++i) {
         if (i > 0) {
-          ASSERT_TRUE(s.reverse ? got[i].first < got[i - 1].first
-                                : got[i - 1].first < got[i].first)
+          ASSERT_TRUE(s.reverse ? got[i].first < got[i - 1].first : got[i - 1].first < got[i].first)
               << "out of order";
         }
         ASSERT_TRUE(s.lower.empty() || got[i].first >= s.lower);

@@ -24,7 +24,7 @@ class BTreeCursor final : public core::BatchCursor {
     const core::LeafView n(g.data());
     bool found;
     const int start = n.Find(from, &found);
-    ReadAhead(static_cast<size_t>(n.count() - start));
+    ReadAhead(static_cast<size_t>(n.count() - start), n.count());
     for (int i = start; i < n.count(); ++i) {
       out->push_back({std::string(n.key(i)), std::string(n.cell(i))});
     }
@@ -43,7 +43,7 @@ class BTreeCursor final : public core::BatchCursor {
       bool found;
       i = n.Find(before, &found) - 1;
     }
-    ReadAhead(static_cast<size_t>(i + 1));
+    ReadAhead(static_cast<size_t>(i + 1), n.count());
     for (; i >= 0; --i) out->push_back({std::string(n.key(i)), std::string(n.cell(i))});
     return Status::Ok();
   }
@@ -66,8 +66,8 @@ class BTreeCursor final : public core::BatchCursor {
                                 &note);
   }
 
-  void ReadAhead(size_t entries) {
-    readahead_.Visited(entries);
+  void ReadAhead(size_t entries, int leaf_entries) {
+    readahead_.Visited(entries, static_cast<size_t>(leaf_entries));
     readahead_.Issue(ahead_);
   }
 

@@ -10,9 +10,10 @@ ScanReadahead::ScanReadahead(BufferPool* pool, const CursorOptions& options)
   if (budget_ > 0) batch_ = std::make_unique<PrefetchBatch>(pool);
 }
 
-void ScanReadahead::Visited(size_t entries) {
+void ScanReadahead::Visited(size_t entries, size_t page_entries) {
   ++pages_;
   entries_ += entries;
+  page_entries_ += std::max(entries, page_entries);
 }
 
 size_t ScanReadahead::Window() const {
@@ -22,11 +23,12 @@ size_t ScanReadahead::Window() const {
     if (entries_ >= options_.expected_entries) return 0;
     const uint64_t left = options_.expected_entries - entries_;
     // At least one entry per page, so a run of empty pages does not make the estimate infinite.
-    const uint64_t per_page = std::max<uint64_t>(1, entries_ / pages_);
+    const uint64_t per_page = std::max<uint64_t>(1, page_entries_ / pages_);
     return static_cast<size_t>(std::min<uint64_t>(budget_, (left + per_page - 1) / per_page));
   }
   if (bounded) return budget_;
-  return static_cast<size_t>(std::min<uint64_t>(budget_, uint64_t{1} << std::min<uint64_t>(pages_, 20)));
+  return static_cast<size_t>(
+      std::min<uint64_t>(budget_, uint64_t{1} << std::min<uint64_t>(pages_, 20)));
 }
 
 void ScanReadahead::Issue(const std::vector<PageId>& next) {

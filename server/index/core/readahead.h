@@ -43,8 +43,11 @@ class ScanReadahead {
   // The batch to hand to FetchRead for every page the scan reads (null when off).
   PrefetchBatch* batch() { return batch_.get(); }
 
-  // After the scan read one page (a leaf or a subnode) that gave it `entries` entries.
-  void Visited(size_t entries);
+  // After the scan read one page (a leaf or a subnode) holding `page_entries` entries, of which
+  // it gave the scan `entries` (those at or after its position). The density of the pages ahead
+  // is estimated from the whole pages: a scan that starts at the end of its first leaf must not
+  // think the leaves ahead hold one entry each.
+  void Visited(size_t entries, size_t page_entries);
   // How many pages ahead the scan should have in flight now (0: none).
   size_t Window() const;
   // Reads ahead the first Window() of `next` (the scan's next pages, nearest first): issues those
@@ -55,8 +58,9 @@ class ScanReadahead {
   const CursorOptions& options_;
   const size_t budget_;
   std::unique_ptr<PrefetchBatch> batch_;
-  uint64_t pages_ = 0;    // pages visited
-  uint64_t entries_ = 0;  // entries they gave
+  uint64_t pages_ = 0;         // pages visited
+  uint64_t entries_ = 0;       // entries they gave
+  uint64_t page_entries_ = 0;  // entries they held
 };
 
 // The payloads of the children of `p` after its current child (before it, when reverse) that

@@ -48,9 +48,9 @@ class HlnCursor final : public core::BatchCursor {
                                                          IoCause::kScan, false, batch, &path));
     const hln::LeafRef ref = tree_->DecodeLeafRef(p.leaf_payload());
     *leaf = p.leaf_fences();
-    int sub = 0;
-    GROVE_RETURN_IF_ERROR(CollectForward(ref, *leaf, target, batch, out, &sub));
-    ReadAhead(p, ref, sub, out->size());
+    Visit visit;
+    GROVE_RETURN_IF_ERROR(CollectForward(ref, *leaf, target, batch, out, &visit));
+    ReadAhead(p, ref, visit, out->size());
     if (guess.active) {
       if (!tree_->config().fnv) path[0] = tree_->PackedPage(ref, tree_->Guess(ref, *leaf, target));
       tree_->Feedback(guess, path);
@@ -67,18 +67,26 @@ class HlnCursor final : public core::BatchCursor {
                                       IoCause::kScan, false, batch));
     const hln::LeafRef ref = tree_->DecodeLeafRef(p.leaf_payload());
     *leaf = p.leaf_fences();
-    int sub = 0;
-    GROVE_RETURN_IF_ERROR(CollectReverse(ref, *leaf, bounded, before, batch, out, &sub));
-    ReadAhead(p, ref, sub, out->size());
+    Visit visit;
+    GROVE_RETURN_IF_ERROR(CollectReverse(ref, *leaf, bounded, before, batch, out, &visit));
+    ReadAhead(p, ref, visit, out->size());
     return Status::Ok();
   }
 
-  // Reads ahead the pages after subnode `sub` of `ref` in the scan's direction: the rest of the
-  // leaf, then the leaves beside it under `p` (a stash leaf's overflow page first, as the scan
-  // reads it with every subnode). `entries`: what the subnode gave.
-  void ReadAhead(const core::ParentLatch& p, const hln::LeafRef& ref, int sub, size_t entries) {
+  // The packed subnode a batch read and the entries it held.
+  struct Visit {
+    int sub = 0;  // forward: k when none; reverse: -1
+    size_t entries = 0;
+  };
+
+  // Reads ahead the pages after the visited subnode of `ref` in the scan's direction: the rest
+  // of the leaf, then the leaves beside it under `p` (a stash leaf's overflow page first, as the
+  // scan reads it with every subnode). `entries`: what the batch gave.
+  void ReadAhead(const core::ParentLatch& p, const hln::LeafRef& ref, const Visit& visit,
+                 size_t entries) {
     if (!readahead_.enabled() || tree_->config().fnv) return;
-    readahead_.Visited(entries);
+    const int sub = visit.sub;
+    readahead_.Visited(entries, visit.entries);
     const size_t want = readahead_.Window();
     if (want == 0) return;
     const bool reverse = options().reverse;
@@ -147,9 +155,9 @@ class HlnCursor final : public core::BatchCursor {
     *out = std::move(all);
   }
 
-  // *sub receives the packed subnode read (k: none).
+  // *visit receives the packed subnode read (k: none).
   Status CollectForward(const hln::LeafRef& ref, const Fences& lf, const std::string& target,
-                        PrefetchBatch* prefetch, std::vector<Entry>* out, int* sub) {
+                        PrefetchBatch* prefetch, std::vector<Entry>* out, Visit* visit) {
     if (tree_->config().fnv) {
       std::vector<Entry> all;
       GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
@@ -166,7 +174,7 @@ class HlnCursor final : public core::BatchCursor {
     std::vector<Entry> packed;
     std::string max;
     bool have = false;
-    *sub = loc.in_range ? loc.sub : loc.t;
+    visit->sub = loc.in_range ? loc.sub : loc.t;
     if (!loc.in_range && loc.t < k) {
       GROVE_ASSIGN_OR_RETURN(loc.guard,
                              tree_->pool()->FetchRead(tree_->PackedPage(ref, loc.t), IoCause::kScan,
@@ -178,6 +186,7 @@ class HlnCursor final : public core::BatchCursor {
       bool found;
       Append(s, s.LowerBound(tree_->order(), target, &found), s.count(), &packed);
       max.assign(s.key(s.count() - 1));
+      visit->entries = static_cast<size_t>(s.count());
       have = true;
     }
     loc.guard.Release();
@@ -190,10 +199,10 @@ class HlnCursor final : public core::BatchCursor {
     return Status::Ok();
   }
 
-  // *sub receives the packed subnode read (-1: none).
+  // *visit receives the packed subnode read (-1: none).
   Status CollectReverse(const hln::LeafRef& ref, const Fences& lf, bool bounded,
                         const std::string& bound, PrefetchBatch* batch, std::vector<Entry>* out,
-                        int* sub) {
+                        Visit* visit) {
     if (tree_->config().fnv) {
       std::vector<Entry> all;
       GROVE_RETURN_IF_ERROR(ReadSorted(ref, &all));
@@ -237,13 +246,14 @@ class HlnCursor final : public core::BatchCursor {
         end = SubnodeView(g.data()).count();
       }
     }
-    *sub = s;
+    visit->sub = s;
     std::vector<Entry> packed;
     std::string min;
     if (s >= 0) {
       const SubnodeView v(g.data());
       Append(v, 0, end, &packed);
       min.assign(v.key(0));
+      visit->entries = static_cast<size_t>(v.count());
     }
     g.Release();
     std::vector<Entry> over;

@@ -167,6 +167,13 @@ StatusOr<bool> BTree::Get(Slice key, std::string* cell) {
 
 // --- Writes -----------------------------------------------------------------------------------
 
+Status BTree::Prepare(Slice key) {
+  // Only the path, faulted in: no path prediction (its model lookups cost more than a descent
+  // through cached inner nodes, and a missing leaf is one read either way) and no copy of the
+  // cell, which the write does not need.
+  return DescendToLeaf(key, core::Seek::kAtOrAfter, IoCause::kDemand, nullptr).status();
+}
+
 bool BTree::PutInPlace(PageWriteGuard& leaf, Slice key, Slice cell,
                        std::optional<std::string>* old_cell) {
   const core::LeafPut r = core::PutInLeaf(leaf, key, cell, old_cell);

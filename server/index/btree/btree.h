@@ -59,6 +59,7 @@ class BTree final : public Index {
   Status Put(const WriteContext& w, Slice key, Slice cell,
              std::optional<std::string>* old_cell) override;
   Status Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) override;
+  Status Prepare(Slice key) override;
   StatusOr<std::unique_ptr<IndexCursor>> NewCursor(const CursorOptions& options) override;
   Status BulkLoad(const BulkSource& source) override;
   std::string SerializeMetadata() override;

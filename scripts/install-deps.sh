@@ -19,6 +19,8 @@ packages=(
   python3-grpcio python3-protobuf python3-pytest
   # integration tests generate TLS certificates with the openssl command
   openssl
+  # cluster mode keeps its metadata in etcd; the cluster tests run a real one (v3 API)
+  etcd-server
   # deployment tests (tests/deploy): the image is built with podman and run with buildah, from
   # base images made with debootstrap (scripts/offline-base-image.sh); a real Prometheus and
   # promtool check the dashboards and alert rules; python3-yaml reads the manifests and

@@ -202,6 +202,24 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
 
   CLI::App* stats = app.add_subcommand("stats", "Print engine, index and cache figures");
 
+  ClusterArgs cluster_args;
+  std::string etcd_list;
+  CLI::App* cluster = app.add_subcommand(
+      "cluster", "Cluster metadata in etcd (docs/cluster.md); talks to etcd, not to a groved");
+  cluster->require_subcommand(1);
+  cluster->add_option("--etcd", etcd_list, "etcd endpoints host:port, comma separated")
+      ->envname("GROVE_ETCD")
+      ->required();
+  cluster->add_option("--cluster", cluster_args.cluster, "Cluster name")->capture_default_str();
+  cluster->add_option("--etcd-ca", cluster_args.etcd_ca_file, "CA certificate of etcd (TLS)")
+      ->check(CLI::ExistingFile);
+  cluster->add_option("--etcd-cert", cluster_args.etcd_cert_file, "Client certificate for etcd")
+      ->check(CLI::ExistingFile);
+  cluster->add_option("--etcd-key", cluster_args.etcd_key_file, "Client key for etcd")
+      ->check(CLI::ExistingFile);
+  CLI::App* cluster_status =
+      cluster->add_subcommand("status", "The cluster's nodes: address, version, up or down");
+
   std::string service;
   CLI::App* health =
       app.add_subcommand("health", "Print the server's health (exit 0 only when SERVING)");
@@ -212,6 +230,18 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e, out, err);
     return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (*cluster && *cluster_status) {
+    for (size_t start = 0; start <= etcd_list.size();) {
+      const size_t comma = std::min(etcd_list.find(',', start), etcd_list.size());
+      if (comma > start)
+        cluster_args.etcd_endpoints.push_back(etcd_list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    cluster_args.timeout_seconds = g.timeout_seconds;
+    return RunClusterStatus(cluster_args, g.output == "json" ? Output::kJson : Output::kText, out,
+                            err);
   }
 
   if (!g.token_file.empty()) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "grove/client/client.h"
 #include "grove/client/codec.h"
@@ -96,6 +97,15 @@ struct RestoreArgs {
 };
 int RunRestore(const Context& ctx, const RestoreArgs& args);
 int RunVerifyBackup(const Context& ctx, const RestoreArgs& args);
+
+// grovectl cluster status: the members of a cluster and whether they are up, read from etcd.
+struct ClusterArgs {
+  std::vector<std::string> etcd_endpoints;
+  std::string cluster = "default";
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
+  double timeout_seconds = 5;
+};
+int RunClusterStatus(const ClusterArgs& args, Output output, std::ostream& out, std::ostream& err);
 
 struct ScanArgs {
   std::string start;  // as written (decoded with the key format)

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "grove/logger.h"
 #include "grove/options.h"
@@ -56,6 +57,22 @@ struct BackupConfig {
   std::string dir;  // backups are directories under it; empty: Backup is refused
 };
 
+// Cluster mode (docs/cluster.md): membership and metadata in etcd. Off when etcd_endpoints is
+// empty; then groved behaves as a single node.
+struct ClusterConfig {
+  std::vector<std::string> etcd_endpoints;  // host:port of etcd's client API
+  std::string name = "default";             // the cluster: keys live under /grove/<name>/
+  std::string node_name;                    // unique in the cluster
+  std::string advertise_address;            // host:port clients reach this node's gRPC API at
+  uint32_t lease_ttl_seconds = 10;          // a node is shown down this long after it stops
+  double etcd_timeout_seconds = 5;          // per call to etcd
+  // TLS to etcd: the CA that signed etcd's certificate; a client certificate and key when etcd
+  // asks for one.
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
+
+  bool enabled() const { return !etcd_endpoints.empty(); }
+};
+
 struct ServerOptions {
   std::string listen = "127.0.0.1:7400";
   std::string metrics_listen = "127.0.0.1:7401";
@@ -67,6 +84,7 @@ struct ServerOptions {
   AuthConfig auth;
   LoggingConfig logging;
   BackupConfig backup;
+  ClusterConfig cluster;
 };
 
 struct Config {

@@ -94,6 +94,18 @@ void ReadServer(YamlSection& top, ServerOptions* o) {
   backup.String("dir", &o->backup.dir);
   backup.Finish();
 
+  YamlSection cluster = top.Child("cluster");
+  cluster.StringList("etcd_endpoints", &o->cluster.etcd_endpoints);
+  cluster.String("name", &o->cluster.name);
+  cluster.String("node_name", &o->cluster.node_name);
+  cluster.String("advertise_address", &o->cluster.advertise_address);
+  cluster.Uint32("lease_ttl_seconds", &o->cluster.lease_ttl_seconds);
+  cluster.Double("etcd_timeout_seconds", &o->cluster.etcd_timeout_seconds);
+  cluster.String("etcd_ca_file", &o->cluster.etcd_ca_file);
+  cluster.String("etcd_cert_file", &o->cluster.etcd_cert_file);
+  cluster.String("etcd_key_file", &o->cluster.etcd_key_file);
+  cluster.Finish();
+
   YamlSection log = top.Child("logging");
   int level = static_cast<int>(o->logging.level);
   // Order matches LogLevel.

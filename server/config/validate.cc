@@ -136,6 +136,58 @@ void CheckLimits(const Options& o, const Limits& l, Problems* p) {
   }
 }
 
+bool ClusterName(const std::string& n) {
+  if (n.empty() || n.size() > 63) return false;
+  return n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
+}
+
+void CheckCluster(const ClusterConfig& c, Problems* p) {
+  const bool other = !c.node_name.empty() || !c.advertise_address.empty() ||
+                     !c.etcd_ca_file.empty() || !c.etcd_cert_file.empty() ||
+                     !c.etcd_key_file.empty();
+  if (!c.enabled()) {
+    if (other)
+      p->Add("cluster.etcd_endpoints", "must be set for the other cluster fields to apply");
+    return;
+  }
+  for (size_t i = 0; i < c.etcd_endpoints.size(); ++i) {
+    StatusOr<HostPort> hp =
+        ParseHostPort(c.etcd_endpoints[i], "cluster.etcd_endpoints[" + std::to_string(i) + "]");
+    if (!hp.ok()) p->Add(hp.status());
+  }
+  if (!ClusterName(c.name))
+    p->Add("cluster.name", "'" + c.name + "' is not 1..63 of a-z, 0-9, _ and -");
+  if (c.node_name.empty()) {
+    p->Add("cluster.node_name", "must be set in cluster mode");
+  } else if (!ClusterName(c.node_name)) {
+    p->Add("cluster.node_name", "'" + c.node_name + "' is not 1..63 of a-z, 0-9, _ and -");
+  }
+  if (c.advertise_address.empty()) {
+    p->Add("cluster.advertise_address",
+           "must be set in cluster mode (host:port of server.listen "
+           "as clients reach it)");
+  } else {
+    StatusOr<HostPort> hp = ParseHostPort(c.advertise_address, "cluster.advertise_address");
+    if (!hp.ok()) {
+      p->Add(hp.status());
+    } else if (hp->port == 0) {
+      p->Add("cluster.advertise_address", "needs a port other than 0");
+    }
+  }
+  p->Range("cluster.lease_ttl_seconds", c.lease_ttl_seconds, 2, 3600, " s");
+  p->Range("cluster.etcd_timeout_seconds", c.etcd_timeout_seconds, 0.1, 600, " s");
+  if (c.etcd_cert_file.empty() != c.etcd_key_file.empty()) {
+    p->Add(c.etcd_cert_file.empty() ? "cluster.etcd_cert_file" : "cluster.etcd_key_file",
+           "cluster.etcd_cert_file and cluster.etcd_key_file must be set together");
+  }
+  if (!c.etcd_cert_file.empty() && c.etcd_ca_file.empty()) {
+    p->Add("cluster.etcd_ca_file", "a client certificate for etcd needs TLS: set etcd_ca_file");
+  }
+  if (!c.etcd_ca_file.empty()) p->Readable("cluster.etcd_ca_file", c.etcd_ca_file);
+  if (!c.etcd_cert_file.empty()) p->Readable("cluster.etcd_cert_file", c.etcd_cert_file);
+  if (!c.etcd_key_file.empty()) p->Readable("cluster.etcd_key_file", c.etcd_key_file);
+}
+
 void CheckServer(const ServerOptions& s, Problems* p) {
   StatusOr<HostPort> grpc = ParseHostPort(s.listen, "server.listen");
   StatusOr<HostPort> http = ParseHostPort(s.metrics_listen, "server.metrics_listen");
@@ -164,6 +216,7 @@ void CheckServer(const ServerOptions& s, Problems* p) {
   if (!t.key_file.empty()) p->Readable("tls.key_file", t.key_file);
   if (!t.client_ca_file.empty()) p->Readable("tls.client_ca_file", t.client_ca_file);
   if (s.auth.enabled()) p->Readable("auth.tokens_file", s.auth.tokens_file);
+  CheckCluster(s.cluster, p);
 }
 
 }  // namespace

@@ -191,6 +191,23 @@ void YamlSection::Enum(std::string_view name, std::initializer_list<std::string_
   Error(n, name, "'" + text + "' is not allowed (allowed: " + list + ")");
 }
 
+void YamlSection::StringList(std::string_view name, std::vector<std::string>* out) {
+  YAML::Node n = Field(name);
+  if (!n.IsDefined() || n.IsNull()) return;
+  if (!n.IsSequence()) {
+    Error(n, name, "expected a list");
+    return;
+  }
+  out->clear();
+  for (const auto& item : n) {
+    if (!item.IsScalar()) {
+      Error(item, name, "every entry must be a plain value");
+      continue;
+    }
+    out->push_back(item.Scalar());
+  }
+}
+
 void YamlSection::StringMap(std::string_view name, std::map<std::string, std::string>* out) {
   YAML::Node n = Field(name);
   if (!n.IsDefined() || n.IsNull()) return;

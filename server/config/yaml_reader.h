@@ -44,6 +44,8 @@ class YamlSection {
   void Double(std::string_view name, double* out);
   // One of `allowed`; stores the index of the match.
   void Enum(std::string_view name, std::initializer_list<std::string_view> allowed, int* out);
+  // A sequence of scalars, kept as text.
+  void StringList(std::string_view name, std::vector<std::string>* out);
   // A map of scalars, kept as text.
   void StringMap(std::string_view name, std::map<std::string, std::string>* out);
   // A nested section (absent: an empty one, so every default stays).

@@ -153,6 +153,49 @@ void GroveServer::SetReady(bool ready) {
   }
 }
 
+namespace {
+
+// Membership events into the cluster metrics.
+class ClusterMetricsListener final : public cluster::Membership::Listener {
+ public:
+  explicit ClusterMetricsListener(metrics::ClusterMetrics* m) : m_(m) {}
+  void OnRegistered(bool registered) override { m_->SetRegistered(registered); }
+  void OnKeepAlive(bool answered) override { m_->KeepAlive(answered); }
+
+ private:
+  metrics::ClusterMetrics* const m_;
+};
+
+}  // namespace
+
+Status GroveServer::JoinCluster() {
+  const config::ClusterConfig& c = config_.server.cluster;
+  cluster::EtcdOptions eo;
+  eo.endpoints = c.etcd_endpoints;
+  eo.ca_file = c.etcd_ca_file;
+  eo.cert_file = c.etcd_cert_file;
+  eo.key_file = c.etcd_key_file;
+  eo.call_timeout_seconds = c.etcd_timeout_seconds;
+  GROVE_ASSIGN_OR_RETURN(std::unique_ptr<cluster::EtcdClient> etcd,
+                         cluster::EtcdClient::Create(eo));
+  cluster_metrics_ = std::make_unique<metrics::ClusterMetrics>(*registry_);
+  cluster_listener_ = std::make_unique<ClusterMetricsListener>(cluster_metrics_.get());
+  cluster::MembershipOptions mo;
+  mo.cluster = c.name;
+  mo.node_name = c.node_name;
+  mo.advertise_address = c.advertise_address;
+  mo.lease_ttl_seconds = c.lease_ttl_seconds;
+  mo.version = kVersion;
+  std::string endpoints;
+  for (const std::string& e : c.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
+  log_->info("joining cluster '{}' as node '{}' (etcd {})", c.name, c.node_name, endpoints);
+  cluster_logger_ = std::make_shared<SpdlogLogger>(log_);
+  membership_ =
+      std::make_unique<cluster::Membership>(std::shared_ptr<cluster::EtcdClient>(std::move(etcd)),
+                                            mo, cluster_logger_.get(), cluster_listener_.get());
+  return membership_->Start();
+}
+
 void GroveServer::RequestStop() {
   std::lock_guard<std::mutex> lock(mu_);
   stop_requested_ = true;
@@ -177,6 +220,16 @@ Status GroveServer::Run() {
                stats->recovery_replayed_records);
   }
 
+  if (config_.server.cluster.enabled()) {
+    Status joined = JoinCluster();
+    if (!joined.ok()) {
+      log_->error("cannot join the cluster: {}", joined.ToString());
+      grpc_->Shutdown(std::chrono::system_clock::now());
+      engine_.Close().IgnoreError();
+      return joined;
+    }
+  }
+
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (!stop_requested_) {
@@ -191,6 +244,7 @@ Status GroveServer::Run() {
 Status GroveServer::Drain() {
   const auto start = std::chrono::steady_clock::now();
   SetReady(false);
+  if (membership_) membership_->Stop();
   const config::ServerOptions& so = config_.server;
   log_->info(
       "stopping: health NOT_SERVING; closing the listener in {}s, then draining {} "

@@ -5,9 +5,10 @@
 //
 //   Start()    metrics HTTP up (/livez 200, /readyz 503); gRPC listening, health NOT_SERVING,
 //              KV calls UNAVAILABLE
-//   Run()      opens (recovers) the engine -> SERVING, /readyz 200; then waits for RequestStop()
-//              and drains:
+//   Run()      opens (recovers) the engine; in cluster mode registers the node in etcd; ->
+//              SERVING, /readyz 200; then waits for RequestStop() and drains:
 //                health NOT_SERVING, /readyz 503       (load balancers stop sending)
+//                cluster mode: the node's lease revoked (it is shown down at once)
 //                wait server.shutdown_delay_seconds    (... and have time to notice)
 //                gRPC Shutdown: no new calls; in-flight ones get server.drain_seconds, then are
 //                cancelled
@@ -28,7 +29,9 @@
 
 #include "grove/status.h"
 
+#include "cluster/membership.h"
 #include "config/config.h"
+#include "metrics/cluster_metrics.h"
 #include "metrics/engine_metrics.h"
 #include "metrics/grpc_metrics.h"
 #include "metrics/http_server.h"
@@ -66,6 +69,8 @@ class GroveServer {
  private:
   explicit GroveServer(config::Config config, std::shared_ptr<spdlog::logger> log);
   Status BuildGrpcServer();
+  // Cluster mode: registers this node in etcd (cluster/membership.h).
+  Status JoinCluster();
   void SetReady(bool ready);
   Status Drain();
 
@@ -85,6 +90,10 @@ class GroveServer {
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<metrics::HttpServer> http_;
+  std::unique_ptr<metrics::ClusterMetrics> cluster_metrics_;
+  std::shared_ptr<Logger> cluster_logger_;
+  std::unique_ptr<cluster::Membership::Listener> cluster_listener_;
+  std::unique_ptr<cluster::Membership> membership_;  // null unless cluster mode
   int grpc_port_ = 0;
   int metrics_port_ = 0;
 

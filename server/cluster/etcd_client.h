@@ -1,0 +1,82 @@
+#pragma once
+
+// EtcdClient: the calls of etcd's v3 API that Grove's cluster metadata needs (proto/etcd): keys
+// read singly or by prefix, written plainly, under a lease or only if unchanged since they were
+// read (a transaction comparing the mod revision), and leases granted, kept alive and revoked.
+//
+// Endpoints are tried in turn, starting with the one that answered last: a call that finds etcd
+// unreachable (UNAVAILABLE, or no answer within the call timeout) goes on to the next endpoint,
+// and fails UNAVAILABLE only when none answered. A refused call (bad argument, lease not found)
+// is not retried. Every call has the timeout; nothing waits forever for etcd.
+//
+// Thread safety: every method is safe for concurrent use.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "grove/status.h"
+#include "util/mutex.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace grove::cluster {
+
+struct EtcdOptions {
+  std::vector<std::string> endpoints = {};  // host:port, at least one
+  // TLS to etcd when ca_file is set; cert_file and key_file (together) for client certificates.
+  std::string ca_file = "", cert_file = "", key_file = "";
+  double call_timeout_seconds = 5;
+};
+
+struct EtcdKv {
+  std::string key, value;
+  int64_t mod_revision = 0;  // etcd's revision of the key's last write
+  int64_t lease = 0;
+};
+
+class EtcdClient {
+ public:
+  static StatusOr<std::unique_ptr<EtcdClient>> Create(const EtcdOptions& options);
+  ~EtcdClient();
+
+  StatusOr<std::optional<EtcdKv>> Get(const std::string& key);
+  // Every key starting with `prefix`, in key order; *revision receives the store's revision
+  // at the read (the point a watch would continue from).
+  StatusOr<std::vector<EtcdKv>> GetPrefix(const std::string& prefix, int64_t* revision = nullptr);
+  Status Put(const std::string& key, const std::string& value, int64_t lease = 0);
+  // Writes `key` only if its mod revision is still `expected` (0: only if it does not exist):
+  // the compare-and-set every shared record is changed with. False when someone else changed it.
+  StatusOr<bool> PutIfUnchanged(const std::string& key, const std::string& value,
+                                int64_t expected, int64_t lease = 0);
+  Status Delete(const std::string& key);
+
+  // A lease of `ttl_seconds`; keys written under it vanish when it is not kept alive.
+  StatusOr<int64_t> GrantLease(int64_t ttl_seconds);
+  // One keep-alive: the lease's new time to live in seconds, 0 when the lease is gone.
+  StatusOr<int64_t> KeepAlive(int64_t lease);
+  Status RevokeLease(int64_t lease);
+
+  const EtcdOptions& options() const { return options_; }
+
+ private:
+  struct Endpoint;
+  EtcdClient(EtcdOptions options, std::vector<std::unique_ptr<Endpoint>> endpoints);
+  // Runs `call` against the endpoints in turn (see above). `call` returns the gRPC outcome.
+  template <typename Call>
+  Status Run(const char* what, const Call& call);
+
+  const EtcdOptions options_;
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  Mutex mu_;
+  size_t current_ GUARDED_BY(mu_) = 0;  // the endpoint that answered last
+};
+
+// The smallest key greater than every key starting with `prefix` (etcd's range_end for a prefix).
+std::string PrefixEnd(const std::string& prefix);
+
+}  // namespace grove::cluster

@@ -1,0 +1,36 @@
+#pragma once
+
+// Cluster-mode metrics (registered only when groved runs with a cluster: section):
+//
+//   grove_cluster_registered                 gauge, 1 while this node holds its liveness key
+//   grove_cluster_registrations_total        counter, times the node claimed its liveness key
+//   grove_cluster_keepalives_total{result}   counter, lease keep-alives: ok | failed
+//
+// Thread safety: every method may be called concurrently.
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
+namespace grove::metrics {
+
+class ClusterMetrics {
+ public:
+  // Registers the families in `registry`, which must outlive this object.
+  explicit ClusterMetrics(prometheus::Registry& registry);
+  ClusterMetrics(const ClusterMetrics&) = delete;
+  ClusterMetrics& operator=(const ClusterMetrics&) = delete;
+
+  void SetRegistered(bool registered);
+  void KeepAlive(bool answered) { (answered ? keepalive_ok_ : keepalive_failed_).Increment(); }
+
+ private:
+  prometheus::Gauge& registered_;
+  prometheus::Counter& registrations_;
+  prometheus::Family<prometheus::Counter>& keepalives_;
+  prometheus::Counter& keepalive_ok_;
+  prometheus::Counter& keepalive_failed_;
+};
+
+}  // namespace grove::metrics

@@ -43,6 +43,7 @@ PageWriteGuard& PageWriteGuard::operator=(PageWriteGuard&& other) noexcept {
 }
 
 char* PageWriteGuard::mutable_data() {
+  pool_->CopyOutCaptured(frame_);
   pool_->MarkDirty(frame_);
   return frame_->data;
 }
@@ -56,6 +57,7 @@ void PageWriteGuard::Release() {
 
 void PageWriteGuard::Discard() {
   if (frame_ == nullptr) return;
+  pool_->CopyOutCaptured(frame_);  // the checkpoint still writes the page as it was captured
   Frame* f = std::exchange(frame_, nullptr);
   {
     BufferPool::Shard& shard = pool_->ShardOf(id_);
@@ -593,16 +595,16 @@ StatusOr<std::vector<PageId>> BufferPool::SnapshotDirty(uint32_t epoch, AlignedB
   ids.reserve(dirty.size());
   MutexLock lock(&checkpoint_mu_);
   flushing_.clear();
+  snap_arena_.store(arena->data());
+  snap_epoch_.store(epoch);
   for (size_t n = 0; n < dirty.size(); ++n) {
     const auto [pid, idx] = dirty[n];
     Frame& f = frames_[idx];
-    char* copy = arena->data() + n * kPageSize;
     f.latch.LockShared();
-    std::memcpy(copy, f.data, kPageSize);
     f.flushing.store(true);
     if (f.dirty.exchange(false)) dirty_count_.fetch_sub(1);
+    f.snap_slot.store(static_cast<int32_t>(n));
     f.latch.UnlockShared();
-    page::Seal(copy, epoch);
     ids.push_back(pid);
     flushing_.push_back({idx, pid});
   }
@@ -610,10 +612,38 @@ StatusOr<std::vector<PageId>> BufferPool::SnapshotDirty(uint32_t epoch, AlignedB
   return ids;
 }
 
+void BufferPool::CopyOutCaptured(Frame* f) {
+  if (f->snap_slot.load(std::memory_order_acquire) < 0) return;  // the common case
+  const int32_t slot = f->snap_slot.exchange(-1);
+  if (slot < 0) return;
+  char* copy = snap_arena_.load() + static_cast<size_t>(slot) * kPageSize;
+  std::memcpy(copy, f->data, kPageSize);
+  page::Seal(copy, snap_epoch_.load());
+}
+
+void BufferPool::CompleteSnapshot() {
+  MutexLock lock(&checkpoint_mu_);
+  for (const auto& [idx, pid] : flushing_) {
+    Frame& f = frames_[idx];
+    if (f.snap_slot.load() < 0) continue;
+    // Shared: a writer copying this frame out holds it exclusively, so after this no copy into
+    // the arena is under way.
+    f.latch.LockShared();
+    CopyOutCaptured(&f);
+    f.latch.UnlockShared();
+  }
+  snap_arena_.store(nullptr);
+}
+
 void BufferPool::EndCheckpoint(bool success) {
   MutexLock lock(&checkpoint_mu_);
   for (const auto& [idx, pid] : flushing_) {
     Frame& f = frames_[idx];
+    if (f.snap_slot.load() >= 0) {  // abandoned before CompleteSnapshot: no copy is needed now
+      f.latch.LockShared();
+      f.snap_slot.store(-1);
+      f.latch.UnlockShared();
+    }
     if (!success && f.page_id.load() == pid && f.state.load() == FrameState::kResident) {
       MarkDirty(&f);
     }
@@ -621,6 +651,7 @@ void BufferPool::EndCheckpoint(bool success) {
   }
   flushing_.clear();
   flushing_count_.store(0);
+  snap_arena_.store(nullptr);
 }
 
 void BufferPool::RecordWrites(IoCause cause, uint64_t pages) {

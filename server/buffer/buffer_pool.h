@@ -9,10 +9,14 @@
 // Access is through RAII guards only: PageReadGuard holds the frame's latch shared, PageWriteGuard
 // exclusive; both pin the frame so it cannot be evicted. Dropping the guard releases both.
 //
-// No-steal: a dirty frame is never evicted; only a checkpoint writes pages (SnapshotDirty copies
-// them while writers are paused, EndCheckpoint releases them). Frames captured by a checkpoint stay
-// pinned in memory ("flushing") until their in-place write is durable, so a page is never read
-// back from disk while its newest image is still on its way there.
+// No-steal: a dirty frame is never evicted; only a checkpoint writes pages. SnapshotDirty captures
+// the dirty set while writers are paused, without copying it: each captured frame gets a slot in
+// the checkpoint's arena. CompleteSnapshot, after writers resume, copies what is still uncopied;
+// a writer that changes a captured page first copies it out itself (copy on write, in
+// PageWriteGuard::mutable_data and Discard), so the arena holds every page exactly as it was at
+// the snapshot while writers pause only for the capture. EndCheckpoint releases the frames.
+// Frames captured by a checkpoint stay pinned in memory ("flushing") until their in-place write
+// is durable, so a page is never read back from disk while its newest image is on its way there.
 //
 // Prefetching: PrefetchBatch reads pages speculatively into a small side pool. A prefetched page
 // enters the cache only when a traversal confirms it (FetchRead with the batch, for exactly that
@@ -79,6 +83,9 @@ struct Frame {
   std::atomic<bool> high{false};  // accessed with Retention::kHigh
   std::atomic<bool> dirty{false};
   std::atomic<bool> flushing{false};
+  // Captured by the running checkpoint and not yet copied out: the page's slot in the
+  // checkpoint's arena (-1: none). See SnapshotDirty.
+  std::atomic<int32_t> snap_slot{-1};
   SharedMutex latch;
   char* data = nullptr;
 };
@@ -180,9 +187,14 @@ class BufferPool {
   Status ReadCopy(PageId id, char* out, IoCause cause);
 
   // --- Checkpoint support (one checkpoint at a time; writers paused during SnapshotDirty). ---
-  // Copies every dirty page, sealed with `epoch`, into *arena (kPageSize apiece, ascending page
-  // id), marks the frames clean and flushing, and returns their ids in the same order.
+  // Captures every dirty page for a checkpoint of `epoch`: sizes *arena (kPageSize apiece,
+  // ascending page id), marks the frames clean and flushing, and returns their ids in the same
+  // order. The images reach the arena, sealed with `epoch`, by CompleteSnapshot or by the first
+  // change of each page, whichever comes first.
   StatusOr<std::vector<PageId>> SnapshotDirty(uint32_t epoch, AlignedBuffer* arena);
+  // Copies the captured pages not copied yet; afterwards the arena is complete and no writer
+  // touches it. REQUIRES: after SnapshotDirty, before the arena is read or EndCheckpoint.
+  void CompleteSnapshot();
   // Ends the checkpoint begun by SnapshotDirty. On failure the captured pages become dirty again.
   void EndCheckpoint(bool success);
   uint64_t dirty_pages() const { return dirty_count_.load(std::memory_order_relaxed); }
@@ -229,6 +241,9 @@ class BufferPool {
   Status LoadPinned(Frame** frame_out, PageId id, IoCause cause, Retention retention,
                     PrefetchBatch* prefetched);
   void MarkDirty(Frame* frame);
+  // Copy on write for a captured frame (see SnapshotDirty). REQUIRES: the frame's latch held
+  // (exclusively by a writer, or shared by CompleteSnapshot).
+  void CopyOutCaptured(Frame* frame);
   // Records an access with `retention` (usage count, high-retention membership).
   void Touch(Frame* frame, Retention retention);
   // The frame leaves the page table: it no longer counts as a high-retention page.
@@ -263,6 +278,10 @@ class BufferPool {
   // Frames captured by the running checkpoint.
   Mutex checkpoint_mu_;
   std::vector<std::pair<uint32_t, PageId>> flushing_ GUARDED_BY(checkpoint_mu_);
+  // The running snapshot's arena and epoch (set while writers are paused, read by writers that
+  // copy a captured frame out under its latch).
+  std::atomic<char*> snap_arena_{nullptr};
+  std::atomic<uint32_t> snap_epoch_{0};
 
   // Side pool for PrefetchBatch.
   Mutex side_mu_;

@@ -76,6 +76,8 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     return Status::Ok();
   }();
   if (!gate_paused) gate_.Resume();
+  // The captured pages not yet copied out by writers that changed them (copy on write).
+  if (snapshotted) pool_->CompleteSnapshot();
 
   auto abort = [&](const Status& cause) {
     if (snapshotted) pool_->EndCheckpoint(false);

@@ -188,6 +188,7 @@ class BufferPoolTest : public ::testing::TestWithParam<IoBackendKind> {
   Status SnapshotAndWrite(std::vector<PageId>* ids, AlignedBuffer* arena) {
     const uint32_t epoch = ++epoch_;
     GROVE_ASSIGN_OR_RETURN(*ids, pool_->SnapshotDirty(epoch, arena));
+    pool_->CompleteSnapshot();
     for (size_t i = 0; i < ids->size(); ++i) {
       GROVE_RETURN_IF_ERROR(
           file_->Write((*ids)[i] * kPageSize, Slice(arena->data() + i * kPageSize, kPageSize)));
@@ -322,6 +323,38 @@ TEST_P(BufferPoolTest, FlushingFramesStayUntilEndCheckpoint) {
   for (uint32_t i = 0; i < 16; ++i) {
     if (pool_->IsResident(ids[i])) ExpectVersion(ids[i], i);
   }
+}
+
+TEST_P(BufferPoolTest, ASnapshotHoldsThePagesAsCapturedWhateverWritersDoAfter) {
+  // The capture copies nothing while writers are paused; a writer that changes or frees a
+  // captured page first copies it out, and CompleteSnapshot copies the rest.
+  std::vector<PageId> ids_in;
+  for (uint32_t i = 0; i < 4; ++i) ids_in.push_back(NewFilledPage(1));
+  AlignedBuffer arena;
+  auto ids = pool_->SnapshotDirty(++epoch_, &arena);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_EQ(*ids, ids_in);
+  for (int round = 2; round <= 3; ++round) {  // the second change finds it copied already
+    auto w = pool_->FetchWrite(ids_in[1]);
+    ASSERT_TRUE(w.ok());
+    FillBody(w->mutable_data(), ids_in[1], round);
+  }
+  pool_->Discard(ids_in[2]);  // freed before the checkpoint wrote it
+  pool_->CompleteSnapshot();
+  for (size_t i = 0; i < ids_in.size(); ++i) {
+    const char* image = arena.data() + i * kPageSize;
+    EXPECT_TRUE(page::Verify(image, ids_in[i]).ok()) << "page " << i << " is sealed";
+    EXPECT_EQ(page::Epoch(image), epoch_);
+    EXPECT_EQ(BodyVersion(image, ids_in[i]), 1) << "page " << i << " as it was captured";
+  }
+  {
+    auto r = pool_->FetchRead(ids_in[1]);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(BodyVersion(r->data(), ids_in[1]), 3) << "the writer's change stays in the cache";
+  }
+  EXPECT_EQ(pool_->dirty_pages(), 1u);
+  pool_->EndCheckpoint(true);
+  EXPECT_EQ(pool_->dirty_pages(), 1u);
 }
 
 TEST_P(BufferPoolTest, FailedCheckpointRedirtiesItsPages) {

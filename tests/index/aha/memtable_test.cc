@@ -43,7 +43,9 @@ TEST(MemTableTest, CollectsInBatchesBothWays) {
     std::string prev;
     for (; src->Valid(); src->Next(), ++n) {
       const std::string& k = src->entry().key;
-      if (!prev.empty()) EXPECT_EQ(k < prev, reverse) << k;
+      if (!prev.empty()) {
+        EXPECT_EQ(k < prev, reverse) << k;
+      }
       prev = k;
     }
     EXPECT_EQ(n, reverse ? 101 : 900);

@@ -101,6 +101,7 @@ Status BTreeHarness::Checkpoint() {
   AlignedBuffer arena;
   auto ids = pool_->SnapshotDirty(epoch, &arena);
   if (!ids.ok()) return ids.status();
+  pool_->CompleteSnapshot();
   Status s = [&]() -> Status {
     for (size_t i = 0; i < ids->size(); ++i) {
       GROVE_RETURN_IF_ERROR(

@@ -217,8 +217,19 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       ->check(CLI::ExistingFile);
   cluster->add_option("--etcd-key", cluster_args.etcd_key_file, "Client key for etcd")
       ->check(CLI::ExistingFile);
-  CLI::App* cluster_status =
-      cluster->add_subcommand("status", "The cluster's nodes: address, version, up or down");
+  cluster->add_subcommand("status",
+                          "The cluster's nodes (address, version, up or down) and its shard map");
+  std::string init_owner;
+  CLI::App* cluster_init = cluster->add_subcommand(
+      "init", "Create the shard map: one range over every key, owned by one node");
+  cluster_init->add_option("--owner", init_owner, "The node that owns every key")->required();
+  std::string split_key;
+  uint64_t split_expect = 0;
+  CLI::App* cluster_split = cluster->add_subcommand(
+      "split", "Split the range holding KEY at KEY (no data moves; both halves keep the owner)");
+  cluster_split->add_option("KEY", split_key, "First key of the new right-hand range")->required();
+  cluster_split->add_option("--expect-version", split_expect,
+                            "Refuse unless the map is at this version (default: any)");
 
   std::string service;
   CLI::App* health =
@@ -232,7 +243,7 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
     return code == 0 ? kExitOk : kExitUsage;
   }
 
-  if (*cluster && *cluster_status) {
+  if (*cluster) {
     for (size_t start = 0; start <= etcd_list.size();) {
       const size_t comma = std::min(etcd_list.find(',', start), etcd_list.size());
       if (comma > start)
@@ -240,8 +251,22 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       start = comma + 1;
     }
     cluster_args.timeout_seconds = g.timeout_seconds;
-    return RunClusterStatus(cluster_args, g.output == "json" ? Output::kJson : Output::kText, out,
-                            err);
+    const std::optional<client::Format> key_format = client::ParseFormat(g.key_format);
+    if (!key_format) {
+      err << "grovectl: --key-format: unknown format '" << g.key_format << "'\n";
+      return kExitUsage;
+    }
+    if (*cluster_init) return RunClusterInit(cluster_args, init_owner, out, err);
+    if (*cluster_split) {
+      std::string key, error;
+      if (!client::Decode(*key_format, split_key, &key, &error)) {
+        err << "grovectl: cluster split: KEY: " << error << "\n";
+        return kExitUsage;
+      }
+      return RunClusterSplit(cluster_args, key, split_expect, *key_format, out, err);
+    }
+    return RunClusterStatus(cluster_args, g.output == "json" ? Output::kJson : Output::kText,
+                            *key_format, out, err);
   }
 
   if (!g.token_file.empty()) {

@@ -4,10 +4,10 @@
 #include <ctime>
 #include <ostream>
 
-#include <nlohmann/json.hpp>
-
 #include "cluster/membership.h"
+#include "cluster/shard_map.h"
 #include "grovectl/commands.h"
+#include <nlohmann/json.hpp>
 
 namespace grove::grovectl {
 namespace {
@@ -21,10 +21,18 @@ std::string Utc(int64_t unix_ms) {
   return buf;
 }
 
-}  // namespace
+std::string Pad(const std::string& s, size_t width) {
+  return s + std::string(width > s.size() ? width - s.size() : 0, ' ');
+}
 
-int RunClusterStatus(const ClusterArgs& args, Output output, std::ostream& out,
-                     std::ostream& err) {
+// A range bound as the user writes keys ("" shown as -inf / +inf).
+std::string Bound(client::Format format, const std::string& key, bool as_end) {
+  if (key.empty()) return as_end ? "+inf" : "-inf";
+  return client::Encode(format, key);
+}
+
+// The etcd client of a cluster command; null (with the message written) on a bad argument.
+std::unique_ptr<cluster::EtcdClient> Connect(const ClusterArgs& args, std::ostream& err) {
   cluster::EtcdOptions eo;
   eo.endpoints = args.etcd_endpoints;
   eo.ca_file = args.etcd_ca_file;
@@ -34,15 +42,29 @@ int RunClusterStatus(const ClusterArgs& args, Output output, std::ostream& out,
   auto etcd = cluster::EtcdClient::Create(eo);
   if (!etcd.ok()) {
     err << "grovectl: cluster: " << etcd.status().ToString() << "\n";
-    return kExitUsage;
+    return nullptr;
   }
   if (Status s = cluster::CheckNames(args.cluster, "x"); !s.ok()) {
     err << "grovectl: cluster: --cluster: " << s.ToString() << "\n";
-    return kExitUsage;
+    return nullptr;
   }
-  auto nodes = cluster::ListNodes(etcd->get(), args.cluster);
+  return std::move(*etcd);
+}
+
+}  // namespace
+
+int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_format,
+                     std::ostream& out, std::ostream& err) {
+  std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
+  if (etcd == nullptr) return kExitUsage;
+  auto nodes = cluster::ListNodes(etcd.get(), args.cluster);
   if (!nodes.ok()) {
     err << "grovectl: cluster status: " << nodes.status().ToString() << "\n";
+    return kExitFailed;
+  }
+  auto stored = cluster::ReadShardMap(etcd.get(), args.cluster);
+  if (!stored.ok()) {
+    err << "grovectl: cluster status: " << stored.status().ToString() << "\n";
     return kExitFailed;
   }
   if (output == Output::kJson) {
@@ -55,23 +77,88 @@ int RunClusterStatus(const ClusterArgs& args, Output output, std::ostream& out,
                           {"started_unix_ms", n.started_unix_ms}};
       out << j.dump() << "\n";
     }
+    if (*stored) {
+      for (const cluster::ShardRange& r : (*stored)->map.ranges()) {
+        nlohmann::json j = {
+            {"cluster", args.cluster},
+            {"map_version", (*stored)->map.version()},
+            {"range", r.id},
+            {"start", client::Encode(key_format, r.start)},
+            {"end", r.end.empty() ? nlohmann::json(nullptr)
+                                  : nlohmann::json(client::Encode(key_format, r.end))},
+            {"owner", r.owner}};
+        out << j.dump() << "\n";
+      }
+    }
     return kExitOk;
   }
   size_t up = 0;
   for (const cluster::NodeStatus& n : *nodes) up += n.alive ? 1 : 0;
   out << "cluster " << args.cluster << ": " << nodes->size() << " nodes, " << up << " up\n";
-  if (nodes->empty()) return kExitOk;
-  size_t w = 4;
-  for (const cluster::NodeStatus& n : *nodes) w = std::max(w, n.name.size());
-  auto pad = [](const std::string& s, size_t width) {
-    return s + std::string(width > s.size() ? width - s.size() : 0, ' ');
-  };
-  out << pad("NODE", w + 2) << "STATE  " << pad("ADDRESS", 24) << pad("VERSION", 10)
-      << "STARTED\n";
-  for (const cluster::NodeStatus& n : *nodes) {
-    out << pad(n.name, w + 2) << pad(n.alive ? "up" : "down", 7) << pad(n.address, 24)
-        << pad(n.version, 10) << Utc(n.started_unix_ms) << "\n";
+  if (!nodes->empty()) {
+    size_t w = 4;
+    for (const cluster::NodeStatus& n : *nodes) w = std::max(w, n.name.size());
+    out << Pad("NODE", w + 2) << "STATE  " << Pad("ADDRESS", 24) << Pad("VERSION", 10)
+        << "STARTED\n";
+    for (const cluster::NodeStatus& n : *nodes) {
+      out << Pad(n.name, w + 2) << Pad(n.alive ? "up" : "down", 7) << Pad(n.address, 24)
+          << Pad(n.version, 10) << Utc(n.started_unix_ms) << "\n";
+    }
   }
+  if (!*stored) {
+    out << "no shard map (grovectl cluster init --owner NODE)\n";
+    return kExitOk;
+  }
+  const cluster::ShardMap& m = (*stored)->map;
+  out << "\nshard map version " << m.version() << ": " << m.ranges().size() << " ranges\n";
+  size_t ws = 5, we = 3;
+  for (const cluster::ShardRange& r : m.ranges()) {
+    ws = std::max(ws, Bound(key_format, r.start, false).size());
+    we = std::max(we, Bound(key_format, r.end, true).size());
+  }
+  out << Pad("RANGE", 7) << Pad("START", ws + 2) << Pad("END", we + 2) << "OWNER\n";
+  for (const cluster::ShardRange& r : m.ranges()) {
+    out << Pad(std::to_string(r.id), 7) << Pad(Bound(key_format, r.start, false), ws + 2)
+        << Pad(Bound(key_format, r.end, true), we + 2) << r.owner << "\n";
+  }
+  return kExitOk;
+}
+
+int RunClusterInit(const ClusterArgs& args, const std::string& owner, std::ostream& out,
+                   std::ostream& err) {
+  std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
+  if (etcd == nullptr) return kExitUsage;
+  if (Status s = cluster::CheckNames(args.cluster, owner); !s.ok()) {
+    err << "grovectl: cluster init: --owner: " << s.ToString() << "\n";
+    return kExitUsage;
+  }
+  auto created = cluster::CreateShardMap(etcd.get(), args.cluster, owner);
+  if (!created.ok()) {
+    err << "grovectl: cluster init: " << created.status().ToString() << "\n";
+    return kExitFailed;
+  }
+  out << "cluster " << args.cluster << ": shard map version " << created->version()
+      << ", one range (-inf, +inf) owned by " << owner << "\n";
+  return kExitOk;
+}
+
+int RunClusterSplit(const ClusterArgs& args, const std::string& key, uint64_t expect_version,
+                    client::Format key_format, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
+  if (etcd == nullptr) return kExitUsage;
+  auto updated = cluster::UpdateShardMap(etcd.get(), args.cluster, expect_version,
+                                         [&](cluster::ShardMap* m) { return m->Split(key); });
+  if (!updated.ok()) {
+    err << "grovectl: cluster split: " << updated.status().ToString() << "\n";
+    return updated.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailed;
+  }
+  const cluster::ShardRange& right = updated->Find(key);
+  const cluster::ShardRange& left = updated->ranges()[updated->IndexOf(key) - 1];
+  out << "split at " << client::Encode(key_format, key) << ": range " << left.id << " ["
+      << Bound(key_format, left.start, false) << ", " << Bound(key_format, left.end, true)
+      << ") and range " << right.id << " [" << Bound(key_format, right.start, false) << ", "
+      << Bound(key_format, right.end, true) << "), owner " << right.owner << "; map version "
+      << updated->version() << "\n";
   return kExitOk;
 }
 

@@ -105,7 +105,16 @@ struct ClusterArgs {
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
   double timeout_seconds = 5;
 };
-int RunClusterStatus(const ClusterArgs& args, Output output, std::ostream& out, std::ostream& err);
+// Nodes with liveness, then the shard map's ranges (keys shown in `key_format`).
+int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_format,
+                     std::ostream& out, std::ostream& err);
+// Creates the cluster's shard map: one range over every key, owned by `owner`.
+int RunClusterInit(const ClusterArgs& args, const std::string& owner, std::ostream& out,
+                   std::ostream& err);
+// Splits the range holding `key` at `key` (decoded bytes); both halves keep the owner.
+// `expect_version` (0: any) refuses unless the map is at that version.
+int RunClusterSplit(const ClusterArgs& args, const std::string& key, uint64_t expect_version,
+                    client::Format key_format, std::ostream& out, std::ostream& err);
 
 struct ScanArgs {
   std::string start;  // as written (decoded with the key format)

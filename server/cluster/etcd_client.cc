@@ -61,6 +61,7 @@ struct EtcdClient::Endpoint {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<pb::KV::Stub> kv;
   std::unique_ptr<pb::Lease::Stub> lease;
+  std::unique_ptr<pb::Watch::Stub> watch;
 };
 
 std::string PrefixEnd(const std::string& prefix) {
@@ -98,6 +99,10 @@ StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdOptions& opti
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // A watch stream has no deadline: pings find an etcd that vanished without closing the
+  // connection (etcd accepts pings every 5 s or slower).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   std::vector<std::unique_ptr<Endpoint>> endpoints;
   for (const std::string& address : options.endpoints) {
     if (address.empty()) return Status::InvalidArgument("etcd: an endpoint is empty");
@@ -106,6 +111,7 @@ StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdOptions& opti
     e->channel = grpc::CreateCustomChannel(address, creds, args);
     e->kv = pb::KV::NewStub(e->channel);
     e->lease = pb::Lease::NewStub(e->channel);
+    e->watch = pb::Watch::NewStub(e->channel);
     endpoints.push_back(std::move(e));
   }
   return std::unique_ptr<EtcdClient>(new EtcdClient(options, std::move(endpoints)));
@@ -128,9 +134,9 @@ Status EtcdClient::Run(const char* what, const Call& call) {
     const size_t at = (start + i) % endpoints_.size();
     Endpoint& e = *endpoints_[at];
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::microseconds(
-                         static_cast<int64_t>(options_.call_timeout_seconds * 1e6)));
+    ctx.set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::microseconds(static_cast<int64_t>(options_.call_timeout_seconds * 1e6)));
     const grpc::Status s = call(e, &ctx);
     if (s.ok()) {
       MutexLock lock(&mu_);
@@ -147,15 +153,13 @@ StatusOr<std::optional<EtcdKv>> EtcdClient::Get(const std::string& key) {
   pb::RangeRequest req;
   req.set_key(key);
   pb::RangeResponse resp;
-  GROVE_RETURN_IF_ERROR(Run("get", [&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->Range(ctx, req, &resp);
-  }));
+  GROVE_RETURN_IF_ERROR(Run(
+      "get", [&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->Range(ctx, req, &resp); }));
   if (resp.kvs_size() == 0) return std::optional<EtcdKv>();
   return std::optional<EtcdKv>(FromPb(resp.kvs(0)));
 }
 
-StatusOr<std::vector<EtcdKv>> EtcdClient::GetPrefix(const std::string& prefix,
-                                                     int64_t* revision) {
+StatusOr<std::vector<EtcdKv>> EtcdClient::GetPrefix(const std::string& prefix, int64_t* revision) {
   pb::RangeRequest req;
   req.set_key(prefix);
   req.set_range_end(PrefixEnd(prefix));
@@ -175,9 +179,8 @@ Status EtcdClient::Put(const std::string& key, const std::string& value, int64_t
   req.set_value(value);
   req.set_lease(lease);
   pb::PutResponse resp;
-  return Run("put", [&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->Put(ctx, req, &resp);
-  });
+  return Run("put",
+             [&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->Put(ctx, req, &resp); });
 }
 
 StatusOr<bool> EtcdClient::PutIfUnchanged(const std::string& key, const std::string& value,
@@ -193,9 +196,8 @@ StatusOr<bool> EtcdClient::PutIfUnchanged(const std::string& key, const std::str
   put->set_value(value);
   put->set_lease(lease);
   pb::TxnResponse resp;
-  GROVE_RETURN_IF_ERROR(Run("txn", [&](Endpoint& e, grpc::ClientContext* ctx) {
-    return e.kv->Txn(ctx, req, &resp);
-  }));
+  GROVE_RETURN_IF_ERROR(Run(
+      "txn", [&](Endpoint& e, grpc::ClientContext* ctx) { return e.kv->Txn(ctx, req, &resp); }));
   return resp.succeeded();
 }
 
@@ -236,6 +238,68 @@ StatusOr<int64_t> EtcdClient::KeepAlive(int64_t lease) {
     return grpc::Status::OK;
   }));
   return resp.ttl() > 0 ? resp.ttl() : 0;
+}
+
+void EtcdClient::WatchCancel::Cancel() {
+  MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (ctx_ != nullptr) ctx_->TryCancel();
+}
+
+bool EtcdClient::WatchCancel::cancelled() {
+  MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+bool EtcdClient::WatchCancel::Attach(grpc::ClientContext* ctx) {
+  MutexLock lock(&mu_);
+  ctx_ = ctx;
+  return !cancelled_;
+}
+
+Status EtcdClient::Watch(const std::string& key, int64_t start_revision, WatchCancel* cancel,
+                         const std::function<void(const std::optional<EtcdKv>&)>& on_change) {
+  size_t at;
+  {
+    MutexLock lock(&mu_);
+    at = current_;
+  }
+  Endpoint& e = *endpoints_[at];
+  grpc::ClientContext ctx;  // no deadline: the stream lives until cancelled or broken
+  if (!cancel->Attach(&ctx)) return Status::Ok();
+  auto stream = e.watch->Watch(&ctx);
+  pb::WatchRequest req;
+  pb::WatchCreateRequest* create = req.mutable_create_request();
+  create->set_key(key);
+  create->set_start_revision(start_revision);
+  Status result = Status::Unavailable("etcd watch at " + e.address + ": the stream ended");
+  if (stream->Write(req)) {
+    pb::WatchResponse resp;
+    while (stream->Read(&resp)) {
+      if (resp.compact_revision() > 0) {
+        result = Status::FailedPrecondition("etcd watch: revision " +
+                                            std::to_string(start_revision) + " was compacted");
+        break;
+      }
+      if (resp.canceled()) {
+        result = Status::Unavailable("etcd watch canceled: " + resp.cancel_reason());
+        break;
+      }
+      for (const pb::Event& ev : resp.events()) {
+        if (ev.type() == pb::Event::DELETE) {
+          on_change(std::nullopt);
+        } else {
+          on_change(FromPb(ev.kv()));
+        }
+      }
+    }
+  }
+  ctx.TryCancel();
+  const grpc::Status s = stream->Finish();
+  const bool cancelled = !cancel->Attach(nullptr);
+  if (cancelled) return Status::Ok();
+  if (!result.IsUnavailable() || s.ok()) return result;
+  return FromGrpc("watch", e.address, s);
 }
 
 Status EtcdClient::RevokeLease(int64_t lease) {

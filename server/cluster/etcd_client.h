@@ -12,17 +12,20 @@
 // Thread safety: every method is safe for concurrent use.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "grove/status.h"
+
 #include "util/mutex.h"
 
 namespace grpc {
 class Channel;
-}
+class ClientContext;
+}  // namespace grpc
 
 namespace grove::cluster {
 
@@ -51,8 +54,8 @@ class EtcdClient {
   Status Put(const std::string& key, const std::string& value, int64_t lease = 0);
   // Writes `key` only if its mod revision is still `expected` (0: only if it does not exist):
   // the compare-and-set every shared record is changed with. False when someone else changed it.
-  StatusOr<bool> PutIfUnchanged(const std::string& key, const std::string& value,
-                                int64_t expected, int64_t lease = 0);
+  StatusOr<bool> PutIfUnchanged(const std::string& key, const std::string& value, int64_t expected,
+                                int64_t lease = 0);
   Status Delete(const std::string& key);
 
   // A lease of `ttl_seconds`; keys written under it vanish when it is not kept alive.
@@ -60,6 +63,15 @@ class EtcdClient {
   // One keep-alive: the lease's new time to live in seconds, 0 when the lease is gone.
   StatusOr<int64_t> KeepAlive(int64_t lease);
   Status RevokeLease(int64_t lease);
+
+  // Watches one key: calls on_change with the key's new state (nullopt: deleted) for every
+  // change after `start_revision`, until `cancel` is cancelled or the stream ends. Runs on the
+  // endpoint that answered last and does not fail over mid-stream: a caller that sees it return
+  // reads the key again and watches from there. Returns OK when cancelled, UNAVAILABLE when the
+  // stream broke, and FailedPrecondition when etcd compacted start_revision away.
+  class WatchCancel;
+  Status Watch(const std::string& key, int64_t start_revision, WatchCancel* cancel,
+               const std::function<void(const std::optional<EtcdKv>&)>& on_change);
 
   const EtcdOptions& options() const { return options_; }
 
@@ -74,6 +86,21 @@ class EtcdClient {
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   Mutex mu_;
   size_t current_ GUARDED_BY(mu_) = 0;  // the endpoint that answered last
+};
+
+// Stops a running EtcdClient::Watch from another thread.
+class EtcdClient::WatchCancel {
+ public:
+  void Cancel();
+  bool cancelled();
+
+ private:
+  friend class EtcdClient;
+  // The running watch's context, or null. False when already cancelled.
+  bool Attach(grpc::ClientContext* ctx);
+  Mutex mu_;
+  bool cancelled_ GUARDED_BY(mu_) = false;
+  grpc::ClientContext* ctx_ GUARDED_BY(mu_) = nullptr;
 };
 
 // The smallest key greater than every key starting with `prefix` (etcd's range_end for a prefix).

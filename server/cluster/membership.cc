@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "grove/v1/cluster.pb.h"
+
 #include "util/clock.h"
 
 namespace grove::cluster {
@@ -62,8 +63,8 @@ StatusOr<std::vector<NodeStatus>> ListNodes(EtcdClient* etcd, const std::string&
   return out;
 }
 
-Membership::Membership(std::shared_ptr<EtcdClient> etcd, MembershipOptions options,
-                       Logger* logger, Listener* listener)
+Membership::Membership(std::shared_ptr<EtcdClient> etcd, MembershipOptions options, Logger* logger,
+                       Listener* listener)
     : etcd_(std::move(etcd)), options_(std::move(options)), logger_(logger), listener_(listener) {
   grove::v1::NodeInfo info;
   info.set_name(options_.node_name);
@@ -103,8 +104,8 @@ Status Membership::Start() {
   if (options_.lease_ttl_seconds < 2) {
     return Status::InvalidArgument("cluster.lease_ttl_seconds: must be at least 2");
   }
-  const auto give_up = std::chrono::steady_clock::now() +
-                       std::chrono::seconds(options_.lease_ttl_seconds + 2);
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options_.lease_ttl_seconds + 2);
   for (;;) {
     Status s = Claim();
     if (s.ok()) {
@@ -147,8 +148,7 @@ void Membership::Keep() {
       const auto now = std::chrono::steady_clock::now();
       if (ttl.ok() && *ttl > 0) {
         last_answer = now;
-      } else if (ttl.ok() || now - last_answer >
-                                 std::chrono::seconds(options_.lease_ttl_seconds)) {
+      } else if (ttl.ok() || now - last_answer > std::chrono::seconds(options_.lease_ttl_seconds)) {
         // etcd says the lease is gone, or it has not answered for longer than the lease lives.
         SetRegistered(false);
         etcd_->RevokeLease(lease_.load()).IgnoreError();  // if it still lives, let it go now

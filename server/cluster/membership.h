@@ -35,14 +35,15 @@
 #include <string>
 #include <thread>
 
-#include "cluster/etcd_client.h"
 #include "grove/logger.h"
 #include "grove/status.h"
+
+#include "cluster/etcd_client.h"
 
 namespace grove::cluster {
 
 struct MembershipOptions {
-  std::string cluster = "default";  // names the prefix /grove/<cluster>/
+  std::string cluster = "default";     // names the prefix /grove/<cluster>/
   std::string node_name = "";          // unique in the cluster: [a-z0-9_-]{1,63}
   std::string advertise_address = "";  // where clients reach this node's gRPC port (host:port)
   int64_t lease_ttl_seconds = 10;      // a node is down this long after it stopped answering

@@ -19,7 +19,28 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
                       .Help("Lease keep-alives sent to etcd, by result (ok, failed).")
                       .Register(registry)),
       keepalive_ok_(keepalives_.Add({{"result", "ok"}})),
-      keepalive_failed_(keepalives_.Add({{"result", "failed"}})) {}
+      keepalive_failed_(keepalives_.Add({{"result", "failed"}})),
+      map_version_(prometheus::BuildGauge()
+                       .Name("grove_cluster_map_version")
+                       .Help("Version of the shard map this node decides ownership by (0: none "
+                             "known yet).")
+                       .Register(registry)
+                       .Add({})),
+      owned_ranges_(prometheus::BuildGauge()
+                        .Name("grove_cluster_owned_ranges")
+                        .Help("Ranges of the shard map this node owns.")
+                        .Register(registry)
+                        .Add({})),
+      not_owner_(prometheus::BuildCounter()
+                     .Name("grove_cluster_not_owner_total")
+                     .Help("Calls refused OUT_OF_RANGE because a key was not this node's.")
+                     .Register(registry)
+                     .Add({})) {}
+
+void ClusterMetrics::SetMap(uint64_t version, size_t owned_ranges) {
+  map_version_.Set(static_cast<double>(version));
+  owned_ranges_.Set(static_cast<double>(owned_ranges));
+}
 
 void ClusterMetrics::SetRegistered(bool registered) {
   registered_.Set(registered ? 1 : 0);

@@ -5,8 +5,14 @@
 //   grove_cluster_registered                 gauge, 1 while this node holds its liveness key
 //   grove_cluster_registrations_total        counter, times the node claimed its liveness key
 //   grove_cluster_keepalives_total{result}   counter, lease keep-alives: ok | failed
+//   grove_cluster_map_version                gauge, the shard map version in force here
+//   grove_cluster_owned_ranges               gauge, ranges of that map this node owns
+//   grove_cluster_not_owner_total            counter, calls refused: key not this node's
 //
 // Thread safety: every method may be called concurrently.
+
+#include <cstddef>
+#include <cstdint>
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
@@ -24,6 +30,8 @@ class ClusterMetrics {
 
   void SetRegistered(bool registered);
   void KeepAlive(bool answered) { (answered ? keepalive_ok_ : keepalive_failed_).Increment(); }
+  void SetMap(uint64_t version, size_t owned_ranges);
+  void NotOwner() { not_owner_.Increment(); }
 
  private:
   prometheus::Gauge& registered_;
@@ -31,6 +39,9 @@ class ClusterMetrics {
   prometheus::Family<prometheus::Counter>& keepalives_;
   prometheus::Counter& keepalive_ok_;
   prometheus::Counter& keepalive_failed_;
+  prometheus::Gauge& map_version_;
+  prometheus::Gauge& owned_ranges_;
+  prometheus::Counter& not_owner_;
 };
 
 }  // namespace grove::metrics

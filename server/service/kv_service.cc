@@ -73,7 +73,13 @@ class KvService::Call {
       return;
     }
     deadline_ = EffectiveDeadline(context->deadline(), Clock::now(), service_->options_.deadlines);
-    if (Expired()) status_ = DeadlineExceeded("before the call started");
+    if (Expired()) {
+      status_ = DeadlineExceeded("before the call started");
+      return;
+    }
+    if (service_->ownership_ != nullptr && role != Role::kAdmin) {
+      status_ = service_->ownership_->Admit(context, role == Role::kWrite, &ticket_);
+    }
   }
 
   ~Call() {
@@ -95,6 +101,23 @@ class KvService::Call {
                     std::chrono::milliseconds(0));
   }
 
+  // Cluster mode: OK when this node owns `key` (see service/ownership.h); always OK otherwise.
+  grpc::Status Owns(std::string_view key, std::string_view field) const {
+    if (ticket_.map() == nullptr) return grpc::Status::OK;
+    return ticket_.CheckKey(context_, key, field);
+  }
+  grpc::Status OwnsSpan(std::string_view start, std::string_view end) const {
+    if (ticket_.map() == nullptr) return grpc::Status::OK;
+    return ticket_.CheckSpan(context_, start, end);
+  }
+  // Cluster mode: narrows a scan to this node's range (Ownership::Ticket::ClipScan).
+  grpc::Status ClipScan(ScanOptions* scan, std::string* stopped_at) const {
+    stopped_at->clear();
+    if (ticket_.map() == nullptr) return grpc::Status::OK;
+    return ticket_.ClipScan(context_, scan->reverse, &scan->lower, &scan->upper, &scan->has_upper,
+                            stopped_at);
+  }
+
   // DEADLINE_EXCEEDED or CANCELLED when the call should stop now, OK otherwise.
   grpc::Status Continue(std::string_view when) const {
     if (context_->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
@@ -108,12 +131,18 @@ class KvService::Call {
   grpc::Status status_;
   EngineHandle::Lease lease_;  // held for the whole call
   Db* db_ = nullptr;
+  Ownership::Ticket ticket_;  // cluster mode: the map deciding the call; held until it ends
   Clock::time_point deadline_ = Clock::time_point::max();
 };
 
 KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
-                     metrics::ServerMetrics* metrics, spdlog::logger* log)
-    : options_(std::move(options)), engine_(engine), auth_(auth), metrics_(metrics), log_(log) {}
+                     metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership)
+    : options_(std::move(options)),
+      engine_(engine),
+      auth_(auth),
+      metrics_(metrics),
+      log_(log),
+      ownership_(ownership) {}
 
 grpc::Status KvService::EngineError(const Status& s, std::string_view what) {
   // Damage and IO failures are events an operator must see; everything else is the caller's.
@@ -161,6 +190,7 @@ grpc::Status KvService::Get(grpc::ServerContext* context, const v1::GetRequest* 
   Call call(this, context, Role::kRead, "Get");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckGet(*request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.Owns(request->key(), "key"); !o.ok()) return o;
   ValueMeta meta;
   StatusOr<bool> found = call.db()->GetWithMeta(request->key(), response->mutable_value(), &meta);
   if (!found.ok()) return EngineError(found.status(), "get");
@@ -176,6 +206,10 @@ grpc::Status KvService::BatchGet(grpc::ServerContext* context, const v1::BatchGe
   Call call(this, context, Role::kRead, "BatchGet");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckBatchGet(*request, options_.limits); !r.ok()) return Reject(r);
+  for (int i = 0; i < request->keys_size(); ++i) {
+    grpc::Status o = call.Owns(request->keys(i), "keys[" + std::to_string(i) + "]");
+    if (!o.ok()) return o;
+  }
 
   uint64_t bytes = 0;
   std::vector<Slice> keys;
@@ -214,6 +248,7 @@ grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* 
   Call call(this, context, Role::kWrite, "Put");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckPut(*request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.Owns(request->key(), "key"); !o.ok()) return o;
   WriteBatch batch;
   if (request->ttl_ms() > 0) {
     batch.PutExpiring(request->key(), request->value(), NowUnixMillis() + request->ttl_ms());
@@ -237,6 +272,7 @@ grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteReq
   Call call(this, context, Role::kWrite, "Delete");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckDelete(*request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.Owns(request->key(), "key"); !o.ok()) return o;
   WriteBatch batch;
   batch.Delete(request->key());
   WriteOptions options;
@@ -257,6 +293,11 @@ grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
   Call call(this, context, Role::kWrite, "BatchInsert");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckBatchInsert(*request, options_.limits); !r.ok()) return Reject(r);
+  for (int i = 0; i < request->mutations_size(); ++i) {
+    grpc::Status o =
+        call.Owns(request->mutations(i).key(), "mutations[" + std::to_string(i) + "].key");
+    if (!o.ok()) return o;
+  }
   WriteBatch batch;
   WriteOptions options;
   options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
@@ -299,6 +340,8 @@ grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest
   scan.has_upper = !request->end().empty();
   scan.reverse = request->reverse();
   scan.keys_only = request->keys_only();
+  std::string stopped_at;  // cluster mode: where the scan goes on at the next range's owner
+  if (grpc::Status o = call.ClipScan(&scan, &stopped_at); !o.ok()) return o;
   // The limit's entries and one more, which tells `more`; no limit given: unknown.
   scan.expected_entries = request->limit() == 0 ? 0 : uint64_t{request->limit()} + 1;
   StatusOr<std::unique_ptr<Iterator>> it = call.db()->NewIterator(scan);
@@ -340,6 +383,10 @@ grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest
   if (!iter.status().ok()) {
     // Entries already sent stay valid; the client resumes after the last key it received.
     return EngineError(iter.status(), "scan");
+  }
+  if (!stopped_at.empty() && !(count == limit && iter.Valid())) {
+    // The range ended before the scan did: a routing client goes on at the next owner.
+    context->AddTrailingMetadata(v1::kScanStoppedAtMetadata, stopped_at);
   }
   if (message.entries_size() > 0) {
     message.set_more(count == limit && iter.Valid());
@@ -437,6 +484,7 @@ grpc::Status KvService::DeleteRange(grpc::ServerContext* context,
   Call call(this, context, Role::kWrite, "DeleteRange");
   if (!call.ok()) return call.status();
   if (CheckResult r = CheckDeleteRange(*request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.OwnsSpan(request->start(), request->end()); !o.ok()) return o;
   DeleteRangeResult result;
   Status s = call.db()->DeleteRange(request->start(), request->end(), request->limit(), &result);
   if (!s.ok()) return EngineError(s, "delete_range");

@@ -9,8 +9,11 @@
 //                                                                      PERMISSION_DENIED)
 //   3. serving: the engine is open and the server is not closing      (UNAVAILABLE)
 //   4. deadline: the effective deadline has not passed yet            (DEADLINE_EXCEEDED)
-//   5. request checks against the configured limits                   (INVALID_ARGUMENT,
+//   5. cluster mode: a shard map is known                             (UNAVAILABLE)
+//   6. request checks against the configured limits                   (INVALID_ARGUMENT,
 //                                                                      RESOURCE_EXHAUSTED)
+//   7. cluster mode: this node owns every key of the call             (OUT_OF_RANGE,
+//                                                                      service/ownership.h)
 // Long calls (Scan, BatchGet) check the deadline and cancellation again between units of work.
 //
 // Thread safety: handlers run concurrently; the service itself holds no per-call state.
@@ -28,6 +31,7 @@
 #include "service/auth.h"
 #include "service/deadline.h"
 #include "service/engine_handle.h"
+#include "service/ownership.h"
 #include "service/request_checks.h"
 
 namespace grove::service {
@@ -41,9 +45,10 @@ struct KvServiceOptions {
 
 class KvService final : public v1::KV::Service {
  public:
-  // Every pointer must outlive the service.
+  // Every pointer must outlive the service. `ownership` (cluster mode; null otherwise) decides
+  // which keys this node serves.
   KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
-            metrics::ServerMetrics* metrics, spdlog::logger* log);
+            metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership = nullptr);
 
   grpc::Status Get(grpc::ServerContext* context, const v1::GetRequest* request,
                    v1::GetResponse* response) override;
@@ -85,6 +90,7 @@ class KvService final : public v1::KV::Service {
   const Authorizer* const auth_;
   metrics::ServerMetrics* const metrics_;
   spdlog::logger* const log_;
+  Ownership* const ownership_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<uint32_t> inflight_{0};
 };

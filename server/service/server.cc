@@ -75,9 +75,12 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
     s->tokens_ = std::make_unique<TokenStore>(std::move(tokens));
   }
   s->authorizer_ = std::make_unique<Authorizer>(s->tokens_.get());
+  // Cluster mode: ownership is in force from the first call (keys are refused until the map is
+  // known); the watcher starts in Run, membership once the engine is open.
+  if (s->config_.server.cluster.enabled()) GROVE_RETURN_IF_ERROR(s->PrepareCluster());
   s->kv_ =
       std::make_unique<KvService>(ServiceOptions(s->config_), &s->engine_, s->authorizer_.get(),
-                                  s->server_metrics_.get(), s->log_.get());
+                                  s->server_metrics_.get(), s->log_.get(), s->ownership_.get());
   s->admin_ = std::make_unique<AdminService>(so.backup.dir, &s->engine_, s->authorizer_.get(),
                                              s->log_.get());
 
@@ -168,7 +171,7 @@ class ClusterMetricsListener final : public cluster::Membership::Listener {
 
 }  // namespace
 
-Status GroveServer::JoinCluster() {
+Status GroveServer::PrepareCluster() {
   const config::ClusterConfig& c = config_.server.cluster;
   cluster::EtcdOptions eo;
   eo.endpoints = c.etcd_endpoints;
@@ -178,8 +181,19 @@ Status GroveServer::JoinCluster() {
   eo.call_timeout_seconds = c.etcd_timeout_seconds;
   GROVE_ASSIGN_OR_RETURN(std::unique_ptr<cluster::EtcdClient> etcd,
                          cluster::EtcdClient::Create(eo));
+  etcd_ = std::move(etcd);
   cluster_metrics_ = std::make_unique<metrics::ClusterMetrics>(*registry_);
   cluster_listener_ = std::make_unique<ClusterMetricsListener>(cluster_metrics_.get());
+  cluster_logger_ = std::make_shared<SpdlogLogger>(log_);
+  map_watcher_ = std::make_unique<cluster::ShardMapWatcher>(etcd_, c.name, cluster_logger_.get());
+  ownership_ =
+      std::make_unique<Ownership>(map_watcher_.get(), c.name, c.node_name, cluster_metrics_.get());
+  map_watcher_->set_listener(ownership_.get());
+  return Status::Ok();
+}
+
+Status GroveServer::JoinCluster() {
+  const config::ClusterConfig& c = config_.server.cluster;
   cluster::MembershipOptions mo;
   mo.cluster = c.name;
   mo.node_name = c.node_name;
@@ -189,10 +203,8 @@ Status GroveServer::JoinCluster() {
   std::string endpoints;
   for (const std::string& e : c.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
   log_->info("joining cluster '{}' as node '{}' (etcd {})", c.name, c.node_name, endpoints);
-  cluster_logger_ = std::make_shared<SpdlogLogger>(log_);
-  membership_ =
-      std::make_unique<cluster::Membership>(std::shared_ptr<cluster::EtcdClient>(std::move(etcd)),
-                                            mo, cluster_logger_.get(), cluster_listener_.get());
+  membership_ = std::make_unique<cluster::Membership>(etcd_, mo, cluster_logger_.get(),
+                                                      cluster_listener_.get());
   return membership_->Start();
 }
 
@@ -203,6 +215,7 @@ void GroveServer::RequestStop() {
 }
 
 Status GroveServer::Run() {
+  if (map_watcher_) map_watcher_->Start();
   Options options = config_.engine;
   options.logger = std::make_shared<SpdlogLogger>(log_);
   log_->info("opening the engine in {} (variant {})", options.data_dir, options.index.variant);
@@ -256,6 +269,7 @@ Status GroveServer::Drain() {
   health_.Shutdown();
   grpc_->Shutdown(std::chrono::system_clock::now() + SecondsToDuration(so.drain_seconds));
   log_->info("gRPC drained in {:.3f}s", SecondsSince(start));
+  if (map_watcher_) map_watcher_->Stop();
 
   Status closed = engine_.Close();
   if (closed.ok()) {

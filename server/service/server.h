@@ -29,6 +29,7 @@
 
 #include "grove/status.h"
 
+#include "cluster/map_watcher.h"
 #include "cluster/membership.h"
 #include "config/config.h"
 #include "metrics/cluster_metrics.h"
@@ -69,6 +70,8 @@ class GroveServer {
  private:
   explicit GroveServer(config::Config config, std::shared_ptr<spdlog::logger> log);
   Status BuildGrpcServer();
+  // Cluster mode: the etcd client, the shard map watcher and ownership (before serving).
+  Status PrepareCluster();
   // Cluster mode: registers this node in etcd (cluster/membership.h).
   Status JoinCluster();
   void SetReady(bool ready);
@@ -93,7 +96,12 @@ class GroveServer {
   std::unique_ptr<metrics::ClusterMetrics> cluster_metrics_;
   std::shared_ptr<Logger> cluster_logger_;
   std::unique_ptr<cluster::Membership::Listener> cluster_listener_;
-  std::unique_ptr<cluster::Membership> membership_;  // null unless cluster mode
+  // Null unless cluster mode, as are the next three. The watcher is destroyed (stopped) before
+  // the ownership it calls.
+  std::shared_ptr<cluster::EtcdClient> etcd_;
+  std::unique_ptr<Ownership> ownership_;
+  std::unique_ptr<cluster::ShardMapWatcher> map_watcher_;
+  std::unique_ptr<cluster::Membership> membership_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
 

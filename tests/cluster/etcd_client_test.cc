@@ -1,11 +1,12 @@
 // EtcdClient against a real etcd: reads, writes, compare-and-set, leases, and endpoints that
 // do not answer.
 
+#include "cluster/etcd_client.h"
+
 #include <thread>
 
 #include <gtest/gtest.h>
 
-#include "cluster/etcd_client.h"
 #include "cluster/etcd_process.h"
 #include "service/groved_process.h"
 #include "testutil/status_macros.h"

@@ -17,8 +17,8 @@ class EtcdProcess {
  public:
   // Starts etcd with its data under `dir`; null (and a test failure) when it does not answer
   // within `timeout`.
-  static std::unique_ptr<EtcdProcess> Start(const std::string& dir,
-                                            std::chrono::seconds timeout = std::chrono::seconds(30));
+  static std::unique_ptr<EtcdProcess> Start(
+      const std::string& dir, std::chrono::seconds timeout = std::chrono::seconds(30));
   ~EtcdProcess();
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;

@@ -2,12 +2,11 @@
 // after SIGTERM and a lease's life after kill -9, serves as before, and a bad cluster: section
 // is refused naming the field.
 
-#include <signal.h>
-
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "cluster/etcd_process.h"
 #include "cluster/membership.h"
@@ -43,8 +42,9 @@ class GrovedClusterTest : public ::testing::Test {
 
   // grovectl cluster status; returns its exit code, output in *out.
   int Status(std::string* out, const std::string& output = "text") {
-    std::vector<std::string> args = {"grovectl", "cluster", "--etcd", etcd_->endpoint(),
-                                     "--cluster", "itest", "-o", output, "status"};
+    std::vector<std::string> args = {"grovectl",  "cluster", "--etcd", etcd_->endpoint(),
+                                     "--cluster", "itest",   "-o",     output,
+                                     "status"};
     std::vector<const char*> argv;
     for (const auto& a : args) argv.push_back(a.c_str());
     std::istringstream in;
@@ -91,7 +91,8 @@ TEST_F(GrovedClusterTest, RegistersAtStartAndIsDownAtOnceAfterSigterm) {
   EXPECT_EQ(*exit, 0) << a->Log();
   ASSERT_EQ(Status(&out), 0);
   EXPECT_NE(out.find("cluster itest: 2 nodes, 1 up"), std::string::npos)
-      << "a stopped node revokes its lease:\n" << out;
+      << "a stopped node revokes its lease:\n"
+      << out;
 }
 
 TEST_F(GrovedClusterTest, KillNineIsDownAfterTheLeaseAndTheNodeComesBack) {
@@ -130,8 +131,7 @@ TEST(ClusterConfigTest, EveryProblemNamesItsField) {
     if (!c.ok()) return c.status().ToString();
     return config::ValidateConfig(*c).ToString();
   };
-  EXPECT_NE(check("cluster:\n  node_name: a\n").find("cluster.etcd_endpoints"),
-            std::string::npos);
+  EXPECT_NE(check("cluster:\n  node_name: a\n").find("cluster.etcd_endpoints"), std::string::npos);
   const std::string base = "cluster:\n  etcd_endpoints: [\"127.0.0.1:2379\"]\n";
   EXPECT_NE(check(base).find("cluster.node_name"), std::string::npos);
   EXPECT_NE(check(base).find("cluster.advertise_address"), std::string::npos);

@@ -1,13 +1,14 @@
 // Membership against a real etcd: registration, a name held by a live node, stop, a lost lease,
 // and etcd going away and coming back.
 
+#include "cluster/membership.h"
+
 #include <atomic>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "cluster/etcd_process.h"
-#include "cluster/membership.h"
 #include "testutil/status_macros.h"
 #include "testutil/temp_dir.h"
 

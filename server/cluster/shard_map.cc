@@ -1,0 +1,201 @@
+#include "cluster/shard_map.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "grove/v1/cluster.pb.h"
+
+#include "cluster/membership.h"
+
+namespace grove::cluster {
+namespace {
+
+constexpr int kUpdateAttempts = 8;
+
+}  // namespace
+
+std::string PrintableKey(std::string_view key, bool as_end) {
+  if (key.empty()) return as_end ? "(end)" : "(start)";
+  std::string out;
+  for (const char c : key) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      out += fmt::format("\\x{:02x}", u);
+    }
+  }
+  return out;
+}
+
+std::string ShardRange::Describe() const {
+  return "[" + PrintableKey(start) + ", " + PrintableKey(end, true) + ")";
+}
+
+ShardMap ShardMap::Initial(const std::string& owner) {
+  ShardMap m;
+  m.version_ = 1;
+  m.ranges_.push_back({"", "", owner, 1});
+  m.next_range_id_ = 2;
+  return m;
+}
+
+StatusOr<ShardMap> ShardMap::Decode(std::string_view bytes) {
+  v1::ShardMap pb;
+  if (!pb.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Status::DataLoss("shard map: not a grove.v1.ShardMap");
+  }
+  ShardMap m;
+  m.version_ = pb.version();
+  m.next_range_id_ = pb.next_range_id();
+  for (const v1::ShardRange& r : pb.ranges()) {
+    m.ranges_.push_back({r.start(), r.end(), r.owner(), r.id()});
+  }
+  GROVE_RETURN_IF_ERROR(m.Validate());
+  return m;
+}
+
+std::string ShardMap::Encode() const {
+  v1::ShardMap pb;
+  pb.set_version(version_);
+  pb.set_next_range_id(next_range_id_);
+  for (const ShardRange& r : ranges_) {
+    v1::ShardRange* out = pb.add_ranges();
+    out->set_start(r.start);
+    out->set_end(r.end);
+    out->set_owner(r.owner);
+    out->set_id(r.id);
+  }
+  return pb.SerializeAsString();
+}
+
+Status ShardMap::Validate() const {
+  if (version_ == 0) return Status::DataLoss("shard map: version 0");
+  if (ranges_.empty()) return Status::DataLoss("shard map: no ranges");
+  if (!ranges_.front().start.empty()) {
+    return Status::DataLoss("shard map: the first range does not start at the first key");
+  }
+  if (!ranges_.back().end.empty()) {
+    return Status::DataLoss("shard map: the last range does not reach the end of the key space");
+  }
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    const ShardRange& r = ranges_[i];
+    if (r.owner.empty()) {
+      return Status::DataLoss(fmt::format("shard map: range {} has no owner", r.Describe()));
+    }
+    if (r.id == 0 || r.id >= next_range_id_) {
+      return Status::DataLoss(fmt::format("shard map: range {} has id {} (next id {})",
+                                          r.Describe(), r.id, next_range_id_));
+    }
+    ids.push_back(r.id);
+    if (i + 1 < ranges_.size()) {
+      if (r.end.empty() || r.end != ranges_[i + 1].start) {
+        return Status::DataLoss(
+            fmt::format("shard map: range {} is not followed by its end's range", r.Describe()));
+      }
+      if (r.end <= r.start) {
+        return Status::DataLoss(fmt::format("shard map: range {} is empty", r.Describe()));
+      }
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+    return Status::DataLoss("shard map: two ranges share an id");
+  }
+  return Status::Ok();
+}
+
+size_t ShardMap::IndexOf(std::string_view key) const {
+  // The last range whose start is <= key; ranges_[0].start is "", so there is one.
+  auto it = std::upper_bound(ranges_.begin(), ranges_.end(), key,
+                             [](std::string_view k, const ShardRange& r) { return k < r.start; });
+  return static_cast<size_t>(it - ranges_.begin()) - 1;
+}
+
+std::vector<ShardRange> ShardMap::OwnedBy(std::string_view owner) const {
+  std::vector<ShardRange> out;
+  for (const ShardRange& r : ranges_) {
+    if (r.owner == owner) out.push_back(r);
+  }
+  return out;
+}
+
+Status ShardMap::Split(const std::string& key) {
+  if (key.empty()) return Status::InvalidArgument("split key: empty (the key space starts there)");
+  const size_t i = IndexOf(key);
+  if (ranges_[i].start == key) {
+    return Status::InvalidArgument(
+        fmt::format("split key: '{}' already starts a range", PrintableKey(key)));
+  }
+  ShardRange left = ranges_[i], right = ranges_[i];
+  left.end = key;
+  left.id = next_range_id_++;
+  right.start = key;
+  right.id = next_range_id_++;
+  ranges_[i] = std::move(left);
+  ranges_.insert(ranges_.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(right));
+  ++version_;
+  return Status::Ok();
+}
+
+Status ShardMap::Assign(const std::string& start, const std::string& owner) {
+  const size_t i = IndexOf(start);
+  if (ranges_[i].start != start) {
+    return Status::InvalidArgument(
+        fmt::format("range: no range starts at '{}'", PrintableKey(start)));
+  }
+  GROVE_RETURN_IF_ERROR(CheckNames("default", owner));
+  ranges_[i].owner = owner;
+  ++version_;
+  return Status::Ok();
+}
+
+std::string ShardMapKey(const std::string& cluster) { return ClusterPrefix(cluster) + "shardmap"; }
+
+StatusOr<std::optional<StoredShardMap>> ReadShardMap(EtcdClient* etcd, const std::string& cluster) {
+  GROVE_ASSIGN_OR_RETURN(std::optional<EtcdKv> kv, etcd->Get(ShardMapKey(cluster)));
+  if (!kv) return std::optional<StoredShardMap>();
+  auto map = ShardMap::Decode(kv->value);
+  if (!map.ok()) return map.status().WithContext(ShardMapKey(cluster));
+  return std::optional<StoredShardMap>(StoredShardMap{std::move(*map), kv->mod_revision});
+}
+
+StatusOr<ShardMap> CreateShardMap(EtcdClient* etcd, const std::string& cluster,
+                                  const std::string& owner) {
+  GROVE_RETURN_IF_ERROR(CheckNames(cluster, owner));
+  ShardMap m = ShardMap::Initial(owner);
+  GROVE_ASSIGN_OR_RETURN(bool created, etcd->PutIfUnchanged(ShardMapKey(cluster), m.Encode(), 0));
+  if (!created) {
+    return Status::FailedPrecondition(fmt::format("cluster '{}' has a shard map already", cluster));
+  }
+  return m;
+}
+
+StatusOr<ShardMap> UpdateShardMap(EtcdClient* etcd, const std::string& cluster,
+                                  uint64_t expect_version,
+                                  const std::function<Status(ShardMap*)>& edit) {
+  for (int attempt = 0; attempt < kUpdateAttempts; ++attempt) {
+    GROVE_ASSIGN_OR_RETURN(std::optional<StoredShardMap> stored, ReadShardMap(etcd, cluster));
+    if (!stored) {
+      return Status::FailedPrecondition(
+          fmt::format("cluster '{}' has no shard map (grovectl cluster init)", cluster));
+    }
+    if (expect_version != 0 && stored->map.version() != expect_version) {
+      return Status::FailedPrecondition(
+          fmt::format("the shard map is at version {}, not {}: it changed since you read it",
+                      stored->map.version(), expect_version));
+    }
+    ShardMap next = stored->map;
+    GROVE_RETURN_IF_ERROR(edit(&next));
+    GROVE_RETURN_IF_ERROR(next.Validate());
+    GROVE_ASSIGN_OR_RETURN(bool written, etcd->PutIfUnchanged(ShardMapKey(cluster), next.Encode(),
+                                                              stored->mod_revision));
+    if (written) return next;
+  }
+  return Status::Aborted(
+      fmt::format("the shard map kept changing: {} attempts lost the race", kUpdateAttempts));
+}
+
+}  // namespace grove::cluster

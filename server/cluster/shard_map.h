@@ -1,0 +1,98 @@
+#pragma once
+
+// ShardMap: the cluster's key ranges and their owners, as stored in etcd at
+// /grove/<cluster>/shardmap (a grove.v1.ShardMap, docs/cluster.md "Shard map").
+//
+//   ""          "g"            "p"                   (end of key space)
+//   |--range 1--|----range 4----|-------range 5--------|
+//     node-1        node-2            node-1
+//
+// Ranges are [start, end), in key order, and cover the key space with no gap: the first starts
+// at "", each one's end is the next one's start, and the last ends at "" (no end). Each has an
+// owner and an id that no other range of the map's history had. The version grows by one at
+// every change; a change is written only if the map is still the one it was computed from.
+//
+// Thread safety: a ShardMap is a value; share it as shared_ptr<const ShardMap>.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "grove/status.h"
+
+#include "cluster/etcd_client.h"
+
+namespace grove::cluster {
+
+struct ShardRange {
+  std::string start, end;  // end "" in the last range: no end
+  std::string owner;
+  uint64_t id = 0;
+
+  bool Contains(std::string_view key) const { return key >= start && (end.empty() || key < end); }
+  // "[start, end)" with keys printed for people (escapes non-printing bytes).
+  std::string Describe() const;
+};
+
+class ShardMap {
+ public:
+  // One range over the whole key space owned by `owner`: version 1.
+  static ShardMap Initial(const std::string& owner);
+  // Decodes and checks (Validate) the value of the shardmap key.
+  static StatusOr<ShardMap> Decode(std::string_view bytes);
+  std::string Encode() const;
+  // The invariants above; the message names the first that fails.
+  Status Validate() const;
+
+  uint64_t version() const { return version_; }
+  const std::vector<ShardRange>& ranges() const { return ranges_; }
+  // The range holding `key` (there is always one).
+  const ShardRange& Find(std::string_view key) const { return ranges_[IndexOf(key)]; }
+  size_t IndexOf(std::string_view key) const;
+  // The ranges `owner` holds, in key order.
+  std::vector<ShardRange> OwnedBy(std::string_view owner) const;
+
+  // Edits. Each checks its arguments, changes the map and bumps the version.
+  // Splits the range holding `key` at `key` into [start, key) and [key, end), both owned by the
+  // same node, with new ids. InvalidArgument when `key` is "" or already a range start.
+  Status Split(const std::string& key);
+  // Gives the range starting at `start` to `owner`.
+  Status Assign(const std::string& start, const std::string& owner);
+
+ private:
+  uint64_t version_ = 0;
+  uint64_t next_range_id_ = 1;
+  std::vector<ShardRange> ranges_;
+};
+
+// "abc", or with non-printing bytes as \xNN; "" prints as (start) or (end) per `as_end`.
+std::string PrintableKey(std::string_view key, bool as_end = false);
+
+std::string ShardMapKey(const std::string& cluster);
+
+// The map stored for `cluster` and its etcd mod revision; nullopt when there is none yet.
+struct StoredShardMap {
+  ShardMap map;
+  int64_t mod_revision = 0;
+};
+StatusOr<std::optional<StoredShardMap>> ReadShardMap(EtcdClient* etcd, const std::string& cluster);
+
+// Creates the map of a new cluster: one range owned by `owner`. FailedPrecondition when the
+// cluster has a map already.
+StatusOr<ShardMap> CreateShardMap(EtcdClient* etcd, const std::string& cluster,
+                                  const std::string& owner);
+
+// Reads the map, applies `edit` and writes the result only if the map is unchanged since it was
+// read (an etcd transaction on its mod revision). When another change came first, reads again
+// and applies `edit` to the new map (up to a few times), so two administrators never lose each
+// other's changes and an edit that no longer applies fails with its own message. `expect_version`
+// (0: any) refuses with FailedPrecondition unless the map read has that version.
+StatusOr<ShardMap> UpdateShardMap(EtcdClient* etcd, const std::string& cluster,
+                                  uint64_t expect_version,
+                                  const std::function<Status(ShardMap*)>& edit);
+
+}  // namespace grove::cluster

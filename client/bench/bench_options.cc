@@ -29,6 +29,7 @@ Targets (--target):
   device[?file_bytes=SIZE]              random 4 KiB reads: the physical ceiling
   grpc://host:port                      groved through the client library
   grpc-noop://host:port                 health checks: the RPC stack's ceiling
+  etcd://host:port[,...]/cluster        a Grove cluster, routed by its shard map in etcd
 
 Each run prints one JSON line (--json) and a table row. Sizes accept 64MiB, 1GiB, 10M, 1e6.)";
 

@@ -1,8 +1,9 @@
 // grpc://host:port drives groved through the client library (grove::client::Client), one client
-// per worker thread. grpc-noop://host:port answers every operation with a grpc.health.v1 Check on
-// the same server: it crosses the same channel, HTTP/2 transport and server thread pool without
-// touching the engine, so it is the ceiling of the RPC stack. (grove.v1.KV has no no-op call; the
-// health service is the closest thing the server offers.)
+// per worker thread; etcd://host:port/cluster does the same through the client's cluster routing
+// (its figures are the nodes' summed). grpc-noop://host:port answers every operation with a
+// grpc.health.v1 Check on the same server: it crosses the same channel, HTTP/2 transport and server
+// thread pool without touching the engine, so it is the ceiling of the RPC stack. (grove.v1.KV has
+// no no-op call; the health service is the closest thing the server offers.)
 //
 // Engine counters come from the Stats RPC. The server is another process, so device bytes are
 // the server's page reads and writes times 4 KiB.
@@ -89,8 +90,10 @@ class GrpcTarget final : public Target {
         {"address", options_.address},
         {"call", noop_ ? "grpc.health.v1.Health/Check" : "grove.v1.KV"},
         {"timeout_ms", std::to_string(options_.timeout.count())}};
-    v1::StatsResponse s;
-    if (!noop_ && Client()->Stats(&s).ok()) {
+    std::vector<std::pair<std::string, v1::StatsResponse>> nodes;
+    if (!noop_ && Client()->NodeStats(&nodes).ok() && !nodes.empty()) {
+      const v1::StatsResponse& s = nodes[0].second;  // a cluster's nodes run one configuration
+      if (nodes.size() > 1) c["nodes"] = std::to_string(nodes.size());
       c["server_version"] = s.version();
       c["variant"] = s.variant();
       c["io_backend"] = s.io_backend();
@@ -101,13 +104,15 @@ class GrpcTarget final : public Target {
 
   Status Reset() override {
     if (noop_) return Status::Ok();
-    v1::StatsResponse s;
-    GROVE_RETURN_IF_ERROR(FromGrpc(Client()->Stats(&s), "stats"));
-    if (s.index().entries() > 0 || s.index().leaf_pages() > 1) {
+    std::vector<std::pair<std::string, v1::StatsResponse>> nodes;
+    GROVE_RETURN_IF_ERROR(FromGrpc(Client()->NodeStats(&nodes), "stats"));
+    for (const auto& [node, s] : nodes) {
+      if (s.index().entries() == 0 && s.index().leaf_pages() <= 1) continue;
       return Status::FailedPrecondition(
           uri_ +
           ": the server already holds data; LOAD needs an empty database (start groved "
-          "on an empty data directory), or leave load out of --workloads");
+          "on an empty data directory), or leave load out of --workloads (node " +
+          node + ")");
     }
     return Status::Ok();
   }
@@ -121,41 +126,44 @@ class GrpcTarget final : public Target {
   StatusOr<TargetStats> Stats() override {
     TargetStats t;
     if (noop_) return t;
-    v1::StatsResponse s;
-    GROVE_RETURN_IF_ERROR(FromGrpc(Client()->Stats(&s), "stats"));
+    // A cluster's figures are its nodes' summed.
+    std::vector<std::pair<std::string, v1::StatsResponse>> nodes;
+    GROVE_RETURN_IF_ERROR(FromGrpc(Client()->NodeStats(&nodes), "stats"));
     auto& c = t.counters;
-    double reads = 0;
-    double writes = 0;
-    for (const auto& [cause, n] : s.cache().page_reads()) {
-      c["page_reads." + cause] = static_cast<double>(n);
-      reads += static_cast<double>(n);
-    }
-    for (const auto& [cause, n] : s.cache().page_writes()) {
-      c["page_writes." + cause] = static_cast<double>(n);
-      writes += static_cast<double>(n);
-    }
-    c["page_reads"] = reads;
-    c["page_writes"] = writes;
-    c["device_read_bytes"] = reads * 4096;
-    c["device_write_bytes"] = writes * 4096;
-    c["cache_hits"] = static_cast<double>(s.cache().hits());
-    c["cache_misses"] = static_cast<double>(s.cache().misses());
-    c["wal_bytes"] = static_cast<double>(s.wal().bytes());
-    c["wal_syncs"] = static_cast<double>(s.wal().syncs());
-    c["checkpoints"] = static_cast<double>(s.checkpoint().count());
-    c["engine_gets"] = static_cast<double>(s.operations().gets());
-    c["engine_puts"] = static_cast<double>(s.operations().puts());
-    c["engine_writes"] = static_cast<double>(s.operations().writes());
-    c["engine_scans"] = static_cast<double>(s.operations().scans());
     auto& g = t.gauges;
-    g["index_height"] = s.index().height();
-    g["index_inner_pages"] = static_cast<double>(s.index().inner_pages());
-    g["index_leaf_pages"] = static_cast<double>(s.index().leaf_pages());
-    g["index_inner_bytes"] = static_cast<double>(s.index().inner_bytes());
-    g["index_model_bytes"] = static_cast<double>(s.index().model_bytes());
-    g["index_entries"] = static_cast<double>(s.index().entries());
-    g["data_file_bytes"] = static_cast<double>(s.storage().data_file_pages()) * 4096;
-    g["cache_capacity_pages"] = static_cast<double>(s.cache().capacity_pages());
+    for (const auto& [node, s] : nodes) {
+      double reads = 0;
+      double writes = 0;
+      for (const auto& [cause, n] : s.cache().page_reads()) {
+        c["page_reads." + cause] += static_cast<double>(n);
+        reads += static_cast<double>(n);
+      }
+      for (const auto& [cause, n] : s.cache().page_writes()) {
+        c["page_writes." + cause] += static_cast<double>(n);
+        writes += static_cast<double>(n);
+      }
+      c["page_reads"] += reads;
+      c["page_writes"] += writes;
+      c["device_read_bytes"] += reads * 4096;
+      c["device_write_bytes"] += writes * 4096;
+      c["cache_hits"] += static_cast<double>(s.cache().hits());
+      c["cache_misses"] += static_cast<double>(s.cache().misses());
+      c["wal_bytes"] += static_cast<double>(s.wal().bytes());
+      c["wal_syncs"] += static_cast<double>(s.wal().syncs());
+      c["checkpoints"] += static_cast<double>(s.checkpoint().count());
+      c["engine_gets"] += static_cast<double>(s.operations().gets());
+      c["engine_puts"] += static_cast<double>(s.operations().puts());
+      c["engine_writes"] += static_cast<double>(s.operations().writes());
+      c["engine_scans"] += static_cast<double>(s.operations().scans());
+      g["index_height"] = std::max(g["index_height"], static_cast<double>(s.index().height()));
+      g["index_inner_pages"] += static_cast<double>(s.index().inner_pages());
+      g["index_leaf_pages"] += static_cast<double>(s.index().leaf_pages());
+      g["index_inner_bytes"] += static_cast<double>(s.index().inner_bytes());
+      g["index_model_bytes"] += static_cast<double>(s.index().model_bytes());
+      g["index_entries"] += static_cast<double>(s.index().entries());
+      g["data_file_bytes"] += static_cast<double>(s.storage().data_file_pages()) * 4096;
+      g["cache_capacity_pages"] += static_cast<double>(s.cache().capacity_pages());
+    }
     return t;
   }
 
@@ -181,7 +189,7 @@ StatusOr<std::unique_ptr<Target>> OpenGrpcTarget(const TargetUri& uri, const Tar
     return Status::InvalidArgument(uri.scheme + "://: no parameters are accepted (use --grpc-*)");
   }
   client::ClientOptions options;
-  options.address = uri.body;
+  options.address = uri.scheme == "etcd" ? "etcd://" + uri.body : uri.body;
   options.token = o.grpc_token;
   options.timeout = std::chrono::milliseconds(o.grpc_timeout_ms);
   auto target = std::make_unique<GrpcTarget>(uri.scheme + "://" + uri.body, options, noop);

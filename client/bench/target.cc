@@ -54,13 +54,14 @@ StatusOr<std::unique_ptr<Target>> OpenTarget(const std::string& uri, const Targe
   }
   if (t.scheme == "rocksdb") return OpenRocksDbTarget(t, options);
   if (t.scheme == "device") return OpenDeviceTarget(t, options);
-  if (t.scheme == "grpc" || t.scheme == "grpc-noop") {
+  if (t.scheme == "grpc" || t.scheme == "grpc-noop" || t.scheme == "etcd") {
     if (t.body.empty()) return Status::InvalidArgument("--target " + uri + ": no host:port");
     return OpenGrpcTarget(t, options, t.scheme == "grpc-noop");
   }
   return Status::InvalidArgument("--target '" + uri +
                                  "': expected embedded:<variant>, rocksdb, device, "
-                                 "grpc://host:port or grpc-noop://host:port");
+                                 "grpc://host:port, grpc-noop://host:port or "
+                                 "etcd://host:port[,...]/cluster");
 }
 
 }  // namespace grove::bench

@@ -11,6 +11,8 @@
 
 #include "grove/v1/metadata.h"
 
+#include "lib/router.h"
+
 namespace grove::client {
 namespace {
 
@@ -27,6 +29,16 @@ grpc::Status ReadFile(const char* option, const std::string& path, std::string* 
 }
 
 bool Retryable(const grpc::Status& s) { return s.error_code() == grpc::StatusCode::UNAVAILABLE; }
+
+// The answer of a cluster client (etcd:// address) to a call that one node answers for itself.
+grpc::Status PerNode(const char* call) {
+  return grpc::Status(
+      grpc::StatusCode::FAILED_PRECONDITION,
+      std::string(call) +
+          " is per node: call a node's own address (grovectl cluster status "
+          "lists them)" +
+          (std::string_view(call) == "Stats" ? "; NodeStats gives every node's" : ""));
+}
 
 void SetPrecondition(const Precondition& p, v1::Precondition* out) {
   switch (p.kind) {
@@ -67,6 +79,13 @@ void ReadFailure(const grpc::Status& s, const grpc::ClientContext& ctx, Conditio
 }  // namespace
 
 grpc::Status Client::Create(const ClientOptions& options, std::unique_ptr<Client>* client) {
+  if (options.address.rfind("etcd://", 0) == 0) {
+    std::unique_ptr<Router> router;
+    grpc::Status s = Router::Create(options, &router);
+    if (!s.ok()) return s;
+    client->reset(new Client(options, std::move(router)));
+    return grpc::Status::OK;
+  }
   grpc::ChannelArguments args;
   // Accept any message the server's own limits allow (gRPC's default is 4 MiB).
   args.SetMaxReceiveMessageSize(-1);
@@ -103,12 +122,20 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
       health_(grpc::health::v1::Health::NewStub(channel_)),
       rng_(std::random_device{}()) {}
 
+Client::Client(ClientOptions options, std::unique_ptr<Router> router)
+    : options_(std::move(options)), rng_(std::random_device{}()), router_(std::move(router)) {}
+
+Client::~Client() = default;
+
 std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + options_.timeout);
   // Sent as plain metadata rather than call credentials: gRPC refuses call credentials on
   // plaintext channels, and the loopback listener is plaintext.
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+  if (const uint64_t v = routed_map_version_.load(std::memory_order_relaxed); v != 0) {
+    ctx->AddMetadata(v1::kMapVersionMetadata, std::to_string(v));
+  }
   return ctx;
 }
 
@@ -161,6 +188,7 @@ grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) 
 }
 
 grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, ValueInfo* info) {
+  if (router_) return router_->Get(key, value, found, info);
   v1::GetRequest req;
   req.set_key(key.data(), key.size());
   v1::GetResponse resp;
@@ -174,6 +202,7 @@ grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, 
 
 grpc::Status Client::BatchGet(const std::vector<std::string>& keys,
                               std::vector<std::optional<std::string>>* values) {
+  if (router_) return router_->BatchGet(keys, values);
   v1::BatchGetRequest req;
   for (const std::string& k : keys) req.add_keys(k);
   v1::BatchGetResponse resp;
@@ -197,6 +226,7 @@ grpc::Status Client::Put(std::string_view key, std::string_view value) {
 
 grpc::Status Client::Put(std::string_view key, std::string_view value, const WriteOptions& options,
                          WriteOutcome* outcome) {
+  if (router_) return router_->Put(key, value, options, outcome);
   v1::PutRequest req;
   req.set_key(key.data(), key.size());
   req.set_value(value.data(), value.size());
@@ -221,6 +251,7 @@ grpc::Status Client::Delete(std::string_view key) { return Delete(key, WriteOpti
 
 grpc::Status Client::Delete(std::string_view key, const WriteOptions& options,
                             WriteOutcome* outcome) {
+  if (router_) return router_->Delete(key, options, outcome);
   v1::DeleteRequest req;
   req.set_key(key.data(), key.size());
   if (options.precondition.kind != Precondition::Kind::kNone) {
@@ -240,6 +271,7 @@ grpc::Status Client::Delete(std::string_view key, const WriteOptions& options,
 }
 
 grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations, WriteOutcome* outcome) {
+  if (router_) return router_->BatchInsert(mutations, outcome);
   v1::BatchInsertRequest req;
   for (const Mutation& m : mutations) {
     v1::Mutation* pm = req.add_mutations();
@@ -267,6 +299,7 @@ grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations, WriteOu
 
 grpc::Status Client::DeleteRange(std::string_view start, std::string_view end, uint32_t limit,
                                  DeleteRangeOutcome* outcome) {
+  if (router_) return router_->DeleteRange(start, end, limit, outcome);
   v1::DeleteRangeRequest req;
   req.set_start(start.data(), start.size());
   req.set_end(end.data(), end.size());
@@ -282,6 +315,7 @@ grpc::Status Client::DeleteRange(std::string_view start, std::string_view end, u
 
 grpc::Status Client::Backup(const std::string& name, uint64_t max_bytes_per_second,
                             std::chrono::seconds deadline, v1::BackupResponse* response) {
+  if (router_) return PerNode("Backup");
   v1::BackupRequest req;
   req.set_name(name);
   req.set_max_bytes_per_second(max_bytes_per_second);
@@ -295,6 +329,14 @@ grpc::Status Client::Backup(const std::string& name, uint64_t max_bytes_per_seco
 }
 
 grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
+  if (router_) return router_->Scan(range, visit);
+  return ScanNode(range, visit, nullptr, nullptr);
+}
+
+grpc::Status Client::ScanNode(const ScanRange& range, const ScanVisitor& visit,
+                              std::string* stopped_at, bool* visitor_stopped) {
+  if (stopped_at != nullptr) stopped_at->clear();
+  if (visitor_stopped != nullptr) *visitor_stopped = false;
   v1::ScanRequest req;
   req.set_start(range.start);
   req.set_end(range.end);
@@ -306,7 +348,10 @@ grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
     uint64_t want = range.page_size == 0 ? 0 : range.page_size;
     if (range.limit != 0) {
       const uint64_t remaining = range.limit - delivered;
-      if (remaining == 0) return grpc::Status::OK;
+      if (remaining == 0) {
+        if (visitor_stopped != nullptr) *visitor_stopped = true;
+        return grpc::Status::OK;
+      }
       if (want == 0 || remaining < want) want = remaining;
     }
     req.set_limit(static_cast<uint32_t>(want));
@@ -335,6 +380,7 @@ grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
     if (stopped) {
       ctx->TryCancel();
       (void)reader->Finish();  // CANCELLED by us; not an error
+      if (visitor_stopped != nullptr) *visitor_stopped = true;
       return grpc::Status::OK;
     }
     grpc::Status s = reader->Finish();
@@ -347,7 +393,15 @@ grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
       more = true;  // resume below
       if (!progressed) continue;
     }
-    if (!more) return grpc::Status::OK;
+    if (!more) {
+      if (s.ok() && stopped_at != nullptr) {
+        const auto& trailers = ctx->GetServerTrailingMetadata();
+        if (auto it = trailers.find(v1::kScanStoppedAtMetadata); it != trailers.end()) {
+          stopped_at->assign(it->second.data(), it->second.size());
+        }
+      }
+      return grpc::Status::OK;
+    }
     // Continue after the last key delivered: forward, from the next possible key; reverse, up to
     // (excluding) it.
     if (range.reverse) {
@@ -359,12 +413,14 @@ grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
 }
 
 grpc::Status Client::Stats(v1::StatsResponse* stats) {
+  if (router_) return PerNode("Stats");
   v1::StatsRequest req;
   return WithRetries([&](grpc::ClientContext* ctx) { return kv_->Stats(ctx, req, stats); });
 }
 
 grpc::Status Client::Health(const std::string& service,
                             grpc::health::v1::HealthCheckResponse::ServingStatus* status) {
+  if (router_) return PerNode("Health");
   grpc::health::v1::HealthCheckRequest req;
   req.set_service(service);
   grpc::health::v1::HealthCheckResponse resp;
@@ -372,6 +428,15 @@ grpc::Status Client::Health(const std::string& service,
   std::unique_ptr<grpc::ClientContext> ctx = NewContext();
   grpc::Status s = health_->Check(ctx.get(), req, &resp);
   if (s.ok()) *status = resp.status();
+  return s;
+}
+
+grpc::Status Client::NodeStats(std::vector<std::pair<std::string, v1::StatsResponse>>* stats) {
+  if (router_) return router_->NodeStats(stats);
+  v1::StatsResponse one;
+  grpc::Status s = Stats(&one);
+  if (!s.ok()) return s;
+  stats->assign(1, {options_.address, std::move(one)});
   return s;
 }
 

@@ -18,10 +18,18 @@
 //     says more, and after a broken stream restarts right after the last key it delivered, so the
 //     callback sees each key exactly once, in order.
 //
+// Cluster routing: with `address` "etcd://host:port[,host:port...]/CLUSTER" the client reads the
+// cluster's shard map and member list from etcd and sends each call to the node owning its keys
+// (client/lib/router.h, docs/cluster.md "Routing"): Get, Put and Delete by key, BatchGet split per
+// node, BatchInsert only within one range (INVALID_ARGUMENT otherwise), Scan and DeleteRange
+// across ranges in key order. A node's OUT_OF_RANGE (not the owner) makes it read the map again
+// and resend; Stats, Backup and Health are per node (NodeStats gives every node's figures).
+//
 // Errors are grpc::Status values with the server's message (the field is named there).
 //
 // Thread safety: a Client may be shared by many threads.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -44,6 +52,8 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace grove::client {
+
+class Router;
 
 struct ClientOptions {
   std::string address = "127.0.0.1:7400";
@@ -147,6 +157,7 @@ class Client {
   // INVALID_ARGUMENT naming the option when a TLS file cannot be read. Does not connect yet:
   // the first call does.
   static grpc::Status Create(const ClientOptions& options, std::unique_ptr<Client>* client);
+  ~Client();
 
   grpc::Status Get(std::string_view key, std::string* value, bool* found);
   // The same, with the key's version and expiry (zeros when absent).
@@ -182,10 +193,22 @@ class Client {
   grpc::Status Health(const std::string& service,
                       grpc::health::v1::HealthCheckResponse::ServingStatus* status);
 
+  // Every node's Stats (a cluster client: the owners in the shard map, by name; otherwise the
+  // one server, named by its address).
+  grpc::Status NodeStats(std::vector<std::pair<std::string, v1::StatsResponse>>* stats);
+
   const ClientOptions& options() const { return options_; }
 
  private:
+  friend class Router;
   Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel);
+  explicit Client(ClientOptions options, std::unique_ptr<Router> router);
+
+  // One server's Scan. *stopped_at (may be null) receives the server's
+  // grove-scan-stopped-at-bin trailer when the scan reached the end of the node's range;
+  // *visitor_stopped whether `visit` or the limit ended it.
+  grpc::Status ScanNode(const ScanRange& range, const ScanVisitor& visit, std::string* stopped_at,
+                        bool* visitor_stopped);
 
   // A context with this attempt's deadline and the token.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
@@ -204,6 +227,10 @@ class Client {
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   std::mutex rng_mu_;
   std::minstd_rand rng_;  // backoff jitter; guarded by rng_mu_
+  // Cluster mode: the router (then the stubs above are null); for a router's node client, the
+  // map version it routes by, sent as grove-map-version.
+  std::unique_ptr<Router> router_;
+  std::atomic<uint64_t> routed_map_version_{0};
 };
 
 }  // namespace grove::client

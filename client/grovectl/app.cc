@@ -223,6 +223,10 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   CLI::App* cluster_init = cluster->add_subcommand(
       "init", "Create the shard map: one range over every key, owned by one node");
   cluster_init->add_option("--owner", init_owner, "The node that owns every key")->required();
+  std::vector<std::string> init_splits;
+  cluster_init->add_option("--split", init_splits,
+                           "KEY=NODE: a range from KEY to the next split owned by NODE "
+                           "(repeatable; KEY in --key-format)");
   std::string split_key;
   uint64_t split_expect = 0;
   CLI::App* cluster_split = cluster->add_subcommand(
@@ -256,7 +260,23 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       err << "grovectl: --key-format: unknown format '" << g.key_format << "'\n";
       return kExitUsage;
     }
-    if (*cluster_init) return RunClusterInit(cluster_args, init_owner, out, err);
+    if (*cluster_init) {
+      std::vector<std::pair<std::string, std::string>> splits;
+      for (const std::string& spec : init_splits) {
+        const size_t eq = spec.rfind('=');
+        std::string key, error;
+        if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+          err << "grovectl: cluster init: --split: '" << spec << "' is not KEY=NODE\n";
+          return kExitUsage;
+        }
+        if (!client::Decode(*key_format, spec.substr(0, eq), &key, &error)) {
+          err << "grovectl: cluster init: --split: " << error << "\n";
+          return kExitUsage;
+        }
+        splits.emplace_back(std::move(key), spec.substr(eq + 1));
+      }
+      return RunClusterInit(cluster_args, init_owner, splits, *key_format, out, err);
+    }
     if (*cluster_split) {
       std::string key, error;
       if (!client::Decode(*key_format, split_key, &key, &error)) {

@@ -124,21 +124,26 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
   return kExitOk;
 }
 
-int RunClusterInit(const ClusterArgs& args, const std::string& owner, std::ostream& out,
-                   std::ostream& err) {
+int RunClusterInit(const ClusterArgs& args, const std::string& owner,
+                   const std::vector<std::pair<std::string, std::string>>& splits,
+                   client::Format key_format, std::ostream& out, std::ostream& err) {
   std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
   if (etcd == nullptr) return kExitUsage;
   if (Status s = cluster::CheckNames(args.cluster, owner); !s.ok()) {
     err << "grovectl: cluster init: --owner: " << s.ToString() << "\n";
     return kExitUsage;
   }
-  auto created = cluster::CreateShardMap(etcd.get(), args.cluster, owner);
+  auto created = cluster::CreateShardMap(etcd.get(), args.cluster, owner, splits);
   if (!created.ok()) {
     err << "grovectl: cluster init: " << created.status().ToString() << "\n";
-    return kExitFailed;
+    return created.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailed;
   }
-  out << "cluster " << args.cluster << ": shard map version " << created->version()
-      << ", one range (-inf, +inf) owned by " << owner << "\n";
+  out << "cluster " << args.cluster << ": shard map version " << created->version() << ", "
+      << created->ranges().size() << (created->ranges().size() == 1 ? " range" : " ranges") << "\n";
+  for (const cluster::ShardRange& r : created->ranges()) {
+    out << "  [" << Bound(key_format, r.start, false) << ", " << Bound(key_format, r.end, true)
+        << ") " << r.owner << "\n";
+  }
   return kExitOk;
 }
 

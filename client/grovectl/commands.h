@@ -108,9 +108,11 @@ struct ClusterArgs {
 // Nodes with liveness, then the shard map's ranges (keys shown in `key_format`).
 int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_format,
                      std::ostream& out, std::ostream& err);
-// Creates the cluster's shard map: one range over every key, owned by `owner`.
-int RunClusterInit(const ClusterArgs& args, const std::string& owner, std::ostream& out,
-                   std::ostream& err);
+// Creates the cluster's shard map: one range over every key, owned by `owner`, cut at each
+// split (decoded key, node) into a range of that node.
+int RunClusterInit(const ClusterArgs& args, const std::string& owner,
+                   const std::vector<std::pair<std::string, std::string>>& splits,
+                   client::Format key_format, std::ostream& out, std::ostream& err);
 // Splits the range holding `key` at `key` (decoded bytes); both halves keep the owner.
 // `expect_version` (0: any) refuses unless the map is at that version.
 int RunClusterSplit(const ClusterArgs& args, const std::string& key, uint64_t expect_version,

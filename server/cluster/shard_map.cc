@@ -41,6 +41,19 @@ ShardMap ShardMap::Initial(const std::string& owner) {
   return m;
 }
 
+StatusOr<ShardMap> ShardMap::Initial(const std::string& owner,
+                                     std::vector<std::pair<std::string, std::string>> splits) {
+  GROVE_RETURN_IF_ERROR(CheckNames("default", owner));
+  std::sort(splits.begin(), splits.end());
+  ShardMap m = Initial(owner);
+  for (const auto& [key, node] : splits) {
+    GROVE_RETURN_IF_ERROR(m.Split(key));
+    GROVE_RETURN_IF_ERROR(m.Assign(key, node));
+  }
+  m.version_ = 1;
+  return m;
+}
+
 StatusOr<ShardMap> ShardMap::Decode(std::string_view bytes) {
   v1::ShardMap pb;
   if (!pb.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -163,9 +176,10 @@ StatusOr<std::optional<StoredShardMap>> ReadShardMap(EtcdClient* etcd, const std
 }
 
 StatusOr<ShardMap> CreateShardMap(EtcdClient* etcd, const std::string& cluster,
-                                  const std::string& owner) {
+                                  const std::string& owner,
+                                  const std::vector<std::pair<std::string, std::string>>& splits) {
   GROVE_RETURN_IF_ERROR(CheckNames(cluster, owner));
-  ShardMap m = ShardMap::Initial(owner);
+  GROVE_ASSIGN_OR_RETURN(ShardMap m, ShardMap::Initial(owner, splits));
   GROVE_ASSIGN_OR_RETURN(bool created, etcd->PutIfUnchanged(ShardMapKey(cluster), m.Encode(), 0));
   if (!created) {
     return Status::FailedPrecondition(fmt::format("cluster '{}' has a shard map already", cluster));

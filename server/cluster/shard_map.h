@@ -42,6 +42,10 @@ class ShardMap {
  public:
   // One range over the whole key space owned by `owner`: version 1.
   static ShardMap Initial(const std::string& owner);
+  // The same cut at each (key, node) of `splits` into a range [key, next key) of that node;
+  // version 1. InvalidArgument for an empty or repeated key or a bad node name.
+  static StatusOr<ShardMap> Initial(const std::string& owner,
+                                    std::vector<std::pair<std::string, std::string>> splits);
   // Decodes and checks (Validate) the value of the shardmap key.
   static StatusOr<ShardMap> Decode(std::string_view bytes);
   std::string Encode() const;
@@ -81,10 +85,12 @@ struct StoredShardMap {
 };
 StatusOr<std::optional<StoredShardMap>> ReadShardMap(EtcdClient* etcd, const std::string& cluster);
 
-// Creates the map of a new cluster: one range owned by `owner`. FailedPrecondition when the
-// cluster has a map already.
-StatusOr<ShardMap> CreateShardMap(EtcdClient* etcd, const std::string& cluster,
-                                  const std::string& owner);
+// Creates the map of a new cluster: one range owned by `owner`, cut at each `splits` key into a
+// range [key, next key) owned by its node (version 1). FailedPrecondition when the cluster has a
+// map already; InvalidArgument for an empty or repeated split key or a bad node name.
+StatusOr<ShardMap> CreateShardMap(
+    EtcdClient* etcd, const std::string& cluster, const std::string& owner,
+    const std::vector<std::pair<std::string, std::string>>& splits = {});
 
 // Reads the map, applies `edit` and writes the result only if the map is unchanged since it was
 // read (an etcd transaction on its mod revision). When another change came first, reads again

@@ -204,7 +204,11 @@ TEST_F(GrovedOwnershipTest, ANodeRefusesKeysUntilTheClusterHasAMap) {
   EXPECT_NE(s.error_message().find("no shard map known yet"), std::string::npos);
   EXPECT_EQ(Trailer(*ctx, v1::kNotAppliedMetadata), "1");
   std::string out;
-  ASSERT_EQ(Grovectl({"init", "--owner", "alpha"}, &out), 0) << out;
+  EXPECT_EQ(Grovectl({"init", "--owner", "alpha", "--split", "novalue"}, &out), 2) << out;
+  EXPECT_NE(out.find("'novalue' is not KEY=NODE"), std::string::npos) << out;
+  EXPECT_EQ(Grovectl({"init", "--owner", "alpha", "--split", "k=Not A Name"}, &out), 2) << out;
+  ASSERT_EQ(Grovectl({"init", "--owner", "alpha", "--split", "x=alpha"}, &out), 0) << out;
+  EXPECT_NE(out.find("shard map version 1, 2 ranges"), std::string::npos) << out;
   EXPECT_EQ(Grovectl({"init", "--owner", "alpha"}, &out), 1) << out;
   EXPECT_NE(out.find("has a shard map already"), std::string::npos) << out;
   bool ok = false;

@@ -53,6 +53,21 @@ TEST(ShardMapTest, SplitsKeepTheCoverWithNewIdsAndTheOwner) {
   EXPECT_EQ(m.IndexOf(std::string("m\0", 2)), 2u);
 }
 
+TEST(ShardMapTest, AnInitialLayoutCutsTheKeySpaceAtEachSplit) {
+  auto m = ShardMap::Initial("n1", {{"p", "n3"}, {"g", "n2"}});
+  ASSERT_OK(m.status());
+  EXPECT_EQ(m->version(), 1u);
+  ASSERT_EQ(m->ranges().size(), 3u);
+  EXPECT_EQ(m->Find("a").owner, "n1");
+  EXPECT_EQ(m->Find("g").owner, "n2");
+  EXPECT_EQ(m->Find("o").owner, "n2");
+  EXPECT_EQ(m->Find("p").owner, "n3");
+  EXPECT_EQ(ShardMap::Initial("n1", {{"g", "n2"}, {"g", "n3"}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ShardMap::Initial("n1", {{"", "n2"}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ShardMap::Initial("n1", {{"g", "N 2"}}).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ShardMapTest, ASplitAtTheFirstKeyOrAnExistingStartIsRefused) {
   ShardMap m = ShardMap::Initial("node-1");
   EXPECT_EQ(m.Split("").code(), StatusCode::kInvalidArgument);

@@ -26,6 +26,8 @@
 #                    load, range searches over time, hot writes, searches again (~20 min)
 #   make bench-aulid      AULID vs btree, btree+SHORTCUT and RocksDB at 50M keys, three memory
 #                    budgets, the paper's W1-W6 (~30 min): docs/benchmarks.md's AULID section
+#   make bench-cluster    YCSB C and A through etcd:// routing against 1 and 3 groved nodes beside
+#                    one groved without cluster mode (~8 min): docs/benchmarks.md's cluster section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
@@ -36,7 +38,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-aulid bench-aha bench-scan fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-aulid bench-aha bench-scan bench-cluster fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -124,6 +126,9 @@ bench-aha: bench-build
 
 bench-scan: bench-build
 	$(BENCH_ENV) scripts/bench-scan.sh
+
+bench-cluster: bench-build
+	$(BENCH_ENV) scripts/bench-cluster.sh
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

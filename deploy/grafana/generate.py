@@ -326,6 +326,26 @@ def build():
                   (f"max(grove_backup_running{{{SEL}}})", "running"),
                   (f"max(grove_backup_last_duration_seconds{{{SEL}}})", "last duration (s)")])
 
+    # ---- Cluster (docs/cluster.md; the series exist only on nodes in cluster mode) ----
+    d.row("Cluster")
+    d.timeseries("Nodes registered", "Nodes holding their liveness key in etcd (a node that lost "
+                 "its lease drops to 0 until it claims its name again).", "short",
+                 [(f"sum(grove_cluster_registered{{{SEL}}})", "registered"),
+                  (f"count(grove_cluster_registered{{{SEL}}})", "nodes scraped")], w=6)
+    d.timeseries("Shard map version", "The shard map version each node decides ownership by; "
+                 "a node below the others has not seen the latest change (etcd unreachable?).",
+                 "short", [(f"max(grove_cluster_map_version{{{SEL}}})", "newest"),
+                           (f"min(grove_cluster_map_version{{{SEL}}})", "oldest")], w=6)
+    d.timeseries("Owned ranges", "Ranges of the shard map each node owns.", "short",
+                 [(f"grove_cluster_owned_ranges{{{SEL}}}", "{{instance}}")], w=6)
+    d.timeseries("Not-owner refusals/s", "Calls refused OUT_OF_RANGE because a key was another "
+                 "node's: clients routing by a stale map (they refresh and resend) or not "
+                 "routing at all.", "ops",
+                 [(rate("grove_cluster_not_owner_total", by="instance"), "{{instance}}")], w=6)
+    d.timeseries("etcd lease keep-alives/s", "Keep-alives of the nodes' liveness leases, by "
+                 "result; failures mean etcd did not answer.", "ops",
+                 [(rate("grove_cluster_keepalives_total", by="result"), "{{result}}")], w=8)
+
     # ---- TreeLine (variant-specific figures; empty for other variants) ----
     def tl(name):
         return f'grove_index_variant_stat{{{SEL},variant="treeline",name="{name}"}}'

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Grove's dashboards and alert rules against a real Prometheus scraping a real groved.
 
-Starts groved (configured from deploy/grove.yaml, on free loopback ports, with a small cache so
+Starts etcd and groved in cluster mode as the only node of a cluster (configured from
+deploy/grove.yaml, on free loopback ports, with a small cache so
 that the load below reads from disk and checkpoints, and SHORTCUT prefetch on) and Prometheus (Debian's package, with
 deploy/prometheus/prometheus.yml's scrape job and deploy/prometheus/alerts.yml, scraping every
 second), drives a short mixed load with grovectl (BatchInsert, Put, Get, Delete, Scan, Stats, and
@@ -64,11 +65,15 @@ def main():
         print("FAIL: prometheus/promtool not found (scripts/install-deps.sh installs Debian's "
               "prometheus package)")
         return 1
+    etcd = shutil.which("etcd") or ("/usr/bin/etcd" if os.path.exists("/usr/bin/etcd") else None)
+    if not etcd:
+        print("FAIL: etcd not found (scripts/install-deps.sh installs Debian's etcd-server)")
+        return 1
 
     work = tempfile.mkdtemp(prefix="grove-monitoring-test.")
     procs = {}
     try:
-        return run(args, src, prometheus, promtool, work, procs, start)
+        return run(args, src, prometheus, promtool, etcd, work, procs, start)
     finally:
         for p in procs.values():
             dc.stop(p)
@@ -78,8 +83,27 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
 
 
-def run(args, src, prometheus, promtool, work, procs, start):
+def run(args, src, prometheus, promtool, etcd, work, procs, start):
     grpc_port, metrics_port, prom_port = dc.free_port(), dc.free_port(), dc.free_port()
+    etcd_port, etcd_peer = dc.free_port(), dc.free_port()
+
+    # ---- etcd, so that groved runs in cluster mode and the Cluster row has series -------------
+    etcd_log = open(os.path.join(work, "etcd.log"), "w")
+    procs["etcd"] = subprocess.Popen(
+        [etcd, "--name", "mon", "--data-dir", os.path.join(work, "etcd"),
+         "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+         "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+         "--listen-peer-urls", f"http://127.0.0.1:{etcd_peer}",
+         "--initial-advertise-peer-urls", f"http://127.0.0.1:{etcd_peer}",
+         "--initial-cluster", f"mon=http://127.0.0.1:{etcd_peer}"],
+        stdout=etcd_log, stderr=subprocess.STDOUT)
+    etcd_ep = f"127.0.0.1:{etcd_port}"
+    dc.wait_for("etcd answers", lambda: subprocess.run(
+        [args.grovectl, "cluster", "--etcd", etcd_ep, "--cluster", "mon", "status"],
+        capture_output=True).returncode == 0, 60, proc=procs["etcd"])
+    r = subprocess.run([args.grovectl, "cluster", "--etcd", etcd_ep, "--cluster", "mon", "init",
+                        "--owner", "mon-1"], capture_output=True, text=True)
+    check(r.returncode == 0, "grovectl cluster init: " + (r.stdout + r.stderr).strip())
     grpc_addr = f"127.0.0.1:{grpc_port}"
     metrics_addr = f"127.0.0.1:{metrics_port}"
     prom = f"http://127.0.0.1:{prom_port}"
@@ -99,6 +123,9 @@ def run(args, src, prometheus, promtool, work, procs, start):
                     "params": {"prefetch": "shortcut", "shortcut_min_uncached": 1}}
     cfg["server"].update({"listen": grpc_addr, "metrics_listen": metrics_addr,
                           "shutdown_delay_seconds": 0, "drain_seconds": 5})
+    # Cluster mode: one node that owns every key (the map made above).
+    cfg["cluster"] = {"etcd_endpoints": [etcd_ep], "name": "mon", "node_name": "mon-1",
+                      "advertise_address": grpc_addr, "lease_ttl_seconds": 5}
     grove_cfg = os.path.join(work, "grove.yaml")
     with open(grove_cfg, "w") as f:
         yaml.safe_dump(cfg, f)

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Cluster routing figures of docs/benchmarks.md ("Cluster: routing through etcd://"): YCSB C and A
+# through the client's etcd:// routing against a cluster of 1 and of 3 groved nodes, beside one
+# groved without cluster mode at grpc:// (the ratio is the routing's cost). Every groved is the
+# Release build with the same cache; etcd (Debian's etcd-server) and all nodes run on this
+# machine's loopback, so the 3-node cluster shares the same two cores: it measures what routing
+# costs, not what more machines would add. wal.sync: always, as shipped.
+#
+# Writes docs/bench-data/cluster.jsonl, cluster-commands.txt and the section cluster.md, then
+# regenerates docs/benchmarks.md. Not a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH=${BENCH:-build-bench/client/bench/grove-bench}
+GROVED=${GROVED:-build-bench/server/groved}
+GROVECTL=${GROVECTL:-build-bench/client/grovectl}
+ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
+DATA=${DATA:-build-bench/data/cluster-bench}
+RECORDS=${RECORDS:-500000}   # dense keys 1..RECORDS (8-byte big-endian)
+VALUE=${VALUE:-100}
+CACHE=${CACHE:-256MiB}       # per node
+DURATION=${DURATION:-15}
+THREADS=${THREADS:-1 16}
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "$PYTHON" ] || PYTHON=python3
+
+OUT=docs/bench-data
+RESULTS=$OUT/cluster.jsonl
+COMMANDS=$OUT/cluster-commands.txt
+mkdir -p "$OUT"
+rm -rf "$DATA" "$RESULTS"
+mkdir -p "$DATA"
+: >"$COMMANDS"
+
+run() {
+  echo "$*" >>"$COMMANDS"
+  echo "+ $*" >&2
+  "$@"
+}
+
+# Nine free loopback ports: etcd client and peer, then gRPC and metrics of up to 3 nodes... and
+# one spare pair for the plain groved.
+read -r -a ports < <("$PYTHON" - <<'PY'
+import socket
+socks = []
+for _ in range(10):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(*[s.getsockname()[1] for s in socks])
+PY
+)
+etcd_port=${ports[0]}
+etcd_peer=${ports[1]}
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+start_etcd() {
+  "$ETCD" --name bench --data-dir "$DATA/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-cluster "bench=http://127.0.0.1:$etcd_peer" >"$DATA/etcd.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 100); do
+    "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster probe status >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  cat "$DATA/etcd.log" >&2
+  exit 1
+}
+
+# start_node INDEX NAME CLUSTER: groved number INDEX (ports from the list) as node NAME of
+# CLUSTER ("" = no cluster mode).
+start_node() {
+  local i=$1 name=$2 cluster=$3
+  local port=${ports[$((2 + 2 * i))]} mport=${ports[$((3 + 2 * i))]}
+  local dir="$DATA/$cluster-$name"
+  mkdir -p "$dir"
+  cat >"$dir/groved.yaml" <<YAML
+data_dir: $dir/data
+cache_bytes: $CACHE
+server:
+  listen: 127.0.0.1:$port
+  metrics_listen: 127.0.0.1:$mport
+YAML
+  if [ -n "$cluster" ]; then
+    cat >>"$dir/groved.yaml" <<YAML
+cluster:
+  etcd_endpoints: ["127.0.0.1:$etcd_port"]
+  name: $cluster
+  node_name: $name
+  advertise_address: 127.0.0.1:$port
+YAML
+  fi
+  echo "$GROVED --config $dir/groved.yaml" >>"$COMMANDS"
+  "$GROVED" --config "$dir/groved.yaml" >"$dir/groved.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 150); do
+    curl -sf "http://127.0.0.1:$mport/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  cat "$dir/groved.log" >&2
+  exit 1
+}
+stop_all_nodes() {
+  # etcd is pids[0]; stop the rest.
+  for p in "${pids[@]:1}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  pids=("${pids[0]}")
+}
+
+# measure TARGET LABEL: load the records through TARGET, then C and A at each thread count.
+measure() {
+  local target=$1 label=$2
+  local common=(--records "$RECORDS" --value-size "$VALUE" --json "$RESULTS" --progress off
+    --insert-budget 0)
+  run "$BENCH" --target "$target" --dir "$DATA/bench" "${common[@]}" --workloads load \
+    --load-method put --load-threads 16 --label "$label"
+  for t in $THREADS; do
+    for w in c a; do
+      run "$BENCH" --target "$target" --dir "$DATA/bench" "${common[@]}" --workloads "$w" \
+        --threads "$t" --duration "$DURATION" --warmup 2 --label "$label"
+    done
+  done
+}
+
+start_etcd
+echo "$ETCD --data-dir $DATA/etcd ...  # single member on loopback" >>"$COMMANDS"
+
+# 1. One groved, no cluster mode.
+start_node 0 solo ""
+measure "grpc://127.0.0.1:${ports[2]}" "single groved"
+stop_all_nodes
+
+# 2. A cluster of one node.
+run "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster one init --owner n1
+start_node 1 n1 one
+measure "etcd://127.0.0.1:$etcd_port/one" "cluster, 1 node"
+stop_all_nodes
+
+# 3. A cluster of three nodes, the key space cut in thirds.
+third=$((RECORDS / 3))
+run "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster three --key-format u64 init \
+  --owner n1 --split "$((third + 1))=n2" --split "$((2 * third + 1))=n3"
+start_node 1 n1 three
+start_node 2 n2 three
+start_node 3 n3 three
+measure "etcd://127.0.0.1:$etcd_port/three" "cluster, 3 nodes"
+stop_all_nodes
+cleanup
+trap - EXIT
+
+"$PYTHON" - "$RESULTS" "$COMMANDS" >"$OUT/cluster.md" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("## Cluster: routing through etcd://")
+print()
+print("Generated by `scripts/bench-cluster.sh`: YCSB C (reads) and A (50% reads, 50% durable "
+      "updates), zipfian, through the client library at `grpc://` against one groved without "
+      "cluster mode, and at `etcd://` against clusters of 1 and 3 groved nodes (the 3 nodes own a "
+      "third of the keys each). Every node has the same cache, which holds its data; etcd, the "
+      "nodes and the clients share this machine's two cores, so the 3-node rows show routing's "
+      "cost and the CPU three servers take, not the capacity three machines would add.")
+print()
+print("| setup | workload | client threads | ops/s | p50 µs | p99 µs | ÷ single groved |")
+print("|---|---|--:|--:|--:|--:|--:|")
+base = {}
+for r in runs:
+    if r.get("label") == "single groved" and r["workload"] != "load":
+        base[(r["workload"], r["config"]["threads"])] = r["throughput"]
+order = {"single groved": 0, "cluster, 1 node": 1, "cluster, 3 nodes": 2}
+rows = sorted((r for r in runs if r["workload"] != "load" and r.get("label") in order),
+              key=lambda r: (r["workload"], r["config"]["threads"], order[r["label"]]))
+for r in rows:
+    k = (r["workload"], r["config"]["threads"])
+    lat = r["latency_us"]
+    ratio = f"{r['throughput'] / base[k]:.2f}" if k in base and base[k] else "–"
+    print(f"| {r['label']} | {r['workload'].upper()} | {k[1]} | {r['throughput']:,.0f} | "
+          f"{lat['p50_us']:.0f} | {lat['p99_us']:.0f} | {ratio} |")
+print()
+print("Commands (from the repository root, after `make bench-build`):")
+print()
+print("```")
+print(open(sys.argv[2]).read().strip())
+print("```")
+PY
+"$PYTHON" scripts/bench_report.py --out docs/benchmarks.md
+echo "wrote $OUT/cluster.md and docs/benchmarks.md" >&2

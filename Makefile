@@ -101,7 +101,7 @@ BENCH_ENV = BENCH=$(BENCH_BUILD_DIR)/client/bench/grove-bench GROVED=$(BENCH_BUI
 
 bench-build: deps
 	scripts/configure.sh $(BENCH_BUILD_DIR) -DCMAKE_BUILD_TYPE=Release -DGROVE_BUILD_TESTS=OFF
-	cmake --build $(BENCH_BUILD_DIR) -j $(JOBS) --target grove-bench groved
+	cmake --build $(BENCH_BUILD_DIR) -j $(JOBS) --target grove-bench groved grovectl
 
 bench: bench-build
 	$(BENCH_ENV) scripts/bench-suite.sh

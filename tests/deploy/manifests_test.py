@@ -10,6 +10,9 @@ Every file parses, and every port, path and metric name they mention exists:
     deploy/grove.yaml's ports, every COPY source exists and is let through .dockerignore;
   * compose.yaml: valid for docker-compose's schema; ports, mounts (files that exist), seccomp profile, memlock ulimit, a stop grace
     period that covers the drain, Prometheus and Grafana wired to each other and to groved;
+  * cluster/compose.yaml: etcd, the map's init, three nodes whose configs are deploy/grove.yaml
+    plus a cluster section naming each node and its Compose address, distinct loopback ports,
+    the same hardening, Prometheus scraping the three and Grafana's mounts;
   * Prometheus: the scrape target is groved's metrics port, the rule file is mounted;
   * Grafana: provisioning points at the mounted dashboards and the data source;
   * Kubernetes: `kubectl kustomize` renders the kustomization (when kubectl is installed), the
@@ -448,6 +451,68 @@ def check_metric_names(src):
                 check(False, f"{title}: histogram {h} used without _bucket/_sum/_count")
 
 
+def check_cluster_compose(src, grove_cfg, image):
+    print("deploy/cluster/compose.yaml:")
+    cdir = os.path.join(src, "deploy", "cluster")
+    (compose,) = load_yaml_docs(os.path.join(cdir, "compose.yaml"))
+    services = compose.get("services", {})
+    nodes = sorted(n for n in services if n.startswith("node-"))
+    check(nodes == ["node-1", "node-2", "node-3"] and
+          {"etcd", "init", "prometheus", "grafana"} <= set(services),
+          f"services etcd, init, three nodes, prometheus, grafana ({sorted(services)})")
+    host_ports = []
+    for n in nodes:
+        g = services[n]
+        ports = [p.split(":") for p in g.get("ports", [])]
+        host_ports += [int(p[1]) for p in ports]
+        check({int(p[-1]) for p in ports} == {image["grpc_port"], image["metrics_port"]} and
+              all(len(p) == 3 and p[0] == "127.0.0.1" for p in ports),
+              f"{n} publishes the image's ports on the host's loopback ({g.get('ports')})")
+        mounts = {v.split(":")[1]: v.split(":")[0] for v in g.get("volumes", [])}
+        cfg_src = mounts.get(image["config"])
+        check(cfg_src is not None and os.path.isfile(os.path.join(cdir, cfg_src)),
+              f"{n} mounts its config at {image['config']} from {cfg_src}")
+        if not cfg_src or not os.path.isfile(os.path.join(cdir, cfg_src)):
+            continue
+        with open(os.path.join(cdir, cfg_src)) as f:
+            cfg = yaml.safe_load(f)
+        cl = cfg.pop("cluster", {})
+        check(cfg == grove_cfg, f"{n}: the config is deploy/grove.yaml plus a cluster section")
+        check(cl.get("node_name") == n and cl.get("name") == "grove" and
+              cl.get("etcd_endpoints") == ["etcd:2379"] and
+              cl.get("advertise_address") == f"{n}:{image['grpc_port']}",
+              f"{n}: cluster section names it, etcd and its Compose address ({cl})")
+        check(any(t in image["volumes"] and v in compose.get("volumes", {})
+                  for t, v in mounts.items()), f"{n}: a named volume on the image's VOLUME")
+        seccomp = [o.split("=", 1)[1] for o in g.get("security_opt", [])
+                   if o.startswith("seccomp=")]
+        check(seccomp and os.path.isfile(os.path.join(cdir, seccomp[0])) and
+              "no-new-privileges:true" in g.get("security_opt", []) and
+              g.get("cap_drop") == ["ALL"] and str(g.get("user", "")) == image["user"],
+              f"{n}: seccomp profile exists, no-new-privileges, cap_drop ALL, the image's user")
+    check(len(host_ports) == len(set(host_ports)), f"host ports are distinct ({host_ports})")
+    init = " ".join(services["init"].get("command", []))
+    check("init --owner node-1" in init and "--split 55=node-2" in init and
+          "--split aa=node-3" in init, "init lays the key space out over the three nodes")
+    p = services["prometheus"]
+    pmounts = {v.split(":")[1]: v.split(":")[0] for v in p.get("volumes", [])}
+    for target, source in pmounts.items():
+        if source.startswith("."):
+            check(os.path.exists(os.path.join(cdir, source)),
+                  f"prometheus mount {target} from {source} exists")
+    with open(os.path.join(cdir, pmounts["/etc/prometheus/prometheus.yml"])) as f:
+        pcfg = yaml.safe_load(f)
+    targets = [t for j in pcfg["scrape_configs"] if j["job_name"] == "grove"
+               for sc in j.get("static_configs", []) for t in sc["targets"]]
+    check(targets == [f"{n}:{image['metrics_port']}" for n in nodes],
+          f"the grove job scrapes the three nodes ({targets})")
+    for target, source in ({v.split(":")[1]: v.split(":")[0]
+                            for v in services["grafana"].get("volumes", [])}).items():
+        if source.startswith("."):
+            check(os.path.exists(os.path.join(cdir, source)),
+                  f"grafana mount {target} from {source} exists")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source-dir", required=True)
@@ -457,6 +522,7 @@ def main():
         grove_cfg = yaml.safe_load(f)
     image = check_dockerfile(src, grove_cfg)
     check_compose(src, grove_cfg, image)
+    check_cluster_compose(src, grove_cfg, image)
     check_k8s(src, grove_cfg, image)
     check_generated(src)
     check_metric_names(src)

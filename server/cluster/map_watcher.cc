@@ -43,9 +43,23 @@ std::shared_ptr<const ShardMap> ShardMapWatcher::RefreshTo(uint64_t version) {
   std::lock_guard<std::mutex> lock(refresh_mu_);
   known = current();  // another caller may have read it meanwhile
   if (known != nullptr && known->version() >= version) return known;
+  // A version that etcd does not have (a client's garbage, or etcd unreachable) must not cost
+  // an etcd read per call: after a read that did not reach a version, asking for it or a
+  // higher one reads again only kMinRefreshInterval later.
+  const auto now = std::chrono::steady_clock::now();
+  if (unmet_version_ != 0 && version >= unmet_version_ && now - unmet_at_ < kMinRefreshInterval) {
+    return known;
+  }
   int64_t revision = 0;
   (void)ReadOnce(&revision);  // unreachable etcd: decide by what is known
-  return current();
+  known = current();
+  if (known == nullptr || known->version() < version) {
+    unmet_version_ = version;
+    unmet_at_ = now;
+  } else {
+    unmet_version_ = 0;
+  }
+  return known;
 }
 
 void ShardMapWatcher::Offer(const std::string& bytes) {

@@ -15,6 +15,7 @@
 // Thread safety: every method from any thread; Start and Stop from one.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -51,8 +52,9 @@ class ShardMapWatcher {
 
   // The newest map known; null before the first was read.
   std::shared_ptr<const ShardMap> current() const;
-  // Reads the map from etcd now unless the one known has at least `version`. Returns the map
-  // known afterwards (maybe still older, when etcd cannot be reached).
+  // Reads the map from etcd now unless the one known has at least `version` (or a read for that
+  // version or a lower one found nothing newer less than kMinRefreshInterval ago). Returns the
+  // map known afterwards (maybe still older, when etcd cannot be reached or has no such version).
   std::shared_ptr<const ShardMap> RefreshTo(uint64_t version);
 
  private:
@@ -68,7 +70,10 @@ class ShardMapWatcher {
 
   mutable std::mutex map_mu_;  // guards map_; held across the listener's calls
   std::shared_ptr<const ShardMap> map_;
-  std::mutex refresh_mu_;  // one RefreshTo read at a time
+  static constexpr std::chrono::milliseconds kMinRefreshInterval{20};
+  std::mutex refresh_mu_;       // one RefreshTo read at a time; guards the next two
+  uint64_t unmet_version_ = 0;  // the version the last read did not reach (0: it did)
+  std::chrono::steady_clock::time_point unmet_at_{};
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

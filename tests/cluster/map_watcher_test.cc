@@ -107,6 +107,12 @@ TEST_F(MapWatcherTest, RefreshReadsANewerMapWithoutTheWatch) {
   EXPECT_EQ(w.current()->version(), 1u);
   EXPECT_EQ(w.RefreshTo(1)->version(), 1u) << "known already: no read";
   EXPECT_EQ(w.RefreshTo(2)->version(), 2u);
+  // A version etcd does not have: one read, then none for a while however often it is asked.
+  EXPECT_EQ(w.RefreshTo(99)->version(), 2u);
+  ASSERT_OK(Split("q"));
+  EXPECT_EQ(w.RefreshTo(100)->version(), 2u) << "asked again at once: no read";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(w.RefreshTo(100)->version(), 3u) << "later: read again";
 }
 
 }  // namespace

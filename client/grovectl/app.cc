@@ -235,6 +235,23 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   cluster_split->add_option("--expect-version", split_expect,
                             "Refuse unless the map is at this version (default: any)");
 
+  MoveArgs move_args;
+  std::string move_start;
+  CLI::App* cluster_move = cluster->add_subcommand(
+      "move", "Move the range starting at RANGE to NODE while both serve (docs/cluster.md)");
+  cluster_move
+      ->add_option("RANGE", move_start,
+                   "The range's first key (\"\" for the first range), in --key-format")
+      ->required();
+  cluster_move->add_option("NODE", move_args.node, "The node to move it to");
+  cluster_move->add_flag("--abort", move_args.abort,
+                         "End the range's move under way; its owner keeps it");
+  cluster_move->add_option("--max-keys-per-second", move_args.max_keys_per_second,
+                           "Pace of the copy (default: as fast as it goes)");
+  cluster_move
+      ->add_option("--batch", move_args.batch_keys, "Keys per write to the target (1..10000)")
+      ->capture_default_str();
+
   std::string service;
   CLI::App* health =
       app.add_subcommand("health", "Print the server's health (exit 0 only when SERVING)");
@@ -247,6 +264,17 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
     return code == 0 ? kExitOk : kExitUsage;
   }
 
+  if (!g.token_file.empty()) {
+    std::ifstream f(g.token_file);
+    if (!f || !std::getline(f, g.client.token) || g.client.token.empty()) {
+      err << "grovectl: --token-file: cannot read a token from '" << g.token_file << "'\n";
+      return kExitUsage;
+    }
+    while (!g.client.token.empty() &&
+           std::isspace(static_cast<unsigned char>(g.client.token.back()))) {
+      g.client.token.pop_back();
+    }
+  }
   if (*cluster) {
     for (size_t start = 0; start <= etcd_list.size();) {
       const size_t comma = std::min(etcd_list.find(',', start), etcd_list.size());
@@ -277,6 +305,22 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       }
       return RunClusterInit(cluster_args, init_owner, splits, *key_format, out, err);
     }
+    if (*cluster_move) {
+      if (!move_args.abort && move_args.node.empty()) {
+        err << "grovectl: cluster move: NODE is required (or --abort)\n";
+        return kExitUsage;
+      }
+      std::string error;
+      if (!move_start.empty() &&
+          !client::Decode(*key_format, move_start, &move_args.start, &error)) {
+        err << "grovectl: cluster move: RANGE: " << error << "\n";
+        return kExitUsage;
+      }
+      move_args.node_options = g.client;
+      move_args.node_options.timeout =
+          std::chrono::milliseconds(static_cast<int64_t>(g.timeout_seconds * 1000));
+      return RunClusterMove(cluster_args, move_args, *key_format, out, err);
+    }
     if (*cluster_split) {
       std::string key, error;
       if (!client::Decode(*key_format, split_key, &key, &error)) {
@@ -289,17 +333,6 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
                             *key_format, out, err);
   }
 
-  if (!g.token_file.empty()) {
-    std::ifstream f(g.token_file);
-    if (!f || !std::getline(f, g.client.token) || g.client.token.empty()) {
-      err << "grovectl: --token-file: cannot read a token from '" << g.token_file << "'\n";
-      return kExitUsage;
-    }
-    while (!g.client.token.empty() &&
-           std::isspace(static_cast<unsigned char>(g.client.token.back()))) {
-      g.client.token.pop_back();
-    }
-  }
   g.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_seconds * 1000));
   std::unique_ptr<client::Client> client;
   if (grpc::Status s = client::Client::Create(g.client, &client); !s.ok()) {

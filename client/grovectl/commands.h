@@ -118,6 +118,18 @@ int RunClusterInit(const ClusterArgs& args, const std::string& owner,
 int RunClusterSplit(const ClusterArgs& args, const std::string& key, uint64_t expect_version,
                     client::Format key_format, std::ostream& out, std::ostream& err);
 
+struct MoveArgs {
+  std::string start;  // the range's first key (decoded)
+  std::string node;   // the target
+  bool abort = false;
+  double max_keys_per_second = 0;      // the copy's pace; 0: as fast as it goes
+  uint32_t batch_keys = 500;           // keys per BatchInsert to the target and per MoveChanges
+  client::ClientOptions node_options;  // token, TLS and timeouts for the nodes
+};
+// Moves the range starting at move.start to move.node (grovectl/move.cc).
+int RunClusterMove(const ClusterArgs& args, const MoveArgs& move, client::Format key_format,
+                   std::ostream& out, std::ostream& err);
+
 struct ScanArgs {
   std::string start;  // as written (decoded with the key format)
   std::string end;

@@ -133,6 +133,7 @@ std::unique_ptr<grpc::ClientContext> Client::NewContext() const {
   // Sent as plain metadata rather than call credentials: gRPC refuses call credentials on
   // plaintext channels, and the loopback listener is plaintext.
   if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+  for (const auto& [key, value] : options_.metadata) ctx->AddMetadata(key, value);
   if (const uint64_t v = routed_map_version_.load(std::memory_order_relaxed); v != 0) {
     ctx->AddMetadata(v1::kMapVersionMetadata, std::to_string(v));
   }
@@ -329,11 +330,29 @@ grpc::Status Client::Backup(const std::string& name, uint64_t max_bytes_per_seco
 }
 
 grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
+  return ScanWithExpiry(
+      range, [&](std::string_view k, std::string_view v, uint64_t) { return visit(k, v); });
+}
+
+grpc::Status Client::ScanWithExpiry(const ScanRange& range, const ScanEntryVisitor& visit) {
   if (router_) return router_->Scan(range, visit);
   return ScanNode(range, visit, nullptr, nullptr);
 }
 
-grpc::Status Client::ScanNode(const ScanRange& range, const ScanVisitor& visit,
+grpc::Status Client::MoveChanges(uint64_t move_id, uint64_t token, uint32_t max_keys,
+                                 v1::MoveChangesResponse* response) {
+  if (router_) return PerNode("MoveChanges");
+  v1::MoveChangesRequest req;
+  req.set_move_id(move_id);
+  req.set_token(token);
+  req.set_max_keys(max_keys);
+  return WithRetries([&](grpc::ClientContext* ctx) {
+    response->Clear();
+    return admin_->MoveChanges(ctx, req, response);
+  });
+}
+
+grpc::Status Client::ScanNode(const ScanRange& range, const ScanEntryVisitor& visit,
                               std::string* stopped_at, bool* visitor_stopped) {
   if (stopped_at != nullptr) stopped_at->clear();
   if (visitor_stopped != nullptr) *visitor_stopped = false;
@@ -366,7 +385,8 @@ grpc::Status Client::ScanNode(const ScanRange& range, const ScanVisitor& visit,
     while (!stopped && reader->Read(&msg)) {
       for (const v1::KeyValue& kv : msg.entries()) {
         ++delivered;
-        if (!visit(kv.key(), kv.value()) || (range.limit != 0 && delivered >= range.limit)) {
+        if (!visit(kv.key(), kv.value(), kv.expires_at_ms()) ||
+            (range.limit != 0 && delivered >= range.limit)) {
           stopped = true;
           break;
         }

@@ -213,16 +213,16 @@ grpc::Status Router::BatchInsert(const std::vector<Mutation>& mutations, WriteOu
   });
 }
 
-grpc::Status Router::Scan(const ScanRange& range, const ScanVisitor& visit) {
+grpc::Status Router::Scan(const ScanRange& range, const ScanEntryVisitor& visit) {
   ScanRange part = range;
   uint64_t delivered = 0;
   std::string last;
   bool any = false;
-  const ScanVisitor counting = [&](std::string_view k, std::string_view v) {
+  const ScanEntryVisitor counting = [&](std::string_view k, std::string_view v, uint64_t e) {
     ++delivered;
     last.assign(k.data(), k.size());
     any = true;
-    return visit(k, v);
+    return visit(k, v, e);
   };
   int attempt = 0;
   while (true) {

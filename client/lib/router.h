@@ -51,7 +51,7 @@ class Router {
   grpc::Status BatchInsert(const std::vector<Mutation>& mutations, WriteOutcome* outcome);
   grpc::Status DeleteRange(std::string_view start, std::string_view end, uint32_t limit,
                            DeleteRangeOutcome* outcome);
-  grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);
+  grpc::Status Scan(const ScanRange& range, const ScanEntryVisitor& visit);
   grpc::Status NodeStats(std::vector<std::pair<std::string, v1::StatsResponse>>* stats);
 
  private:

@@ -345,6 +345,11 @@ def build():
     d.timeseries("etcd lease keep-alives/s", "Keep-alives of the nodes' liveness leases, by "
                  "result; failures mean etcd did not answer.", "ops",
                  [(rate("grove_cluster_keepalives_total", by="result"), "{{result}}")], w=8)
+    d.timeseries("Range moves", "Moves of a node's ranges under way (grovectl cluster move), and "
+                 "the keys written into them that the mover has not copied yet: it copies them "
+                 "in rounds, then fences the range and switches.", "short",
+                 [(f"sum(grove_cluster_moves_recording{{{SEL}}})", "moves under way"),
+                  (f"sum(grove_cluster_move_recorded_keys{{{SEL}}})", "keys to catch up")], w=8)
 
     # ---- TreeLine (variant-specific figures; empty for other variants) ----
     def tl(name):

@@ -36,7 +36,10 @@ std::string ShardRange::Describe() const {
 ShardMap ShardMap::Initial(const std::string& owner) {
   ShardMap m;
   m.version_ = 1;
-  m.ranges_.push_back({"", "", owner, 1});
+  ShardRange all;
+  all.owner = owner;
+  all.id = 1;
+  m.ranges_.push_back(std::move(all));
   m.next_range_id_ = 2;
   return m;
 }
@@ -63,7 +66,8 @@ StatusOr<ShardMap> ShardMap::Decode(std::string_view bytes) {
   m.version_ = pb.version();
   m.next_range_id_ = pb.next_range_id();
   for (const v1::ShardRange& r : pb.ranges()) {
-    m.ranges_.push_back({r.start(), r.end(), r.owner(), r.id()});
+    m.ranges_.push_back({r.start(), r.end(), r.owner(), r.id(), r.moving_to(), r.move_id(),
+                         r.fenced(), r.cleanup_node()});
   }
   GROVE_RETURN_IF_ERROR(m.Validate());
   return m;
@@ -79,6 +83,10 @@ std::string ShardMap::Encode() const {
     out->set_end(r.end);
     out->set_owner(r.owner);
     out->set_id(r.id);
+    out->set_moving_to(r.moving_to);
+    out->set_move_id(r.move_id);
+    out->set_fenced(r.fenced);
+    out->set_cleanup_node(r.cleanup_node);
   }
   return pb.SerializeAsString();
 }
@@ -103,6 +111,11 @@ Status ShardMap::Validate() const {
                                           r.Describe(), r.id, next_range_id_));
     }
     ids.push_back(r.id);
+    if (r.moving() != (r.move_id != 0) || (r.fenced && !r.moving()) || r.moving_to == r.owner ||
+        (r.move_id != 0 && r.move_id >= next_range_id_)) {
+      return Status::DataLoss(
+          fmt::format("shard map: range {} has an inconsistent move", r.Describe()));
+    }
     if (i + 1 < ranges_.size()) {
       if (r.end.empty() || r.end != ranges_[i + 1].start) {
         return Status::DataLoss(
@@ -142,6 +155,11 @@ Status ShardMap::Split(const std::string& key) {
     return Status::InvalidArgument(
         fmt::format("split key: '{}' already starts a range", PrintableKey(key)));
   }
+  if (ranges_[i].moving() || !ranges_[i].cleanup_node.empty()) {
+    return Status::FailedPrecondition(
+        fmt::format("split key: range {} has a move under way; split it after the move",
+                    ranges_[i].Describe()));
+  }
   ShardRange left = ranges_[i], right = ranges_[i];
   left.end = key;
   left.id = next_range_id_++;
@@ -160,7 +178,97 @@ Status ShardMap::Assign(const std::string& start, const std::string& owner) {
         fmt::format("range: no range starts at '{}'", PrintableKey(start)));
   }
   GROVE_RETURN_IF_ERROR(CheckNames("default", owner));
+  if (ranges_[i].moving()) {
+    return Status::FailedPrecondition(
+        fmt::format("range {} is moving to '{}'", ranges_[i].Describe(), ranges_[i].moving_to));
+  }
   ranges_[i].owner = owner;
+  ++version_;
+  return Status::Ok();
+}
+
+StatusOr<size_t> ShardMap::RangeAt(const std::string& start) const {
+  const size_t i = IndexOf(start);
+  if (ranges_[i].start != start) {
+    return Status::InvalidArgument(fmt::format(
+        "range: no range starts at '{}' (grovectl cluster status lists them; split first to "
+        "move part of one)",
+        PrintableKey(start)));
+  }
+  return i;
+}
+
+StatusOr<uint64_t> ShardMap::StartMove(const std::string& start, const std::string& to) {
+  GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
+  GROVE_RETURN_IF_ERROR(CheckNames("default", to));
+  ShardRange& r = ranges_[i];
+  if (r.owner == to) {
+    return Status::InvalidArgument(
+        fmt::format("node: '{}' owns range {} already", to, r.Describe()));
+  }
+  if (r.moving() && r.moving_to != to) {
+    return Status::FailedPrecondition(
+        fmt::format("range {} is moving to '{}' already; abort that move first (grovectl "
+                    "cluster move --abort)",
+                    r.Describe(), r.moving_to));
+  }
+  if (!r.cleanup_node.empty()) {
+    return Status::FailedPrecondition(
+        fmt::format("range {}: the previous owner '{}' has not dropped its copy yet; finish the "
+                    "last move first (grovectl cluster move again)",
+                    r.Describe(), r.cleanup_node));
+  }
+  r.moving_to = to;
+  r.move_id = next_range_id_++;
+  r.fenced = false;
+  ++version_;
+  return r.move_id;
+}
+
+Status ShardMap::Fence(const std::string& start, uint64_t move_id) {
+  GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
+  ShardRange& r = ranges_[i];
+  if (r.move_id != move_id || !r.moving()) {
+    return Status::Aborted(
+        fmt::format("range {}: move {} is no longer under way", r.Describe(), move_id));
+  }
+  r.fenced = true;
+  ++version_;
+  return Status::Ok();
+}
+
+Status ShardMap::Switch(const std::string& start, uint64_t move_id) {
+  GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
+  ShardRange& r = ranges_[i];
+  if (r.move_id != move_id || !r.fenced) {
+    return Status::Aborted(
+        fmt::format("range {}: move {} is not fenced and under way", r.Describe(), move_id));
+  }
+  r.cleanup_node = r.owner;
+  r.owner = r.moving_to;
+  r.moving_to.clear();
+  r.move_id = 0;
+  r.fenced = false;
+  ++version_;
+  return Status::Ok();
+}
+
+Status ShardMap::AbortMove(const std::string& start) {
+  GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
+  ShardRange& r = ranges_[i];
+  if (!r.moving()) {
+    return Status::FailedPrecondition(fmt::format("range {} is not moving", r.Describe()));
+  }
+  r.moving_to.clear();
+  r.move_id = 0;
+  r.fenced = false;
+  ++version_;
+  return Status::Ok();
+}
+
+Status ShardMap::CleanupDone(const std::string& start) {
+  GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
+  ranges_[i].cleanup_node.clear();
   ++version_;
   return Status::Ok();
 }

@@ -32,6 +32,14 @@ struct ShardRange {
   std::string start, end;  // end "" in the last range: no end
   std::string owner;
   uint64_t id = 0;
+  // A move under way (see "Moving a range" in docs/cluster.md): the receiving node, the move's
+  // id, and whether the owner has stopped taking writes for the switch.
+  std::string moving_to;
+  uint64_t move_id = 0;
+  bool fenced = false;
+  std::string cleanup_node;  // a previous owner that may still hold the range's keys
+
+  bool moving() const { return !moving_to.empty(); }
 
   bool Contains(std::string_view key) const { return key >= start && (end.empty() || key < end); }
   // "[start, end)" with keys printed for people (escapes non-printing bytes).
@@ -64,8 +72,22 @@ class ShardMap {
   // Splits the range holding `key` at `key` into [start, key) and [key, end), both owned by the
   // same node, with new ids. InvalidArgument when `key` is "" or already a range start.
   Status Split(const std::string& key);
-  // Gives the range starting at `start` to `owner`.
+  // Gives the range starting at `start` to `owner` (no move under way). For a range whose keys
+  // are all elsewhere already: a new cluster's layout, tests. Moving data is Move's.
   Status Assign(const std::string& start, const std::string& owner);
+
+  // The steps of a range move (docs/cluster.md, "Moving a range"), for the range that starts at
+  // `start`. StartMove begins one to `to` (or restarts one already going there: a new move id,
+  // unfenced) and returns the move's id; Fence stops the owner's writes; Switch makes `to` the
+  // owner and the old one the cleanup node; AbortMove ends a move without a switch;
+  // CleanupDone forgets the cleanup node. Each checks the move it acts on is the one under way.
+  StatusOr<uint64_t> StartMove(const std::string& start, const std::string& to);
+  Status Fence(const std::string& start, uint64_t move_id);
+  Status Switch(const std::string& start, uint64_t move_id);
+  Status AbortMove(const std::string& start);
+  Status CleanupDone(const std::string& start);
+  // The index of the range starting exactly at `start`; InvalidArgument naming it otherwise.
+  StatusOr<size_t> RangeAt(const std::string& start) const;
 
  private:
   uint64_t version_ = 0;

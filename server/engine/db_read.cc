@@ -18,6 +18,7 @@ class DbIterator final : public Iterator {
   bool Valid() const override { return status_.ok() && cursor_->Valid(); }
   Slice key() const override { return cursor_->key(); }
   Slice value() const override { return value_; }
+  uint64_t expires_ms() const override { return meta_.expires_ms; }
   Status status() const override { return status_.ok() ? cursor_->status() : status_; }
 
   void Next() override {
@@ -29,13 +30,14 @@ class DbIterator final : public Iterator {
   // Resolves the current entry's value; skips entries deleted while the value was being read.
   void Settle() {
     value_.clear();
+    meta_ = CellMeta();
     while (cursor_->Valid()) {
       if (keys_only_) {
         if (!db_->CellExpired(cursor_->cell())) return;
         cursor_->Next();
         continue;
       }
-      Status s = db_->ResolveCell(cursor_->key(), cursor_->cell(), IoCause::kScan, &value_);
+      Status s = db_->ResolveCell(cursor_->key(), cursor_->cell(), IoCause::kScan, &value_, &meta_);
       if (s.ok()) return;
       if (!s.IsNotFound()) {
         status_ = s;
@@ -49,6 +51,7 @@ class DbIterator final : public Iterator {
   std::unique_ptr<IndexCursor> cursor_;
   const bool keys_only_;
   std::string value_;
+  CellMeta meta_;
   Status status_;
 };
 

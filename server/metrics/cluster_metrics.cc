@@ -35,7 +35,23 @@ ClusterMetrics::ClusterMetrics(prometheus::Registry& registry)
                      .Name("grove_cluster_not_owner_total")
                      .Help("Calls refused OUT_OF_RANGE because a key was not this node's.")
                      .Register(registry)
-                     .Add({})) {}
+                     .Add({})),
+      moves_(prometheus::BuildGauge()
+                 .Name("grove_cluster_moves_recording")
+                 .Help("Moves of ranges this node owns under way (it records their changes).")
+                 .Register(registry)
+                 .Add({})),
+      recorded_keys_(prometheus::BuildGauge()
+                         .Name("grove_cluster_move_recorded_keys")
+                         .Help("Keys written into this node's moving ranges that the mover has "
+                               "not taken yet.")
+                         .Register(registry)
+                         .Add({})) {}
+
+void ClusterMetrics::SetMoves(size_t moves, size_t recorded_keys) {
+  moves_.Set(static_cast<double>(moves));
+  recorded_keys_.Set(static_cast<double>(recorded_keys));
+}
 
 void ClusterMetrics::SetMap(uint64_t version, size_t owned_ranges) {
   map_version_.Set(static_cast<double>(version));

@@ -8,6 +8,8 @@
 //   grove_cluster_map_version                gauge, the shard map version in force here
 //   grove_cluster_owned_ranges               gauge, ranges of that map this node owns
 //   grove_cluster_not_owner_total            counter, calls refused: key not this node's
+//   grove_cluster_moves_recording            gauge, moves of this node's ranges under way
+//   grove_cluster_move_recorded_keys         gauge, keys written into them not yet copied
 //
 // Thread safety: every method may be called concurrently.
 
@@ -32,6 +34,7 @@ class ClusterMetrics {
   void KeepAlive(bool answered) { (answered ? keepalive_ok_ : keepalive_failed_).Increment(); }
   void SetMap(uint64_t version, size_t owned_ranges);
   void NotOwner() { not_owner_.Increment(); }
+  void SetMoves(size_t moves, size_t recorded_keys);
 
  private:
   prometheus::Gauge& registered_;
@@ -42,6 +45,8 @@ class ClusterMetrics {
   prometheus::Gauge& map_version_;
   prometheus::Gauge& owned_ranges_;
   prometheus::Counter& not_owner_;
+  prometheus::Gauge& moves_;
+  prometheus::Gauge& recorded_keys_;
 };
 
 }  // namespace grove::metrics

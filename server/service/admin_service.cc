@@ -1,5 +1,6 @@
 #include "service/admin_service.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 
@@ -88,6 +89,21 @@ grpc::Status AdminService::Backup(grpc::ServerContext* context, const v1::Backup
   response->set_pages_preserved(info.pages_preserved);
   response->set_seconds(info.seconds);
   return grpc::Status::OK;
+}
+
+grpc::Status AdminService::MoveChanges(grpc::ServerContext* context,
+                                       const v1::MoveChangesRequest* request,
+                                       v1::MoveChangesResponse* response) {
+  if (grpc::Status a = auth_->Check(*context, Role::kAdmin, "MoveChanges"); !a.ok()) return a;
+  if (ownership_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "MoveChanges: this groved is not in cluster mode (no cluster: section)");
+  }
+  if (request->move_id() == 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "move_id: must not be 0");
+  }
+  return ownership_->TakeChanges(context, request->move_id(), request->token(),
+                                 std::min<uint32_t>(request->max_keys(), 100000), response);
 }
 
 }  // namespace grove::service

@@ -16,6 +16,7 @@
 
 #include "service/auth.h"
 #include "service/engine_handle.h"
+#include "service/ownership.h"
 
 namespace grove::service {
 
@@ -27,18 +28,26 @@ class AdminService final : public v1::Admin::Service {
  public:
   // `backup_dir`: where backups go (backup.dir); empty: Backup is refused. Every pointer must
   // outlive the service.
+  // `ownership`: cluster mode (MoveChanges); null otherwise.
   AdminService(std::string backup_dir, EngineHandle* engine, const Authorizer* auth,
-               spdlog::logger* log)
-      : backup_dir_(std::move(backup_dir)), engine_(engine), auth_(auth), log_(log) {}
+               spdlog::logger* log, Ownership* ownership = nullptr)
+      : backup_dir_(std::move(backup_dir)),
+        engine_(engine),
+        auth_(auth),
+        log_(log),
+        ownership_(ownership) {}
 
   grpc::Status Backup(grpc::ServerContext* context, const v1::BackupRequest* request,
                       v1::BackupResponse* response) override;
+  grpc::Status MoveChanges(grpc::ServerContext* context, const v1::MoveChangesRequest* request,
+                           v1::MoveChangesResponse* response) override;
 
  private:
   const std::string backup_dir_;
   EngineHandle* const engine_;
   const Authorizer* const auth_;
   spdlog::logger* const log_;
+  Ownership* const ownership_;
 };
 
 }  // namespace grove::service

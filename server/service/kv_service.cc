@@ -110,6 +110,10 @@ class KvService::Call {
     if (ticket_.map() == nullptr) return grpc::Status::OK;
     return ticket_.CheckSpan(context_, start, end);
   }
+  // Cluster mode: after a write was applied, its keys for the change records of moves.
+  void Applied(const std::vector<std::string_view>& keys) const {
+    if (ticket_.map() != nullptr) service_->ownership_->RecordWrites(keys);
+  }
   // Cluster mode: narrows a scan to this node's range (Ownership::Ticket::ClipScan).
   grpc::Status ClipScan(ScanOptions* scan, std::string* stopped_at) const {
     stopped_at->clear();
@@ -263,7 +267,10 @@ grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* 
   WriteResult result;
   grpc::Status s = ConditionalWrite(context, call.db(), batch, options, {"precondition"}, {},
                                     request->return_current(), &result, "put");
-  if (s.ok()) response->set_version(result.version);
+  if (s.ok()) {
+    response->set_version(result.version);
+    call.Applied({request->key()});
+  }
   return s;
 }
 
@@ -283,7 +290,10 @@ grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteReq
   WriteResult result;
   grpc::Status s = ConditionalWrite(context, call.db(), batch, options, {"precondition"}, {},
                                     request->return_current(), &result, "delete");
-  if (s.ok()) response->set_version(result.version);
+  if (s.ok()) {
+    response->set_version(result.version);
+    call.Applied({request->key()});
+  }
   return s;
 }
 
@@ -323,6 +333,10 @@ grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
   grpc::Status s = ConditionalWrite(context, call.db(), batch, options, fields, mutations,
                                     request->return_current(), &result, "batch_insert");
   if (!s.ok()) return s;
+  std::vector<std::string_view> keys;
+  keys.reserve(request->mutations_size());
+  for (const v1::Mutation& m : request->mutations()) keys.emplace_back(m.key());
+  call.Applied(keys);
   response->set_applied(static_cast<uint32_t>(request->mutations_size()));
   response->set_version(result.version);
   return grpc::Status::OK;
@@ -377,6 +391,7 @@ grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest
     v1::KeyValue* kv = message.add_entries();
     kv->set_key(key.data(), key.size());
     kv->set_value(value.data(), value.size());
+    if (const uint64_t expires = iter.expires_ms(); expires != 0) kv->set_expires_at_ms(expires);
     message_bytes += entry_bytes;
     ++count;
   }

@@ -1,5 +1,8 @@
 #include "service/ownership.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "grove/v1/metadata.h"
@@ -14,35 +17,46 @@ struct Ownership::Generation {
 
 namespace {
 
-// Whether `previous` gave this node a key range that `next` does not.
+// Whether `previous` let this node write keys that `next` does not (a range given away, or
+// fenced for a move's switch).
 bool Loses(const cluster::ShardMap& previous, const cluster::ShardMap& next,
            const std::string& node) {
   for (const cluster::ShardRange& r : previous.OwnedBy(node)) {
-    // Every range of `next` that overlaps r must be this node's too.
+    if (r.fenced) continue;
+    // Every range of `next` that overlaps r must be this node's too, and writable.
     for (size_t i = next.IndexOf(r.start); i < next.ranges().size(); ++i) {
       const cluster::ShardRange& n = next.ranges()[i];
       if (!r.end.empty() && n.start >= r.end) break;
-      if (n.owner != node) return true;
+      if (n.owner != node || n.fenced) return true;
     }
   }
   return false;
+}
+
+uint64_t ParseMetadataNumber(const grpc::ServerContext& context, const char* key) {
+  const auto& md = context.client_metadata();
+  auto it = md.find(key);
+  if (it == md.end()) return 0;
+  const std::string text(it->second.data(), it->second.size());
+  return std::strtoull(text.c_str(), nullptr, 10);
 }
 
 }  // namespace
 
 Ownership::Ownership(cluster::ShardMapWatcher* watcher, std::string cluster, std::string node,
                      metrics::ClusterMetrics* metrics)
-    : watcher_(watcher), cluster_(std::move(cluster)), node_(std::move(node)), metrics_(metrics) {}
+    : watcher_(watcher),
+      cluster_(std::move(cluster)),
+      node_(std::move(node)),
+      metrics_(metrics),
+      token_rng_(std::random_device{}()) {}
 
 Ownership::~Ownership() = default;
 
 grpc::Status Ownership::Admit(grpc::ServerContext* context, bool write, Ticket* ticket) {
-  uint64_t wanted = 0;
-  const auto& md = context->client_metadata();
-  if (auto it = md.find(v1::kMapVersionMetadata); it != md.end()) {
-    const std::string text(it->second.data(), it->second.size());
-    wanted = std::strtoull(text.c_str(), nullptr, 10);
-  }
+  const uint64_t wanted = ParseMetadataNumber(*context, v1::kMapVersionMetadata);
+  ticket->ingest_ = ParseMetadataNumber(*context, v1::kMoveIngestMetadata);
+  ticket->drop_foreign_ = ParseMetadataNumber(*context, v1::kDropForeignMetadata) == 1;
   std::shared_ptr<Generation> g;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,21 +109,56 @@ grpc::Status Ownership::Ticket::NotOwner(grpc::ServerContext* context,
 grpc::Status Ownership::Ticket::CheckKey(grpc::ServerContext* context, std::string_view key,
                                          std::string_view field) const {
   const cluster::ShardRange& r = generation_->map->Find(key);
-  if (r.owner == owner_->node_) return grpc::Status::OK;
+  if (r.owner == owner_->node_) {
+    if (write_ && r.fenced) return Switching(context, r);
+    return grpc::Status::OK;
+  }
+  if (write_ && ingest_ != 0 && r.moving_to == owner_->node_ && r.move_id == ingest_) {
+    return grpc::Status::OK;  // the copy of a range this node receives
+  }
   return NotOwner(context, r, fmt::format("{} '{}'", field, cluster::PrintableKey(key)));
+}
+
+grpc::Status Ownership::Ticket::Switching(grpc::ServerContext* context,
+                                          const cluster::ShardRange& range) const {
+  context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                      fmt::format("range {} is switching to node '{}' (move {}); nothing was "
+                                  "applied: retry in a moment",
+                                  range.Describe(), range.moving_to, range.move_id));
 }
 
 grpc::Status Ownership::Ticket::CheckSpan(grpc::ServerContext* context, std::string_view start,
                                           std::string_view end) const {
   const cluster::ShardMap& m = *generation_->map;
+  const std::string& me = owner_->node_;
+  const std::string what = fmt::format("part of [{}, {})", cluster::PrintableKey(start),
+                                       cluster::PrintableKey(end, true));
   for (size_t i = m.IndexOf(start); i < m.ranges().size(); ++i) {
     const cluster::ShardRange& r = m.ranges()[i];
     if (!end.empty() && r.start >= end) break;
-    if (r.owner != owner_->node_) {
-      return NotOwner(context, r,
-                      fmt::format("part of [{}, {})", cluster::PrintableKey(start),
-                                  cluster::PrintableKey(end, true)));
+    if (drop_foreign_) {
+      if (r.owner == me || r.moving_to == me) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            fmt::format("grove-drop-foreign: {} is in range {}, which this node "
+                                        "{}; it drops only keys it neither owns nor receives",
+                                        what, r.Describe(), r.owner == me ? "owns" : "receives"));
+      }
+      continue;
     }
+    if (r.owner == me) {
+      if (r.fenced) return Switching(context, r);
+      if (r.moving()) {
+        context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            fmt::format("{} is in range {}, which is moving to node '{}': a "
+                                        "DeleteRange there waits for the move; retry later",
+                                        what, r.Describe(), r.moving_to));
+      }
+      continue;
+    }
+    if (ingest_ != 0 && r.moving_to == me && r.move_id == ingest_) continue;
+    return NotOwner(context, r, what);
   }
   return grpc::Status::OK;
 }
@@ -165,12 +214,97 @@ void Ownership::AfterPublish(const cluster::ShardMap& map) {
     old->retired = true;
     retired_writes_ += old->writes;
   }
+  // A record of changes for every move of a range this node owns; a new one (new token) when
+  // this node has none for that move (it restarted, or the move restarted).
+  std::map<uint64_t, ChangeRecord> records;
+  for (const cluster::ShardRange& r : map.OwnedBy(node_)) {
+    if (!r.moving()) continue;
+    auto it = records_.find(r.move_id);
+    if (it != records_.end()) {
+      records[r.move_id] = std::move(it->second);
+    } else {
+      records[r.move_id].token = token_rng_() | 1;
+    }
+  }
+  records_ = std::move(records);
   if (metrics_ != nullptr) {
     metrics_->SetMap(map.version(), map.OwnedBy(node_).size());
+    metrics_->SetMoves(records_.size(), RecordedKeysLocked());
   }
-  if (!losing_) return;
-  // Fence: the writes decided by any older map finish before anyone relies on the change.
-  drained_.wait(lock, [&] { return retired_writes_ == 0; });
+  if (losing_) {
+    // Fence: the writes decided by any older map finish before anyone relies on the change.
+    drained_.wait(lock, [&] { return retired_writes_ == 0; });
+  }
+  settled_version_ = std::max(settled_version_, map.version());
+  drained_.notify_all();
+}
+
+size_t Ownership::RecordedKeysLocked() const {
+  size_t n = 0;
+  for (const auto& [id, record] : records_) n += record.keys.size();
+  return n;
+}
+
+void Ownership::RecordWrites(const std::vector<std::string_view>& keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (records_.empty() || current_ == nullptr) return;
+  const cluster::ShardMap& m = *current_->map;
+  bool changed = false;
+  for (std::string_view key : keys) {
+    const cluster::ShardRange& r = m.Find(key);
+    if (r.owner != node_ || !r.moving()) continue;
+    auto it = records_.find(r.move_id);
+    if (it == records_.end()) continue;
+    ChangeRecord& record = it->second;
+    record.keys.emplace(key);
+    changed = true;
+    if (record.keys.size() > kMaxRecordedKeys) {
+      // Too many changes to keep: a new record under a new token makes the mover start over.
+      record.keys.clear();
+      record.token = token_rng_() | 1;
+    }
+  }
+  if (changed && metrics_ != nullptr) metrics_->SetMoves(records_.size(), RecordedKeysLocked());
+}
+
+grpc::Status Ownership::TakeChanges(grpc::ServerContext* context, uint64_t move_id, uint64_t token,
+                                    uint32_t max_keys, v1::MoveChangesResponse* response) {
+  const uint64_t wanted = ParseMetadataNumber(*context, v1::kMapVersionMetadata);
+  if (wanted > 0) watcher_->RefreshTo(wanted);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (wanted > 0 && !drained_.wait_for(lock, std::chrono::seconds(30),
+                                       [&] { return settled_version_ >= wanted; })) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        fmt::format("node '{}' has not settled shard map version {} (it has {}): "
+                                    "etcd unreachable, or writes still draining",
+                                    node_, wanted, settled_version_));
+  }
+  auto it = records_.find(move_id);
+  if (it == records_.end()) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        fmt::format("move_id: node '{}' records no move {} (it does not own a "
+                    "range moving under that id at shard map version {})",
+                    node_, move_id, current_ == nullptr ? 0 : current_->map->version()));
+  }
+  ChangeRecord& record = it->second;
+  if (token != 0 && token != record.token) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        fmt::format("token: node '{}' restarted its record of move {} since "
+                                    "token {} (the node restarted or the record overflowed): "
+                                    "copy the range again",
+                                    node_, move_id, token));
+  }
+  response->set_token(record.token);
+  response->set_map_version(current_->map->version());
+  auto k = record.keys.begin();
+  for (uint32_t n = 0; n < max_keys && k != record.keys.end(); ++n) {
+    response->add_keys(*k);
+    k = record.keys.erase(k);
+  }
+  response->set_remaining(record.keys.size());
+  if (metrics_ != nullptr) metrics_->SetMoves(records_.size(), RecordedKeysLocked());
+  return grpc::Status::OK;
 }
 
 }  // namespace grove::service

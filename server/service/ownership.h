@@ -21,16 +21,30 @@
 // No map known (etcd unreachable since start, or the cluster has none yet): every key call is
 // refused UNAVAILABLE with grove-not-applied, safe to retry.
 //
+// Moves (docs/cluster.md, "Moving a range"). While a range this node owns is moving, the node
+// records the keys written into it (RecordWrites, after each applied write; read back by the
+// mover through TakeChanges) and refuses DeleteRange into it; once the map fences the range the
+// node refuses writes to it with UNAVAILABLE and grove-not-applied (clients retry; the switch
+// takes one etcd transaction). The receiving node accepts the copy's writes, marked with the
+// move's id (grove-move-ingest), for that range only. A DeleteRange marked grove-drop-foreign
+// may remove keys of ranges this node neither owns nor receives (what a move left behind).
+//
 // Thread safety: every method from any thread.
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <random>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
+
+#include "grove/v1/admin.pb.h"
 
 #include "cluster/map_watcher.h"
 #include "cluster/shard_map.h"
@@ -55,10 +69,13 @@ class Ownership final : public cluster::ShardMapWatcher::Listener {
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
 
-    // OK when `key` is in a range this node owns, else OUT_OF_RANGE naming `field`.
+    // OK when `key` is in a range this node owns (a write: and that is not fenced), or, for a
+    // move's copy, in the range this node receives; else OUT_OF_RANGE naming `field`.
     grpc::Status CheckKey(grpc::ServerContext* context, std::string_view key,
                           std::string_view field) const;
-    // OK when every key of [start, end) (end "": no end) is in ranges this node owns.
+    // OK when every key of [start, end) (end "": no end) is in ranges this node owns and that
+    // are not moving (or, for a move's copy, receives; or, with drop-foreign, neither owns nor
+    // receives).
     grpc::Status CheckSpan(grpc::ServerContext* context, std::string_view start,
                            std::string_view end) const;
     // A scan from its first key: OK when that key's range is this node's, and then narrows
@@ -73,13 +90,32 @@ class Ownership final : public cluster::ShardMapWatcher::Listener {
     friend class Ownership;
     grpc::Status NotOwner(grpc::ServerContext* context, const cluster::ShardRange& range,
                           std::string_view what) const;
+    // UNAVAILABLE (not applied) for a write into a fenced range.
+    grpc::Status Switching(grpc::ServerContext* context, const cluster::ShardRange& range) const;
     const Ownership* owner_ = nullptr;
     std::shared_ptr<Generation> generation_;
     bool write_ = false;
+    uint64_t ingest_ = 0;        // grove-move-ingest: the move whose copy this call writes
+    bool drop_foreign_ = false;  // grove-drop-foreign
   };
 
   // Fills `ticket` for a call (see "Which map decides"); UNAVAILABLE when no map is known.
   grpc::Status Admit(grpc::ServerContext* context, bool write, Ticket* ticket);
+
+  // After a write was applied: records its keys that fall in a range this node owns and is
+  // moving (by the map in force now: see "Moves" above).
+  void RecordWrites(const std::vector<std::string_view>& keys);
+  // Grove.v1.Admin/MoveChanges: takes up to `max_keys` recorded keys of move `move_id`, in key
+  // order. FAILED_PRECONDITION when there is no record of it, or when `token` (non-zero) is not
+  // the record's: it restarted since, so keys written meanwhile may be missing.
+  // First brings the node to the map version the caller names (grove-map-version) and waits
+  // until that map is settled: every write admitted under an older one has finished.
+  grpc::Status TakeChanges(grpc::ServerContext* context, uint64_t move_id, uint64_t token,
+                           uint32_t max_keys, v1::MoveChangesResponse* response);
+
+  // At most this many keys recorded per move; beyond it the record is dropped and restarted
+  // (the mover then copies the range again).
+  static constexpr size_t kMaxRecordedKeys = 1 << 20;
 
   // ShardMapWatcher::Listener.
   void BeforePublish(const cluster::ShardMap* previous, const cluster::ShardMap& next) override;
@@ -93,8 +129,18 @@ class Ownership final : public cluster::ShardMapWatcher::Listener {
   std::mutex mu_;  // guards current_ and every generation's write count
   std::condition_variable drained_;
   std::shared_ptr<Generation> current_;
-  uint64_t retired_writes_ = 0;  // write tickets of every generation but current_
-  bool losing_ = false;          // set by BeforePublish: the next map takes a range from this node
+  uint64_t retired_writes_ = 0;   // write tickets of every generation but current_
+  uint64_t settled_version_ = 0;  // the newest map whose fence (if any) has drained
+  bool losing_ = false;           // set by BeforePublish: the next map takes a range from this node
+
+  // The keys written into each moving range this node owns, by move id. Guarded by mu_.
+  struct ChangeRecord {
+    uint64_t token = 0;
+    std::set<std::string> keys;
+  };
+  std::map<uint64_t, ChangeRecord> records_;
+  size_t RecordedKeysLocked() const;
+  std::mt19937_64 token_rng_;  // guarded by mu_
 };
 
 }  // namespace grove::service

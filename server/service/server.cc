@@ -82,7 +82,7 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
       std::make_unique<KvService>(ServiceOptions(s->config_), &s->engine_, s->authorizer_.get(),
                                   s->server_metrics_.get(), s->log_.get(), s->ownership_.get());
   s->admin_ = std::make_unique<AdminService>(so.backup.dir, &s->engine_, s->authorizer_.get(),
-                                             s->log_.get());
+                                             s->log_.get(), s->ownership_.get());
 
   // Metrics first, so that /livez answers while the engine recovers.
   HealthService* health = &s->health_;

@@ -18,5 +18,11 @@ inline constexpr char kNotOwnerMetadata[] = "grove-not-owner";
 // limit (binary: the key where the next range begins; a reverse scan: the range's start). A
 // routing client continues there on the next range's owner.
 inline constexpr char kScanStoppedAtMetadata[] = "grove-scan-stopped-at-bin";
+// A range move's copy (docs/cluster.md, "Moving a range"): writes to the node receiving a range
+// carry the move's id; the node accepts them for that range only, while the move is under way.
+inline constexpr char kMoveIngestMetadata[] = "grove-move-ingest";
+// A DeleteRange with this (value "1") drops keys of ranges this node neither owns nor receives:
+// what a previous owner still holds after a move, or a receiver after an aborted one.
+inline constexpr char kDropForeignMetadata[] = "grove-drop-foreign";
 
 }  // namespace grove::v1

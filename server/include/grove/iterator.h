@@ -9,6 +9,8 @@
 //
 // Thread safety: one thread at a time per iterator. Destroy it before its Db.
 
+#include <cstdint>
+
 #include "grove/slice.h"
 #include "grove/status.h"
 
@@ -25,6 +27,9 @@ class Iterator {
   // REQUIRES: Valid(). The slices stay valid until the next call to Next() or destruction.
   virtual Slice key() const = 0;
   virtual Slice value() const = 0;
+  // REQUIRES: Valid(). Unix ms from which the entry reads as absent; 0: never (and for
+  // keys-only iterators, which do not read the entry's metadata).
+  virtual uint64_t expires_ms() const { return 0; }
   virtual Status status() const = 0;
 };
 

@@ -72,6 +72,9 @@ struct ClientOptions {
   // How long a write waits for a ready connection (at most `timeout`) before that attempt is
   // refused unsent, which is safe to retry. Short, so that a broken TLS setup fails fast.
   std::chrono::milliseconds connect_timeout{1000};
+  // Metadata sent with every call besides the token, e.g. grove-move-ingest for a range move's
+  // copy (grove/v1/metadata.h).
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // A condition on the key a write changes (grove.v1.Precondition): the write applies only when it
@@ -151,6 +154,9 @@ struct ScanRange {
 
 // Return false to stop the scan early (Scan then returns OK).
 using ScanVisitor = std::function<bool(std::string_view key, std::string_view value)>;
+// The same with the entry's expiry: Unix ms from which it reads as absent, 0 for never.
+using ScanEntryVisitor =
+    std::function<bool(std::string_view key, std::string_view value, uint64_t expires_at_ms)>;
 
 class Client {
  public:
@@ -188,7 +194,12 @@ class Client {
   grpc::Status Backup(const std::string& name, uint64_t max_bytes_per_second,
                       std::chrono::seconds deadline, v1::BackupResponse* response);
   grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);
+  grpc::Status ScanWithExpiry(const ScanRange& range, const ScanEntryVisitor& visit);
   grpc::Status Stats(v1::StatsResponse* stats);
+  // grove.v1.Admin/MoveChanges (cluster mode, for a range move's copy): one node's record of
+  // the keys written into a moving range. Needs the admin role.
+  grpc::Status MoveChanges(uint64_t move_id, uint64_t token, uint32_t max_keys,
+                           v1::MoveChangesResponse* response);
   // The health of `service` ("" = the whole server), e.g. SERVING.
   grpc::Status Health(const std::string& service,
                       grpc::health::v1::HealthCheckResponse::ServingStatus* status);
@@ -207,8 +218,8 @@ class Client {
   // One server's Scan. *stopped_at (may be null) receives the server's
   // grove-scan-stopped-at-bin trailer when the scan reached the end of the node's range;
   // *visitor_stopped whether `visit` or the limit ended it.
-  grpc::Status ScanNode(const ScanRange& range, const ScanVisitor& visit, std::string* stopped_at,
-                        bool* visitor_stopped);
+  grpc::Status ScanNode(const ScanRange& range, const ScanEntryVisitor& visit,
+                        std::string* stopped_at, bool* visitor_stopped);
 
   // A context with this attempt's deadline and the token.
   std::unique_ptr<grpc::ClientContext> NewContext() const;

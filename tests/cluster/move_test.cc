@@ -294,5 +294,60 @@ TEST_F(MoveTest, AKilledMoverLeavesTheRangeWithItsOwnerAndAbortDropsTheCopy) {
   ExpectMovedToBeta();
 }
 
+TEST_F(MoveTest, AKilledTargetLeavesTheRangeWithItsOwnerAndTheMoveCompletesWhenRunAgain) {
+  std::atomic<int> code{-1};
+  std::string out;
+  std::thread mover([&] {
+    code = Grovectl({"move", Key(2000), "beta", "--batch", "50", "--max-keys-per-second", "1000"},
+                    &out);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  nodes_["beta"]->Signal(SIGKILL);
+  ASSERT_TRUE(nodes_["beta"]->Wait(std::chrono::seconds(10)).has_value());
+  mover.join();
+  EXPECT_EQ(code.load(), 1) << out;
+  EXPECT_EQ(MovedRange().owner, "alpha");
+  ASSERT_TRUE(client_->Put(Key(3002), "while-beta-down").ok()) << "the owner keeps serving";
+  ledger_[Key(3002)] = {"while-beta-down"};
+  nodes_["beta"] = GrovedProcess::Start(dir_.path(), configs_["beta"]);
+  ASSERT_NE(nodes_["beta"], nullptr);
+  ASSERT_EQ(Grovectl({"move", Key(2000), "beta"}, &out), 0) << out;
+  ExpectLedger();
+  ExpectMovedToBeta();
+}
+
+TEST_F(MoveTest, WhileEtcdIsDownTheNodesServeAndTheMoveCompletesWhenItIsBack) {
+  std::atomic<int> code{-1};
+  std::string out;
+  std::thread mover([&] {
+    code = Grovectl({"--timeout", "2", "move", Key(2000), "beta", "--batch", "50",
+                     "--max-keys-per-second", "1000"},
+                    &out);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  etcd_->Kill();
+  // The routing client has the map: reads and writes of both ranges go on.
+  ASSERT_TRUE(client_->Put(Key(10), "etcd-down").ok());
+  ledger_[Key(10)] = {"etcd-down"};
+  ASSERT_TRUE(client_->Put(Key(2600), "etcd-down").ok());
+  ledger_[Key(2600)] = {"etcd-down"};
+  mover.join();
+  EXPECT_EQ(code.load(), 1) << out << " (the mover needs etcd to fence and switch)";
+  ASSERT_TRUE(etcd_->Restart());
+  cluster::ShardRange r;
+  for (int i = 0; i < 50; ++i) {  // etcd answers again within a few seconds
+    auto stored = cluster::ReadShardMap(etcd_client_.get(), "mv");
+    if (stored.ok()) {
+      r = (*stored)->map.Find(Key(2000));
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(r.owner, "alpha");
+  ASSERT_EQ(Grovectl({"move", Key(2000), "beta"}, &out), 0) << out;
+  ExpectLedger();
+  ExpectMovedToBeta();
+}
+
 }  // namespace
 }  // namespace grove::testing

@@ -27,7 +27,8 @@
 #   make bench-aulid      AULID vs btree, btree+SHORTCUT and RocksDB at 50M keys, three memory
 #                    budgets, the paper's W1-W6 (~30 min): docs/benchmarks.md's AULID section
 #   make bench-cluster    YCSB C and A through etcd:// routing against 1 and 3 groved nodes beside
-#                    one groved without cluster mode (~8 min): docs/benchmarks.md's cluster section
+#                    one groved without cluster mode, then a 1M-key range moved under YCSB A
+#                    (~12 min): docs/benchmarks.md's cluster section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Cluster routing figures of docs/benchmarks.md ("Cluster: routing through etcd://"): YCSB C and A
+# Cluster figures of docs/benchmarks.md ("Cluster: routing through etcd://"): YCSB C and A
 # through the client's etcd:// routing against a cluster of 1 and of 3 groved nodes, beside one
-# groved without cluster mode at grpc:// (the ratio is the routing's cost). Every groved is the
-# Release build with the same cache; etcd (Debian's etcd-server) and all nodes run on this
-# machine's loopback, so the 3-node cluster shares the same two cores: it measures what routing
-# costs, not what more machines would add. wal.sync: always, as shipped.
+# groved without cluster mode at grpc:// (the ratio is the routing's cost); then a range of
+# MOVE_RECORDS keys moved from one node to another (grovectl cluster move) while YCSB A runs
+# against it, with the clients' per-second p99 before, during and after the move. Every groved is
+# the Release build with the same cache; etcd (Debian's etcd-server) and all nodes run on this
+# machine's loopback, so the nodes share the same two cores: it measures what routing and a move
+# cost, not what more machines would add. wal.sync: always, as shipped.
 #
 # Writes docs/bench-data/cluster.jsonl, cluster-commands.txt and the section cluster.md, then
 # regenerates docs/benchmarks.md. Not a test.
@@ -21,16 +23,29 @@ VALUE=${VALUE:-100}
 CACHE=${CACHE:-256MiB}       # per node
 DURATION=${DURATION:-15}
 THREADS=${THREADS:-1 16}
+MOVE_RECORDS=${MOVE_RECORDS:-1000000}  # keys of the moved range
+MOVE_THREADS=${MOVE_THREADS:-8}        # client threads running YCSB A during the move
+MOVE_START=${MOVE_START:-15}           # seconds of the workload before the move starts
+MOVE_WORKLOAD=${MOVE_WORKLOAD:-120}    # seconds the workload runs in all
+PARTS=${PARTS:-routing move}          # which parts to run (the report keeps the other's rows)
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
 OUT=docs/bench-data
-RESULTS=$OUT/cluster.jsonl
-COMMANDS=$OUT/cluster-commands.txt
+# Each part has its own results and commands; a part that runs replaces only its own.
+ROUTING_RESULTS=$OUT/cluster.jsonl
+ROUTING_COMMANDS=$OUT/cluster-commands.txt
+MOVE_RESULTS=$OUT/cluster-move.jsonl
+MOVE_COMMANDS=$OUT/cluster-move-commands.txt
+MOVE_REPORT=$OUT/cluster-move.txt
 mkdir -p "$OUT"
-rm -rf "$DATA" "$RESULTS"
+rm -rf "$DATA"
 mkdir -p "$DATA"
-: >"$COMMANDS"
+has_part() { [[ " $PARTS " == *" $1 "* ]]; }
+if has_part routing; then rm -f "$ROUTING_RESULTS"; : >"$ROUTING_COMMANDS"; fi
+if has_part move; then rm -f "$MOVE_RESULTS" "$MOVE_REPORT"; : >"$MOVE_COMMANDS"; fi
+RESULTS=$ROUTING_RESULTS
+COMMANDS=$ROUTING_COMMANDS
 
 run() {
   echo "$*" >>"$COMMANDS"
@@ -125,8 +140,11 @@ measure() {
 }
 
 start_etcd
-echo "$ETCD --data-dir $DATA/etcd ...  # single member on loopback" >>"$COMMANDS"
+for c in $(has_part routing && echo "$ROUTING_COMMANDS") $(has_part move && echo "$MOVE_COMMANDS"); do
+  echo "$ETCD --data-dir $DATA/etcd ...  # single member on loopback" >>"$c"
+done
 
+if has_part routing; then
 # 1. One groved, no cluster mode.
 start_node 0 solo ""
 measure "grpc://127.0.0.1:${ports[2]}" "single groved"
@@ -147,12 +165,48 @@ start_node 2 n2 three
 start_node 3 n3 three
 measure "etcd://127.0.0.1:$etcd_port/three" "cluster, 3 nodes"
 stop_all_nodes
+fi
+
+if has_part move; then
+RESULTS=$MOVE_RESULTS
+COMMANDS=$MOVE_COMMANDS
+# 4. A move: MOVE_RECORDS keys on m1 (one range: the load goes through BatchInsert), YCSB A
+#    running, the range moved to m2 after MOVE_START seconds; the workload runs until well after.
+run "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster move init --owner m1
+start_node 1 m1 move
+start_node 2 m2 move
+move_target="etcd://127.0.0.1:$etcd_port/move"
+run "$BENCH" --target "$move_target" --dir "$DATA/bench" --records "$MOVE_RECORDS" \
+  --value-size "$VALUE" --json "$RESULTS" --progress off --insert-budget 0 --workloads load \
+  --load-method batch --batch-size 500 --load-threads 4 --label "move load"
+move_log="$DATA/move.log"
+(
+  sleep "$MOVE_START"
+  start=$(date +%s%N)
+  echo "$GROVECTL cluster --etcd 127.0.0.1:$etcd_port --cluster move move '' m2  # ${MOVE_START} s into the workload below" >>"$COMMANDS"
+  "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster move move "" m2 >"$move_log" 2>&1
+  end=$(date +%s%N)
+  echo "MOVE start_s=$MOVE_START duration_ms=$(((end - start) / 1000000))" >>"$move_log"
+) &
+mover=$!
+run "$BENCH" --target "$move_target" --dir "$DATA/bench" --records "$MOVE_RECORDS" \
+  --value-size "$VALUE" --json "$RESULTS" --progress off --insert-budget 0 --workloads a \
+  --threads "$MOVE_THREADS" --duration "$MOVE_WORKLOAD" --label "during move"
+wait "$mover"
+cat "$move_log" >&2
+cp "$move_log" "$MOVE_REPORT"
+stop_all_nodes
+fi
 cleanup
 trap - EXIT
 
-"$PYTHON" - "$RESULTS" "$COMMANDS" >"$OUT/cluster.md" <<'PY'
-import json, sys
-runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+"$PYTHON" - "$ROUTING_RESULTS" "$ROUTING_COMMANDS" "$MOVE_RESULTS" "$MOVE_COMMANDS" \
+  "$MOVE_REPORT" >"$OUT/cluster.md" <<'PY'
+import json, os, sys
+def lines(path):
+    return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
+runs = lines(sys.argv[1])
+move_runs = lines(sys.argv[3])
 print("## Cluster: routing through etcd://")
 print()
 print("Generated by `scripts/bench-cluster.sh`: YCSB C (reads) and A (50% reads, 50% durable "
@@ -183,6 +237,48 @@ print()
 print("```")
 print(open(sys.argv[2]).read().strip())
 print("```")
+import re
+move = [r for r in move_runs if r.get("label") == "during move"]
+log = open(sys.argv[5]).read() if os.path.exists(sys.argv[5]) else ""
+m = re.search(r"MOVE start_s=(\d+) duration_ms=(\d+)", log)
+if move and m:
+    r = move[0]
+    start, dur = int(m.group(1)), int(m.group(2)) / 1000
+    detail = r.get("timeline_detail", [])
+    def window(lo, hi):
+        return [d for d in detail if lo <= d["t"] < hi]
+    def med(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2] if xs else float("nan")
+    before, during, after = window(2, start), window(start, start + dur), \
+        window(start + dur + 1, 1e9)
+    print()
+    print(f"**A range move under load.** {r['config']['records']:,} keys of "
+          f"{r['config']['value_bytes']} B in one range on node m1, moved to m2 with "
+          f"`grovectl cluster move` while YCSB A (zipfian, {r['config']['threads']} client "
+          f"threads through `etcd://`) ran against it; the move started {start} s into the "
+          f"workload and took **{dur:.1f} s**. Per-second figures of the clients:")
+    print()
+    print("| window | seconds | median ops/s | median p99 µs | worst p99 µs |")
+    print("|---|--:|--:|--:|--:|")
+    for name, w in (("before the move", before), ("during the move", during),
+                    ("after the move", after)):
+        if not w:
+            continue
+        print(f"| {name} | {len(w)} | {med([d['ops_per_sec'] for d in w]):,.0f} | "
+              f"{med([d['p99_us'] for d in w]):,.0f} | {max(d['p99_us'] for d in w):,.0f} |")
+    print()
+    print("The mover's report:")
+    print()
+    print("```")
+    print("\n".join(l for l in log.strip().splitlines() if not l.startswith("MOVE ")))
+    print("```")
+    print()
+    print("Commands of the move:")
+    print()
+    print("```")
+    print(open(sys.argv[4]).read().strip())
+    print("```")
 PY
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md
 echo "wrote $OUT/cluster.md and docs/benchmarks.md" >&2

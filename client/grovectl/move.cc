@@ -32,6 +32,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Calls at a time that read changed keys again at the owner during catch-up.
+constexpr int kRereadThreads = 8;
+
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -123,21 +126,35 @@ class Mover {
     }
     return grpc::Status::OK;
   }
-  // Takes every recorded change from the owner and copies it; *taken receives how many.
+  // Takes every recorded change from the owner and copies it; *taken receives how many. The
+  // keys of each batch are read again at the owner by kRereadThreads calls at a time.
   grpc::Status CatchUp(client::Client* owner, client::Client* target, uint64_t move_id,
                        uint64_t token, uint64_t* taken) {
     *taken = 0;
-    std::vector<client::Mutation> batch;
     while (true) {
       v1::MoveChangesResponse changes;
       grpc::Status s = owner->MoveChanges(move_id, token, m_.batch_keys, &changes);
       if (!s.ok()) return s;
-      for (const std::string& key : changes.keys()) {
-        if (s = Reread(owner, key, &batch); !s.ok()) return s;
+      const int n = changes.keys_size();
+      std::vector<std::vector<client::Mutation>> parts(kRereadThreads);
+      std::vector<grpc::Status> errors(kRereadThreads);
+      std::vector<std::thread> readers;
+      for (int t = 0; t < kRereadThreads && t < n; ++t) {
+        readers.emplace_back([&, t] {
+          for (int i = t; i < n && errors[t].ok(); i += kRereadThreads) {
+            errors[t] = Reread(owner, changes.keys(i), &parts[t]);
+          }
+        });
       }
-      *taken += static_cast<uint64_t>(changes.keys_size());
+      for (std::thread& r : readers) r.join();
+      std::vector<client::Mutation> batch;
+      for (int t = 0; t < kRereadThreads; ++t) {
+        if (!errors[t].ok()) return errors[t];
+        for (client::Mutation& m : parts[t]) batch.push_back(std::move(m));
+      }
+      *taken += static_cast<uint64_t>(n);
       if (s = Flush(target, &batch); !s.ok()) return s;
-      if (changes.keys_size() == 0 || changes.remaining() == 0) return grpc::Status::OK;
+      if (n == 0 || changes.remaining() == 0) return grpc::Status::OK;
     }
   }
   // Applies `edit` to the map; false (with the message written) when it fails.

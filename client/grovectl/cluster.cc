@@ -87,6 +87,12 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
             {"end", r.end.empty() ? nlohmann::json(nullptr)
                                   : nlohmann::json(client::Encode(key_format, r.end))},
             {"owner", r.owner}};
+        if (r.moving()) {
+          j["moving_to"] = r.moving_to;
+          j["move_id"] = r.move_id;
+          j["fenced"] = r.fenced;
+        }
+        if (!r.cleanup_node.empty()) j["cleanup_node"] = r.cleanup_node;
         out << j.dump() << "\n";
       }
     }
@@ -116,10 +122,20 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
     ws = std::max(ws, Bound(key_format, r.start, false).size());
     we = std::max(we, Bound(key_format, r.end, true).size());
   }
-  out << Pad("RANGE", 7) << Pad("START", ws + 2) << Pad("END", we + 2) << "OWNER\n";
+  size_t wo = 5;
+  for (const cluster::ShardRange& r : m.ranges()) wo = std::max(wo, r.owner.size());
+  out << Pad("RANGE", 7) << Pad("START", ws + 2) << Pad("END", we + 2) << Pad("OWNER", wo + 2)
+      << "MOVE\n";
   for (const cluster::ShardRange& r : m.ranges()) {
+    std::string move;
+    if (r.moving()) {
+      move = "moving to " + r.moving_to + " (move " + std::to_string(r.move_id) +
+             (r.fenced ? ", fenced: writes wait for the switch)" : ")");
+    } else if (!r.cleanup_node.empty()) {
+      move = "moved; " + r.cleanup_node + " still holds a copy";
+    }
     out << Pad(std::to_string(r.id), 7) << Pad(Bound(key_format, r.start, false), ws + 2)
-        << Pad(Bound(key_format, r.end, true), we + 2) << r.owner << "\n";
+        << Pad(Bound(key_format, r.end, true), we + 2) << Pad(r.owner, wo + 2) << move << "\n";
   }
   return kExitOk;
 }

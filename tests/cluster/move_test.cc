@@ -262,6 +262,13 @@ TEST_F(MoveTest, AKilledMoverLeavesTheRangeWithItsOwnerAndAbortDropsTheCopy) {
   EXPECT_EQ(r.owner, "alpha");
   ASSERT_EQ(r.moving_to, "beta");
   EXPECT_FALSE(r.fenced);
+  {
+    std::string status;
+    ASSERT_EQ(Grovectl({"status"}, &status), 0) << status;
+    EXPECT_NE(status.find("alpha  moving to beta (move " + std::to_string(r.move_id) + ")"),
+              std::string::npos)
+        << status;
+  }
   // The owner serves reads and writes of the moving range; beta refuses clients' writes to it.
   ASSERT_TRUE(client_->Put(Key(2500), "mid-move").ok());
   ledger_[Key(2500)] = {"mid-move"};

@@ -12,7 +12,7 @@
 
 from .client import Client, Delete, DeleteRangeResult, Put, ValueInfo
 from .errors import (AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
-                     GroveError, Internal, InvalidArgument, NotFound, OutcomeUnknown,
+                     GroveError, Internal, InvalidArgument, NotFound, NotOwner, OutcomeUnknown,
                      PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable,
                      Unimplemented)
 
@@ -20,5 +20,5 @@ __all__ = [
     "Client", "Put", "Delete", "DeleteRangeResult", "ValueInfo", "GroveError", "InvalidArgument", "NotFound", "AlreadyExists",
     "FailedPrecondition", "ResourceExhausted", "Unavailable", "OutcomeUnknown",
     "DeadlineExceeded", "DataLoss", "Unauthenticated", "PermissionDenied", "Cancelled",
-    "Internal", "Unimplemented",
+    "Internal", "Unimplemented", "NotOwner",
 ]

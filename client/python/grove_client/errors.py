@@ -82,6 +82,17 @@ class OutcomeUnknown(Unavailable):
     """
 
 
+class NotOwner(GroveError):
+    """Cluster mode: a key of the call is in a range another node owns; nothing was applied.
+
+    ``map_version`` is the shard map version the node decided by. Send the call to the owner
+    (``grovectl cluster status`` lists the ranges; docs/cluster.md).
+    """
+
+    code = grpc.StatusCode.OUT_OF_RANGE
+    map_version = None
+
+
 class DeadlineExceeded(GroveError):
     code = grpc.StatusCode.DEADLINE_EXCEEDED
 
@@ -123,8 +134,8 @@ class Unimplemented(GroveError):
 _BY_CODE = {
     cls.code: cls
     for cls in (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition, ResourceExhausted,
-                Unavailable, DeadlineExceeded, DataLoss, Unauthenticated, PermissionDenied,
-                Cancelled, Internal, Unimplemented)
+                Unavailable, NotOwner, DeadlineExceeded, DataLoss, Unauthenticated,
+                PermissionDenied, Cancelled, Internal, Unimplemented)
 }
 
 
@@ -147,4 +158,8 @@ def from_rpc_error(error):
             err.current_value = meta["grove-current-value-bin"]
         if "grove-failed-mutation" in meta:
             err.failed_mutation = int(meta["grove-failed-mutation"])
+    if isinstance(err, NotOwner):
+        meta = dict(error.trailing_metadata() or ())
+        if "grove-map-version" in meta:
+            err.map_version = int(meta["grove-map-version"])
     return err

@@ -112,6 +112,12 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
   app.add_option("--grpc-token", o.target_options.grpc_token, "Bearer token for grpc targets");
   app.add_option("--grpc-timeout-ms", o.target_options.grpc_timeout_ms, "Deadline per RPC attempt")
       ->capture_default_str();
+  app.add_option("--etcd-ca", o.target_options.etcd_ca_file,
+                 "etcd:// targets: CA certificate of etcd (TLS to etcd)");
+  app.add_option("--etcd-cert", o.target_options.etcd_cert_file,
+                 "etcd:// targets: client certificate for etcd");
+  app.add_option("--etcd-key", o.target_options.etcd_key_file,
+                 "etcd:// targets: client key for etcd");
   app.add_option("--seed", o.seed, "Seed for keys, values and request streams")
       ->capture_default_str();
   app.add_option("--json", o.json_path, "Append one JSON line per run to this file ('-': stdout)");

@@ -192,6 +192,9 @@ StatusOr<std::unique_ptr<Target>> OpenGrpcTarget(const TargetUri& uri, const Tar
   options.address = uri.scheme == "etcd" ? "etcd://" + uri.body : uri.body;
   options.token = o.grpc_token;
   options.timeout = std::chrono::milliseconds(o.grpc_timeout_ms);
+  options.etcd_ca_file = o.etcd_ca_file;
+  options.etcd_cert_file = o.etcd_cert_file;
+  options.etcd_key_file = o.etcd_key_file;
   auto target = std::make_unique<GrpcTarget>(uri.scheme + "://" + uri.body, options, noop);
   // Fail early, with the server's answer, rather than in every worker.
   auto session = target->NewSession();

@@ -38,6 +38,7 @@ struct TargetOptions {
   uint64_t device_file_bytes = 0;  // device: file size when the URI does not say
   std::string grpc_token;
   uint32_t grpc_timeout_ms = 10000;
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;  // etcd:// targets: TLS to etcd
 };
 
 // Counters are cumulative (the report shows deltas over the measured interval); gauges are

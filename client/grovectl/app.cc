@@ -32,7 +32,8 @@ struct Globals {
 };
 
 void AddGlobalOptions(CLI::App& app, Globals& g) {
-  app.add_option("--addr", g.client.address, "groved address host:port")
+  app.add_option("--addr", g.client.address,
+                 "groved address host:port, or etcd://HOST:PORT[,...]/CLUSTER to route by key")
       ->envname("GROVE_ADDR")
       ->capture_default_str();
   app.add_option("--token", g.client.token, "Bearer token")->envname("GROVE_TOKEN");
@@ -46,6 +47,13 @@ void AddGlobalOptions(CLI::App& app, Globals& g) {
       ->check(CLI::ExistingFile);
   app.add_option("--server-name", g.client.server_name,
                  "Name expected in the server certificate (default: the host of --addr)");
+  // For cluster commands and etcd:// addresses.
+  app.add_option("--etcd-ca", g.client.etcd_ca_file, "CA certificate of etcd (TLS to etcd)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--etcd-cert", g.client.etcd_cert_file, "Client certificate for etcd")
+      ->check(CLI::ExistingFile);
+  app.add_option("--etcd-key", g.client.etcd_key_file, "Client key for etcd")
+      ->check(CLI::ExistingFile);
   app.add_option("--timeout", g.timeout_seconds, "Deadline of each attempt, in seconds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -211,12 +219,6 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       ->envname("GROVE_ETCD")
       ->required();
   cluster->add_option("--cluster", cluster_args.cluster, "Cluster name")->capture_default_str();
-  cluster->add_option("--etcd-ca", cluster_args.etcd_ca_file, "CA certificate of etcd (TLS)")
-      ->check(CLI::ExistingFile);
-  cluster->add_option("--etcd-cert", cluster_args.etcd_cert_file, "Client certificate for etcd")
-      ->check(CLI::ExistingFile);
-  cluster->add_option("--etcd-key", cluster_args.etcd_key_file, "Client key for etcd")
-      ->check(CLI::ExistingFile);
   cluster->add_subcommand("status",
                           "The cluster's nodes (address, version, up or down) and its shard map");
   std::string init_owner;
@@ -283,6 +285,9 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       start = comma + 1;
     }
     cluster_args.timeout_seconds = g.timeout_seconds;
+    cluster_args.etcd_ca_file = g.client.etcd_ca_file;
+    cluster_args.etcd_cert_file = g.client.etcd_cert_file;
+    cluster_args.etcd_key_file = g.client.etcd_key_file;
     const std::optional<client::Format> key_format = client::ParseFormat(g.key_format);
     if (!key_format) {
       err << "grovectl: --key-format: unknown format '" << g.key_format << "'\n";

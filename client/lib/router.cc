@@ -55,8 +55,14 @@ grpc::Status Router::Create(const ClientOptions& options, std::unique_ptr<Router
                         "address: the cluster name: " + s.ToString());
   }
   eo.call_timeout_seconds = std::chrono::duration<double>(options.timeout).count();
+  eo.ca_file = options.etcd_ca_file;
+  eo.cert_file = options.etcd_cert_file;
+  eo.key_file = options.etcd_key_file;
   auto etcd = cluster::EtcdClient::Create(eo);
-  if (!etcd.ok()) return FromStatus(etcd.status(), "address");
+  if (!etcd.ok()) {
+    const bool tls = !(eo.ca_file.empty() && eo.cert_file.empty() && eo.key_file.empty());
+    return FromStatus(etcd.status(), tls ? "etcd TLS options" : "address");
+  }
   ClientOptions node = options;
   node.address.clear();
   router->reset(new Router(std::move(node), std::move(cluster), std::move(*etcd)));

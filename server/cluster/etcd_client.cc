@@ -82,6 +82,10 @@ StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Create(const EtcdOptions& opti
     return Status::InvalidArgument("etcd: the call timeout must be positive");
   }
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (options.ca_file.empty() && !(options.cert_file.empty() && options.key_file.empty())) {
+    return Status::InvalidArgument(
+        "etcd: cert_file and key_file need ca_file (TLS to etcd is on when ca_file is set)");
+  }
   if (!options.ca_file.empty()) {
     grpc::SslCredentialsOptions ssl;
     GROVE_RETURN_IF_ERROR(ReadPem("ca_file", options.ca_file, &ssl.pem_root_certs));

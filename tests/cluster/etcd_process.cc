@@ -36,8 +36,11 @@ bool Accepts(int port) {
 }  // namespace
 
 std::unique_ptr<EtcdProcess> EtcdProcess::Start(const std::string& dir,
-                                                std::chrono::seconds timeout) {
+                                                std::chrono::seconds timeout,
+                                                std::optional<EtcdTls> tls, EtcdTls client_tls) {
   std::unique_ptr<EtcdProcess> p(new EtcdProcess());
+  p->tls_ = std::move(tls);
+  p->client_tls_ = std::move(client_tls);
   p->dir_ = dir;
   p->log_path_ = dir + "/etcd.log";
   p->client_port_ = PickFreePort();
@@ -52,7 +55,8 @@ std::unique_ptr<EtcdProcess> EtcdProcess::Start(const std::string& dir,
 EtcdProcess::~EtcdProcess() { Kill(); }
 
 bool EtcdProcess::Launch(std::chrono::seconds timeout) {
-  const std::string client = "http://127.0.0.1:" + std::to_string(client_port_);
+  const std::string client =
+      (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(client_port_);
   const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port_);
   std::vector<std::string> args = {ETCD_PATH,
                                    "--name=grove-test",
@@ -63,6 +67,12 @@ bool EtcdProcess::Launch(std::chrono::seconds timeout) {
                                    "--initial-advertise-peer-urls=" + peer,
                                    "--initial-cluster=grove-test=" + peer,
                                    "--log-level=warn"};
+  if (tls_) {
+    args.push_back("--cert-file=" + tls_->cert_file);
+    args.push_back("--key-file=" + tls_->key_file);
+    args.push_back("--trusted-ca-file=" + tls_->ca_file);
+    args.push_back("--client-cert-auth");
+  }
   pid_ = fork();
   if (pid_ == 0) {
     const int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -81,7 +91,13 @@ bool EtcdProcess::Launch(std::chrono::seconds timeout) {
   while (!Accepts(client_port_) && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  auto etcd = cluster::EtcdClient::Create({.endpoints = {endpoint()}, .call_timeout_seconds = 1});
+  cluster::EtcdOptions eo{.endpoints = {endpoint()}, .call_timeout_seconds = 1};
+  if (tls_) {
+    eo.ca_file = client_tls_.ca_file;
+    eo.cert_file = client_tls_.cert_file;
+    eo.key_file = client_tls_.key_file;
+  }
+  auto etcd = cluster::EtcdClient::Create(eo);
   if (!etcd.ok()) return false;
   while (std::chrono::steady_clock::now() < give_up) {
     // First the port (a client channel that met a refused connection backs off for seconds),

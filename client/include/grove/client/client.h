@@ -75,6 +75,11 @@ struct ClientOptions {
   // Metadata sent with every call besides the token, e.g. grove-move-ingest for a range move's
   // copy (grove/v1/metadata.h).
   std::vector<std::pair<std::string, std::string>> metadata;
+
+  // etcd:// addresses only: TLS to etcd when etcd_ca_file (the CA that signed etcd's
+  // certificate) is set; etcd_cert_file and etcd_key_file, together, for etcd's
+  // --client-cert-auth. The nodes themselves are reached with the TLS settings above.
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
 };
 
 // A condition on the key a write changes (grove.v1.Precondition): the write applies only when it

@@ -170,16 +170,10 @@ Status BufferPool::ReadCopy(PageId id, char* out, IoCause cause) {
     Unpin(f);
     if (ok) return Status::Ok();
   }
-  IoOp op = IoOp::Read(file_, id * kPageSize, out, kPageSize);
-  {
-    auto queue = io_->AcquireQueue();
-    queue->Push(&op);
-    queue->Submit();
-    queue->Wait(&op);
-  }
-  GROVE_RETURN_IF_ERROR(op.status);
-  if (op.bytes != kPageSize) {
-    return Status::DataLoss(fmt::format("page {}: short read ({} bytes)", id, op.bytes));
+  size_t bytes = 0;
+  GROVE_RETURN_IF_ERROR(file_->Read(id * kPageSize, kPageSize, out, &bytes));
+  if (bytes != kPageSize) {
+    return Status::DataLoss(fmt::format("page {}: short read ({} bytes)", id, bytes));
   }
   reads_[static_cast<int>(cause)].fetch_add(1, std::memory_order_relaxed);
   Status s = VerifyImage(out, id);
@@ -405,14 +399,11 @@ Status BufferPool::LoadPinned(Frame** out, PageId id, IoCause cause, Retention r
         // read was issued) is never used: fall through to a normal read.
       }
     }
-    IoOp op = IoOp::Read(file_, id * kPageSize, f->data, kPageSize);
-    {
-      auto queue = io_->AcquireQueue();
-      queue->Push(&op);
-      queue->Submit();
-      queue->Wait(&op);
-    }
-    GROVE_RETURN_IF_ERROR(FinishLoad(f, id, op, cause));
+    // One page: a plain read on the calling thread. Leasing an IO queue (a mutex, an allocation)
+    // buys nothing for a single op; batches (LoadMany, PrefetchBatch) use queues.
+    size_t bytes = 0;
+    Status read = file_->Read(id * kPageSize, kPageSize, f->data, &bytes);
+    GROVE_RETURN_IF_ERROR(FinishLoad(f, id, std::move(read), static_cast<uint32_t>(bytes), cause));
     f->latch.Unlock();
     *out = f;
     return Status::Ok();

@@ -9,11 +9,6 @@
 
 namespace grove {
 
-uint32_t EpochTable::Get(PageId id) const {
-  MutexLock lock(&mu_);
-  return id < entries_.size() ? entries_[id] : 0;
-}
-
 StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vector<PageId>& pages,
                                                                   uint32_t epoch,
                                                                   ExtentAllocator* allocator) {
@@ -65,7 +60,7 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vec
     auto* slots = reinterpret_cast<uint32_t*>(p + kPageHeaderSize);
     const PageId first = k * kEntriesPerPage;
     for (size_t i = 0; i < kEntriesPerPage && first + i < entries_.size(); ++i) {
-      slots[i] = entries_[first + i];
+      slots[i] = entries_.Get(first + i);
     }
     auto it = std::lower_bound(sorted_pages.begin(), sorted_pages.end(), first);
     for (; it != sorted_pages.end() && *it < first + kEntriesPerPage; ++it) {
@@ -85,9 +80,9 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vec
 void EpochTable::Commit(const std::vector<PageId>& pages, uint32_t epoch) {
   MutexLock lock(&mu_);
   const size_t covered = map_pages_.size() * kEntriesPerPage;
-  if (entries_.size() < covered) entries_.resize(covered, 0);
+  entries_.Grow(covered);
   for (PageId p : pages) {
-    if (p < entries_.size()) entries_[p] = epoch;
+    if (p < entries_.size()) entries_.Set(p, epoch);
   }
   std::vector<size_t> still_pending;
   for (size_t k : pending_) {
@@ -128,10 +123,8 @@ void EpochTable::Unstage(ExtentAllocator* allocator) {
 
 void EpochTable::RecordDirect(PageId first, size_t count, uint32_t epoch) {
   MutexLock lock(&mu_);
-  if (entries_.size() < first + count) {
-    entries_.resize((first + count + kEntriesPerPage - 1) / kEntriesPerPage * kEntriesPerPage, 0);
-  }
-  for (size_t i = 0; i < count; ++i) entries_[first + i] = epoch;
+  entries_.Grow(first + count);
+  for (size_t i = 0; i < count; ++i) entries_.Set(first + i, epoch);
   for (size_t k = first / kEntriesPerPage; k <= (first + count - 1) / kEntriesPerPage; ++k) {
     if (std::find(pending_.begin(), pending_.end(), k) == pending_.end()) pending_.push_back(k);
     if (staging_ && std::find(late_.begin(), late_.end(), k) == late_.end()) late_.push_back(k);
@@ -164,7 +157,7 @@ Status EpochTable::Deserialize(Slice* in) {
   map_pages_ = std::move(ids);
   map_epochs_ = std::move(epochs);
   MutexLock lock(&mu_);
-  entries_.assign(map_pages_.size() * kEntriesPerPage, 0);
+  entries_.Reset(map_pages_.size() * kEntriesPerPage);
   return Status::Ok();
 }
 
@@ -181,7 +174,7 @@ Status EpochTable::LoadMapPage(size_t k, const char* image) {
   }
   const auto* slots = reinterpret_cast<const uint32_t*>(image + kPageHeaderSize);
   MutexLock lock(&mu_);
-  std::memcpy(&entries_[k * kEntriesPerPage], slots, kEntriesPerPage * 4);
+  for (size_t i = 0; i < kEntriesPerPage; ++i) entries_.Set(k * kEntriesPerPage + i, slots[i]);
   return Status::Ok();
 }
 

@@ -13,8 +13,9 @@
 //
 //   epoch-map page: common header (type kEpochMap, aux = k) | u32 epoch[kEntriesPerPage]
 //
-// Thread safety: Get() may run concurrently with everything; the checkpoint methods are called by
-// one checkpoint at a time.
+// Thread safety: Get() may run concurrently with everything and takes no lock (EpochEntries); the
+// checkpoint methods are called by one checkpoint at a time. mu_ serialises the writers of the
+// entries (a checkpoint's Commit, bulk loads' RecordDirect) and guards the pending lists.
 
 #include <cstdint>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "grove/slice.h"
 #include "grove/status.h"
 
+#include "page/epoch_entries.h"
 #include "page/extent_allocator.h"
 #include "page/page.h"
 #include "util/mutex.h"
@@ -33,10 +35,10 @@ namespace grove {
 
 class EpochTable {
  public:
-  static constexpr size_t kEntriesPerPage = (kPageSize - kPageHeaderSize) / 4;
+  static constexpr size_t kEntriesPerPage = EpochEntries::kChunk;
 
   // 0 for a page no checkpoint has written.
-  uint32_t Get(PageId id) const;
+  uint32_t Get(PageId id) const { return entries_.Get(id); }
 
   // One map page to write in a checkpoint.
   struct MapPageImage {
@@ -71,7 +73,7 @@ class EpochTable {
 
  private:
   mutable Mutex mu_;
-  std::vector<uint32_t> entries_ GUARDED_BY(mu_);
+  EpochEntries entries_;  // written under mu_, read by anyone
   // Written only by the checkpoint thread (Stage/Commit/Abort) and at open.
   std::vector<PageId> map_pages_;
   std::vector<uint32_t> map_epochs_;

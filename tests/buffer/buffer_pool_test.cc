@@ -28,9 +28,10 @@
 namespace grove {
 namespace {
 
-// Counts the reads pushed to, and the batches submitted through, the queues of a backend. With
-// synchronous submission, Submit() also waits for the batch: a test then knows that a speculative
-// read has finished before it changes the file underneath it.
+// Counts the reads of a backend: the single-page reads made through its files and those pushed to
+// its queues, and the batches submitted through the queues. With synchronous submission, Submit()
+// also waits for the batch: a test then knows that a speculative read has finished before it
+// changes the file underneath it.
 class CountingBackend final : public IoBackend {
  public:
   explicit CountingBackend(std::shared_ptr<IoBackend> inner) : inner_(std::move(inner)) {}
@@ -42,7 +43,8 @@ class CountingBackend final : public IoBackend {
   std::string_view Name() const override { return inner_->Name(); }
   StatusOr<std::unique_ptr<File>> OpenFile(const std::string& path,
                                            const FileOptions& options) override {
-    return inner_->OpenFile(path, options);
+    GROVE_ASSIGN_OR_RETURN(std::unique_ptr<File> file, inner_->OpenFile(path, options));
+    return std::unique_ptr<File>(std::make_unique<CountingFile>(this, std::move(file)));
   }
   Status DeleteFile(const std::string& path) override { return inner_->DeleteFile(path); }
   Status RenameFile(const std::string& from, const std::string& to) override {
@@ -59,6 +61,29 @@ class CountingBackend final : public IoBackend {
   }
 
  private:
+  class CountingFile final : public File {
+   public:
+    CountingFile(CountingBackend* owner, std::unique_ptr<File> inner)
+        : owner_(owner), inner_(std::move(inner)) {}
+    const std::string& path() const override { return inner_->path(); }
+    Status Read(uint64_t offset, size_t n, char* buf, size_t* bytes_read) override {
+      owner_->reads_.fetch_add(1);
+      return inner_->Read(offset, n, buf, bytes_read);
+    }
+    Status Write(uint64_t offset, Slice data) override { return inner_->Write(offset, data); }
+    Status Sync() override { return inner_->Sync(); }
+    Status Truncate(uint64_t size) override { return inner_->Truncate(size); }
+    Status Allocate(uint64_t offset, uint64_t len) override {
+      return inner_->Allocate(offset, len);
+    }
+    StatusOr<uint64_t> Size() override { return inner_->Size(); }
+    int fd() const override { return inner_->fd(); }
+
+   private:
+    CountingBackend* const owner_;
+    std::unique_ptr<File> inner_;
+  };
+
   class Queue final : public IoQueue {
    public:
     Queue(CountingBackend* owner, std::unique_ptr<IoQueue> inner)

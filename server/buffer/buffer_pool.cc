@@ -1,6 +1,7 @@
 #include "buffer/buffer_pool.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -84,6 +85,9 @@ BufferPool::BufferPool(const BufferPoolOptions& options, IoBackend* io, File* da
           static_cast<uint32_t>(std::max<uint64_t>(16, options.capacity_bytes / kPageSize))),
       high_limit_(static_cast<uint64_t>(options.high_retention_fraction * num_frames_)),
       frames_(new Frame[num_frames_]),
+      // About one bucket (four ways) per frame: few resident pages lose their hint.
+      hint_bits_(std::max<int>(kShardBits, std::bit_width(num_frames_ - 1))),
+      hints_(new HintBucket[size_t{1} << hint_bits_]),
       side_arena_(static_cast<size_t>(options.side_pool_pages) * kPageSize) {
   const size_t bytes = static_cast<size_t>(num_frames_) * kPageSize;
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -94,6 +98,9 @@ BufferPool::BufferPool(const BufferPoolOptions& options, IoBackend* io, File* da
     mmapped_ = false;
   }
   arena_ = static_cast<char*>(mem);
+  for (size_t b = 0; b < (size_t{1} << hint_bits_); ++b) {
+    for (auto& w : hints_[b].frame) w.store(kNoFrame, std::memory_order_relaxed);
+  }
   MutexLock lock(&evict_mu_);
   free_frames_.reserve(num_frames_);
   for (uint32_t i = 0; i < num_frames_; ++i) {
@@ -115,7 +122,47 @@ BufferPool::~BufferPool() {
   }
 }
 
+Frame* BufferPool::PinHinted(PageId id) {
+  HintBucket& bucket = BucketOf(id);
+  for (auto& way : bucket.frame) {
+    const uint32_t index = way.load(std::memory_order_acquire);
+    if (index == kNoFrame) continue;
+    Frame* f = &frames_[index];
+    if (f->page_id.load() != id || f->state.load() != FrameState::kResident) continue;
+    f->pins.fetch_add(1);
+    // Pinned before looking again: an evictor that claimed the frame first marked it free first.
+    if (f->state.load() == FrameState::kResident && f->page_id.load() == id) return f;
+    Unpin(f);
+    return nullptr;
+  }
+  return nullptr;
+}
+
+void BufferPool::HintLocked(PageId id, uint32_t index) {
+  HintBucket& bucket = BucketOf(id);
+  const uint64_t b = &bucket - hints_.get();
+  int victim = static_cast<int>(id % kHintWays);
+  for (int w = 0; w < kHintWays; ++w) {
+    const uint32_t held = bucket.frame[w].load(std::memory_order_relaxed);
+    if (held == index) return;
+    // A way is free when empty or when its frame no longer holds a page of this bucket.
+    bool live = false;
+    if (held != kNoFrame) {
+      const Frame& f = frames_[held];
+      const FrameState st = f.state.load();
+      live = (st == FrameState::kResident || st == FrameState::kLoading) &&
+             (Hash(f.page_id.load()) >> (64 - hint_bits_)) == b;
+    }
+    if (!live) victim = w;
+  }
+  bucket.frame[victim].store(index, std::memory_order_release);
+}
+
 Frame* BufferPool::PinIfPresent(PageId id, Retention retention, bool touch) {
+  if (Frame* f = PinHinted(id)) {
+    if (touch) Touch(f, retention);
+    return f;
+  }
   Shard& shard = ShardOf(id);
   MutexLock lock(&shard.mu);
   auto it = shard.table.find(id);
@@ -204,7 +251,7 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
   if (!free_frames_.empty()) {
     const uint32_t idx = free_frames_.back();
     free_frames_.pop_back();
-    frames_[idx].pins.store(1);
+    frames_[idx].pins.fetch_add(1);  // a reader's tentative pin may be on it (see the header)
     return idx;
   }
   if (high_count_.load(std::memory_order_relaxed) > high_limit_) {
@@ -254,14 +301,19 @@ bool BufferPool::TryEvictLocked(uint32_t idx) {
   const PageId pid = f.page_id.load();
   Shard& shard = ShardOf(pid);
   MutexLock shard_lock(&shard.mu);
-  // Pins are only taken under the shard lock, so this check cannot race with a new reader.
   if (f.pins.load() != 0 || f.dirty.load() || f.flushing.load() ||
       f.state.load() != FrameState::kResident || f.page_id.load() != pid) {
     return false;
   }
-  shard.table.erase(pid);
+  // Readers without the lock (PinHinted) pin, then check the state: mark the frame free, then
+  // claim it only if nobody holds a pin (see the header).
   f.state.store(FrameState::kFree);
-  f.pins.store(1);
+  uint32_t unpinned = 0;
+  if (!f.pins.compare_exchange_strong(unpinned, 1)) {
+    f.state.store(FrameState::kResident);
+    return false;
+  }
+  shard.table.erase(pid);
   ForgetHigh(&f);
   resident_.fetch_sub(1);
   evictions_.fetch_add(1);
@@ -292,7 +344,7 @@ void BufferPool::ReturnFrame(uint32_t index) {
   f.state.store(FrameState::kFree);
   f.page_id.store(kInvalidPageId);
   MutexLock lock(&evict_mu_);
-  f.pins.store(0);
+  f.pins.fetch_sub(1);
   free_frames_.push_back(index);
 }
 
@@ -306,6 +358,7 @@ bool BufferPool::InstallLocked(Shard& shard, PageId id, uint32_t index, FrameSta
   f.dirty.store(false);
   f.flushing.store(false);
   shard.table.emplace(id, index);
+  HintLocked(id, index);
   return true;
 }
 

@@ -22,6 +22,15 @@
 // enters the cache only when a traversal confirms it (FetchRead with the batch, for exactly that
 // page id, and the page verifies); unconfirmed pages are dropped and counted as wasted.
 //
+// Cache hits take no lock: a lock-free hint table (buckets of four frame indexes, each bucket
+// owned by one page-table shard, written under its lock) names the frame that probably holds a
+// page; the reader checks the frame's page id and state, pins it, and checks the state again. An
+// evictor marks the frame free before it claims the pins (compare-and-swap 0 -> 1), and a reader
+// pins before it checks, so one of them always sees the other (both are sequentially consistent):
+// the reader backs off, or the evictor does. A hint that is stale or missing only sends the
+// reader to the shard's table under its mutex. Pins are only ever added and subtracted (never
+// stored), because a reader's tentative pin may land on any frame.
+//
 // Frame state machine (state changes under the page-table shard lock of the frame's page):
 //
 //     kFree --(miss: reserve + insert)--> kLoading --(read ok)--> kResident
@@ -213,12 +222,28 @@ class BufferPool {
   using Frame = buffer_internal::Frame;
   using FrameState = buffer_internal::FrameState;
 
-  static constexpr int kShards = 64;
+  static constexpr int kShardBits = 6;
+  static constexpr int kShards = 1 << kShardBits;
   struct Shard {
     Mutex mu;
     std::unordered_map<PageId, uint32_t> table GUARDED_BY(mu);  // page id -> frame index
   };
-  Shard& ShardOf(PageId id) { return shards_[(id * 0x9E3779B97F4A7C15ull) >> 58]; }
+  static uint64_t Hash(PageId id) { return id * 0x9E3779B97F4A7C15ull; }
+  Shard& ShardOf(PageId id) { return shards_[Hash(id) >> (64 - kShardBits)]; }
+
+  // Hint table: the top bits of a page's hash pick its bucket, so a bucket's pages all belong to
+  // the shard named by the bucket index's top kShardBits bits, and that shard's mutex serialises
+  // the bucket's writers.
+  static constexpr int kHintWays = 4;
+  struct alignas(16) HintBucket {
+    std::array<std::atomic<uint32_t>, kHintWays> frame;
+  };
+  HintBucket& BucketOf(PageId id) { return hints_[Hash(id) >> (64 - hint_bits_)]; }
+  // The frame of `id`, pinned, if the hints name it and it is resident; null otherwise (the
+  // caller then looks in the shard's table).
+  Frame* PinHinted(PageId id);
+  // Records frame `index` as the holder of `id`. REQUIRES: the shard of `id` locked.
+  void HintLocked(PageId id, uint32_t index);
 
   // Pins the resident or loading frame of `id`, or returns null when absent. `touch` counts the
   // access for CLOCK.
@@ -264,6 +289,8 @@ class BufferPool {
   bool mmapped_ = true;
   std::unique_ptr<Frame[]> frames_;
   std::array<Shard, kShards> shards_;
+  const int hint_bits_;  // log2 of the number of hint buckets (>= kShardBits)
+  std::unique_ptr<HintBucket[]> hints_;
 
   Mutex evict_mu_;
   std::vector<uint32_t> free_frames_ GUARDED_BY(evict_mu_);

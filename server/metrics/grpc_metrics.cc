@@ -49,11 +49,39 @@ GrpcMetrics::GrpcMetrics(prometheus::Registry& registry)
                          "application-level handled by the server.")
                    .Register(registry)) {}
 
-MethodMetrics* GrpcMetrics::ForMethod(std::string_view full_method, std::string_view type) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = methods_.find(full_method);
-  if (it != methods_.end()) return it->second.get();
+namespace {
 
+size_t SlotOf(std::string_view name, size_t slots) {
+  return std::hash<std::string_view>()(name) & (slots - 1);
+}
+
+}  // namespace
+
+MethodMetrics* GrpcMetrics::Find(std::string_view full_method) const {
+  for (size_t i = 0, s = SlotOf(full_method, kSlots); i < kSlots; ++i, s = (s + 1) & (kSlots - 1)) {
+    MethodMetrics* m = slots_[s].load(std::memory_order_acquire);
+    if (m == nullptr) return nullptr;
+    if (m->full_method_ == full_method) return m;
+  }
+  return nullptr;
+}
+
+MethodMetrics* GrpcMetrics::ForMethod(std::string_view full_method, std::string_view type) {
+  if (MethodMetrics* m = Find(full_method)) return m;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (MethodMetrics* m = Find(full_method)) return m;
+  if (methods_.size() >= kMaxMethods) {
+    if (unknown_ == nullptr) unknown_ = Create("/unknown/unknown", type);
+    return unknown_;
+  }
+  MethodMetrics* m = Create(full_method, type);
+  size_t s = SlotOf(full_method, kSlots);
+  while (slots_[s].load(std::memory_order_relaxed) != nullptr) s = (s + 1) & (kSlots - 1);
+  slots_[s].store(m, std::memory_order_release);
+  return m;
+}
+
+MethodMetrics* GrpcMetrics::Create(std::string_view full_method, std::string_view type) {
   // "/package.Service/Method" -> service "package.Service", method "Method".
   std::string_view name = full_method;
   if (!name.empty() && name.front() == '/') name.remove_prefix(1);
@@ -62,6 +90,7 @@ MethodMetrics* GrpcMetrics::ForMethod(std::string_view full_method, std::string_
   const std::string method(slash == std::string_view::npos ? name : name.substr(slash + 1));
 
   auto m = std::make_unique<MethodMetrics>();
+  m->full_method_ = std::string(full_method);
   m->labels_ = {
       {"grpc_type", std::string(type)}, {"grpc_service", service}, {"grpc_method", method}};
   m->handled_family_ = &handled_;
@@ -71,7 +100,7 @@ MethodMetrics* GrpcMetrics::ForMethod(std::string_view full_method, std::string_
   ok["grpc_code"] = "OK";
   m->handled_[0].store(&handled_.Add(ok), std::memory_order_release);
   MethodMetrics* raw = m.get();
-  methods_.emplace(std::string(full_method), std::move(m));
+  methods_.push_back(std::move(m));
   return raw;
 }
 

@@ -47,6 +47,7 @@ class MethodMetrics {
 
  private:
   friend class GrpcMetrics;
+  std::string full_method_;
   prometheus::Family<prometheus::Counter>* handled_family_ = nullptr;
   std::map<std::string, std::string> labels_;
   prometheus::Counter* started_ = nullptr;
@@ -61,18 +62,32 @@ class GrpcMetrics {
   GrpcMetrics(const GrpcMetrics&) = delete;
   GrpcMetrics& operator=(const GrpcMetrics&) = delete;
 
+  // At most this many methods get series of their own; calls of any other share one set labelled
+  // grpc_service="unknown", grpc_method="unknown" (a server has a few dozen methods; this keeps
+  // the label set bounded whatever names calls carry).
+  static constexpr size_t kMaxMethods = 256;
+
   // The metrics of `full_method` ("/grove.v1.KV/Get"); `type` is "unary", "client_stream",
   // "server_stream" or "bidi_stream". Creates the series on first use, with started_total and
-  // handled_total{grpc_code="OK"} at 0 so that rate() works from the first scrape. The returned
-  // object lives as long as this GrpcMetrics.
+  // handled_total{grpc_code="OK"} at 0 so that rate() works from the first scrape. Once created,
+  // a method is found without a lock (every call of the server asks). The returned object lives
+  // as long as this GrpcMetrics.
   MethodMetrics* ForMethod(std::string_view full_method, std::string_view type);
 
  private:
+  // Open addressing over twice kMaxMethods slots: a slot is written once, under mu_, and read
+  // without it.
+  static constexpr size_t kSlots = 2 * kMaxMethods;
+  MethodMetrics* Find(std::string_view full_method) const;
+  MethodMetrics* Create(std::string_view full_method, std::string_view type);
+
   prometheus::Family<prometheus::Counter>& started_;
   prometheus::Family<prometheus::Counter>& handled_;
   prometheus::Family<prometheus::Histogram>& seconds_;
+  std::array<std::atomic<MethodMetrics*>, kSlots> slots_{};
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<MethodMetrics>, std::less<>> methods_;  // by full name
+  std::vector<std::unique_ptr<MethodMetrics>> methods_;  // guarded by mu_
+  MethodMetrics* unknown_ = nullptr;                     // guarded by mu_
 };
 
 }  // namespace grove::metrics

@@ -1,5 +1,8 @@
 #include "metrics/grpc_metrics.h"
 
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
@@ -77,6 +80,57 @@ TEST(GrpcMetricsTest, HealthServiceNamesSplitCorrectly) {
   EXPECT_NE(text.find("grpc_method=\"Check\",grpc_service=\"grpc.health.v1.Health\""),
             std::string::npos)
       << text;
+}
+
+// Every thread gets the one object of each method, created once, however they race.
+TEST(GrpcMetricsTest, ConcurrentCallersShareOneObjectPerMethod) {
+  prometheus::Registry registry;
+  GrpcMetrics m(registry);
+  constexpr int kThreads = 4, kMethods = 40;
+  std::vector<std::vector<MethodMetrics*>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        for (int i = 0; i < kMethods; ++i) {
+          const int k = (i + t * 7) % kMethods;
+          MethodMetrics* p = m.ForMethod("/s.S/M" + std::to_string(k), "unary");
+          if (round == 0) seen[t].resize(kMethods);
+          if (seen[t][k] == nullptr) seen[t][k] = p;
+          EXPECT_EQ(seen[t][k], p);
+          p->Started();
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 1; t < kThreads; ++t) EXPECT_EQ(seen[t], seen[0]);
+  const std::string text = Render(registry);
+  EXPECT_NE(text.find("grpc_method=\"M7\",grpc_service=\"s.S\",grpc_type=\"unary\"} 200"),
+            std::string::npos)
+      << text;
+}
+
+// Names past kMaxMethods share one "unknown" series instead of growing the label set.
+TEST(GrpcMetricsTest, MethodsPastTheCapShareTheUnknownSeries) {
+  prometheus::Registry registry;
+  GrpcMetrics m(registry);
+  std::vector<MethodMetrics*> own;
+  for (size_t i = 0; i < GrpcMetrics::kMaxMethods; ++i) {
+    own.push_back(m.ForMethod("/s.S/M" + std::to_string(i), "unary"));
+  }
+  MethodMetrics* a = m.ForMethod("/s.S/Extra1", "unary");
+  MethodMetrics* b = m.ForMethod("/s.S/Extra2", "unary");
+  EXPECT_EQ(a, b);
+  for (MethodMetrics* p : own) EXPECT_NE(p, a);
+  EXPECT_EQ(m.ForMethod("/s.S/M3", "unary"), own[3]) << "known methods keep their own";
+  a->Started();
+  b->Started();
+  const std::string text = Render(registry);
+  EXPECT_NE(text.find("grpc_method=\"unknown\",grpc_service=\"unknown\",grpc_type=\"unary\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("Extra1"), std::string::npos);
 }
 
 }  // namespace

@@ -200,6 +200,7 @@ TEST(ValidateTest, OneLinePerProblem) {
 TEST(ValidateTest, WriteRoomWarningCountsTheLargestValueAndTheVariantsPagesPerOperation) {
   Options o;
   o.cache_bytes = 4ull << 20;  // 1024 frames, 512 of them write room
+  o.checkpoint.dirty_fraction = 0.25;
   o.max_value_bytes = 1000000;
   // 1 MB is 246 blob pages of 4072 bytes: with btree's 8 + 2 pages it fits.
   EXPECT_EQ(WriteRoomWarning(o), "") << "btree: 8 + 2 + 246 pages fit in 512";

@@ -161,7 +161,9 @@ TEST_P(ConformanceBackupTest, ABackupUnderWritesRestoresExactlyTheWritesUpToItsP
   ASSERT_TRUE(restored.ok()) << restored.status().ToString();
   ExpectMatches(restored->get(), expected,
                 fmt::format("restored at LSN {} ({} writes after it)", info.last_lsn, after));
-  if (after > 0) EXPECT_NE(live, expected) << "writes after the backup point are not in it";
+  if (after > 0) {
+    EXPECT_NE(live, expected) << "writes after the backup point are not in it";
+  }
   ASSERT_OK((*restored)->Close());
 }
 

@@ -29,11 +29,11 @@
 namespace grove::testing {
 
 struct VariantCase {
-  std::string name;  // test name suffix: letters, digits and '_'
-  std::string variant;
-  ParamMap params;
+  std::string name = "";  // test name suffix: letters, digits and '_'
+  std::string variant = "";
+  ParamMap params = {};
   // The registry holding the variant; null: the built-in variants.
-  std::shared_ptr<const IndexRegistry> registry;
+  std::shared_ptr<const IndexRegistry> registry = nullptr;
   // The smallest cache the variant opens with (hln: 16 leaves).
   uint64_t min_cache_bytes = 0;
   // IO accounting with every inner node cached and a cache much smaller than the leaves: the

@@ -259,6 +259,7 @@ TEST_P(DbBasicTest, BulkLoadRejectsUnsortedInput) {
 TEST_P(DbBasicTest, BatchesBeyondTheCacheAreAppliedStepwise) {
   Options o = Opts();
   o.cache_bytes = 1 << 20;  // 256 frames, 128 of them write room
+  o.checkpoint.dirty_fraction = 0.25;
   o.max_value_bytes = 1000000;
   auto db = OpenDb(o);
   std::map<std::string, std::string> model;

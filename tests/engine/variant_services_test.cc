@@ -128,6 +128,7 @@ TEST(VariantServicesTest, MaintenanceUnitsKeepCheckpointsOutAndExtendTheirRoom) 
   TempDir dir;
   Options o = SmallOptions(dir.path());
   o.cache_bytes = 1 << 20;  // 256 frames: 128 of write room, 230 at most with extensions
+  o.checkpoint.dirty_fraction = 0.25;
   auto db = Db::Open(o);
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   IndexServices* services = static_cast<DbImpl*>(db->get())->services();

@@ -38,8 +38,11 @@ struct WalOptions {
 
 struct CheckpointOptions {
   // A checkpoint starts when dirty pages exceed this fraction of the cache. Writers wait when
-  // dirty pages reach twice this fraction (pages are no-steal: only a checkpoint writes them).
-  double dirty_fraction = 0.25;
+  // dirty pages reach min(twice this fraction, 0.75) of it (pages are no-steal: only a checkpoint
+  // writes them). The default is the largest allowed: every checkpoint costs a fixed round of
+  // syncs and rewrites most pages a random insert load touched, so fewer, larger checkpoints
+  // write fewer bytes per insert and delay fewer writes (docs/benchmarks.md, "Checkpoint size").
+  double dirty_fraction = 0.45;
   uint64_t wal_bytes = 256ull << 20;  // ... or when the log grew this much since the last one
   double interval_seconds = 300;      // ... or this long after the last one (0: never by time)
 };

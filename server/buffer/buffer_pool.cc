@@ -657,12 +657,16 @@ StatusOr<std::vector<PageId>> BufferPool::SnapshotDirty(uint32_t epoch, AlignedB
 }
 
 void BufferPool::CopyOutCaptured(Frame* f) {
-  if (f->snap_slot.load(std::memory_order_acquire) < 0) return;  // the common case
-  const int32_t slot = f->snap_slot.exchange(-1);
-  if (slot < 0) return;
+  // Copiers exclude each other through the latch (a writer holds it exclusively, CompleteSnapshot
+  // shared), so reading the slot and clearing it need not be one step.
+  const int32_t slot = f->snap_slot.load(std::memory_order_acquire);
+  if (slot < 0) return;  // the common case
   char* copy = snap_arena_.load() + static_cast<size_t>(slot) * kPageSize;
   std::memcpy(copy, f->data, kPageSize);
   page::Seal(copy, snap_epoch_.load());
+  // Cleared only once the copy is whole: CompleteSnapshot passes a frame whose slot reads -1
+  // without taking its latch, and the checkpoint then writes the arena.
+  f->snap_slot.store(-1, std::memory_order_release);
 }
 
 void BufferPool::CompleteSnapshot() {

@@ -4,15 +4,13 @@
 // (etcd:// addresses) and grovectl's cluster commands reach it with their etcd TLS options.
 // Certificates come from tests/service/gen_certs.sh (openssl), made for each test.
 
-#include <sstream>
-
 #include <gtest/gtest.h>
 
 #include "grove/client/client.h"
 
 #include "cluster/etcd_process.h"
+#include "cluster/grovectl_runner.h"
 #include "cluster/shard_map.h"
-#include "grovectl/app.h"
 #include "service/integration.h"
 #include "testutil/status_macros.h"
 
@@ -44,16 +42,8 @@ class EtcdTlsTest : public ::testing::Test {
     return cluster::EtcdClient::Create(o);
   }
 
-  // grovectl with `args` after the program name; its exit code, output in *out.
-  static int Grovectl(std::vector<std::string> args, std::string* out) {
-    args.insert(args.begin(), "grovectl");
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::istringstream in;
-    std::ostringstream o, e;
-    const int code = grovectl::RunGrovectl(static_cast<int>(argv.size()), argv.data(), in, o, e);
-    *out = o.str() + e.str();
-    return code;
+  static int Grovectl(const std::vector<std::string>& args, std::string* out) {
+    return RunGrovectlInProcess(args, out);
   }
 
   std::vector<std::string> EtcdTlsFlags() const {

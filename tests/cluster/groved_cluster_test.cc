@@ -2,17 +2,16 @@
 // after SIGTERM and a lease's life after kill -9, serves as before, and a bad cluster: section
 // is refused naming the field.
 
-#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include "cluster/etcd_process.h"
+#include "cluster/grovectl_runner.h"
 #include "cluster/membership.h"
 #include "config/config_loader.h"
 #include "config/validate.h"
-#include "grovectl/app.h"
 #include "service/groved_process.h"
 #include "testutil/status_macros.h"
 #include "testutil/temp_dir.h"
@@ -42,16 +41,9 @@ class GrovedClusterTest : public ::testing::Test {
 
   // grovectl cluster status; returns its exit code, output in *out.
   int Status(std::string* out, const std::string& output = "text") {
-    std::vector<std::string> args = {"grovectl",  "cluster", "--etcd", etcd_->endpoint(),
-                                     "--cluster", "itest",   "-o",     output,
-                                     "status"};
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::istringstream in;
-    std::ostringstream o, e;
-    const int code = grovectl::RunGrovectl(static_cast<int>(argv.size()), argv.data(), in, o, e);
-    *out = o.str() + e.str();
-    return code;
+    return RunGrovectlInProcess(
+        {"cluster", "--etcd", etcd_->endpoint(), "--cluster", "itest", "-o", output, "status"},
+        out);
   }
 
   bool WaitFor(const std::string& needle, std::chrono::seconds timeout) {

@@ -4,7 +4,6 @@
 // knows a map, and exports the ownership metrics.
 
 #include <chrono>
-#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -12,8 +11,8 @@
 #include "grove/v1/metadata.h"
 
 #include "cluster/etcd_process.h"
+#include "cluster/grovectl_runner.h"
 #include "cluster/shard_map.h"
-#include "grovectl/app.h"
 #include "service/integration.h"
 #include "testutil/status_macros.h"
 
@@ -45,15 +44,8 @@ class GrovedOwnershipTest : public ::testing::Test {
   }
 
   int Grovectl(std::vector<std::string> args, std::string* out) {
-    args.insert(args.begin(),
-                {"grovectl", "cluster", "--etcd", etcd_->endpoint(), "--cluster", "own"});
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::istringstream in;
-    std::ostringstream o, e;
-    const int code = grovectl::RunGrovectl(static_cast<int>(argv.size()), argv.data(), in, o, e);
-    *out = o.str() + e.str();
-    return code;
+    args.insert(args.begin(), {"cluster", "--etcd", etcd_->endpoint(), "--cluster", "own"});
+    return RunGrovectlInProcess(args, out);
   }
 
   static grpc::Status Put(v1::KV::Stub* kv, const std::string& key, grpc::ClientContext* ctx) {

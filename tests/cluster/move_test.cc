@@ -9,7 +9,6 @@
 #include <map>
 #include <random>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <fcntl.h>
@@ -22,8 +21,8 @@
 #include "grove/v1/metadata.h"
 
 #include "cluster/etcd_process.h"
+#include "cluster/grovectl_runner.h"
 #include "cluster/shard_map.h"
-#include "grovectl/app.h"
 #include "service/integration.h"
 #include "testutil/status_macros.h"
 
@@ -89,15 +88,8 @@ class MoveTest : public ::testing::Test {
   }
 
   int Grovectl(std::vector<std::string> args, std::string* out) {
-    args.insert(args.begin(),
-                {"grovectl", "cluster", "--etcd", etcd_->endpoint(), "--cluster", "mv"});
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    std::istringstream in;
-    std::ostringstream o, e;
-    const int code = grovectl::RunGrovectl(static_cast<int>(argv.size()), argv.data(), in, o, e);
-    *out = o.str() + e.str();
-    return code;
+    args.insert(args.begin(), {"cluster", "--etcd", etcd_->endpoint(), "--cluster", "mv"});
+    return RunGrovectlInProcess(args, out);
   }
 
   cluster::ShardRange MovedRange() {

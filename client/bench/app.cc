@@ -274,9 +274,24 @@ int RunBench(const BenchOptions& o) {
   if (o.table) PrintTableHeader(table_out);
 
   int exit_code = 0;
+  std::vector<const WorkloadSpec*> runs;
   for (const WorkloadSpec& w : *workloads) {
+    runs.push_back(&w);
+    if (w.is_load && o.age_updates > 0 && !stateless) runs.push_back(nullptr);  // AGE
+  }
+  if (o.age_updates > 0 && !has_load) {
+    return Fail(
+        Status::InvalidArgument("--age: ages what LOAD loaded; put 'load' first in "
+                                "--workloads"));
+  }
+  for (const WorkloadSpec* wp : runs) {
+    const bool age = wp == nullptr;
+    const WorkloadSpec& w = age ? (*workloads)[0] : *wp;
     StatusOr<RunResult> run = Status::Internal("not run");
-    if (w.is_load) {
+    if (age) {
+      ctx.threads = load_settings.threads;
+      run = load_runner.RunAge(o.age_updates);
+    } else if (w.is_load) {
       if (Status s = (*target)->Reset(); !s.ok()) return Fail(s);
       if (!stateless) std::filesystem::remove(StatePath(o), ec);
       ctx.threads = load_settings.threads;
@@ -299,9 +314,9 @@ int RunBench(const BenchOptions& o) {
     if (run->errors > 0) {
       exit_code = 1;
       std::fprintf(stderr, "grove-bench: %s: %llu operations failed; the first: %s\n",
-                   w.name.c_str(), static_cast<unsigned long long>(run->errors),
+                   age ? "age" : w.name.c_str(), static_cast<unsigned long long>(run->errors),
                    run->first_error.c_str());
-      if (w.is_load) {
+      if (w.is_load || age) {
         // Every later figure would measure a partial data set (reads of keys never loaded are
         // misses, and fast ones). No state is saved, so a later run without load refuses too.
         std::fprintf(stderr,

@@ -44,6 +44,7 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
   std::string warmup_ops;
   std::string cache_bytes;
   std::string insert_budget;
+  std::string age;
   std::string device_bytes;
   std::string load_method = "put";
   std::string direct_io = "true";
@@ -82,6 +83,10 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
   app.add_option("--load-method", load_method, "put, batch (atomic batches) or bulk (Db::BulkLoad)")
       ->check(CLI::IsMember({"put", "batch", "bulk"}))
       ->capture_default_str();
+  app.add_option("--age", age,
+                 "After LOAD, N uniform updates of loaded records in batches of --batch-size "
+                 "with --load-threads, then settle (reported as workload 'age'): the TreeLine "
+                 "paper's aged starting database");
   app.add_option("--batch-size", o.batch_size, "Entries per batch for --load-method batch")
       ->capture_default_str();
   app.add_option("--ops", ops, "Operations per phase (phases that do not set their own length)");
@@ -179,6 +184,9 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
     uint64_t v = 0;
     if (Status s = size(insert_budget, "--insert-budget", &v); !s.ok()) return fail(s);
     o.insert_budget = v;
+  }
+  if (!age.empty()) {
+    if (Status s = size(age, "--age", &o.age_updates); !s.ok()) return fail(s);
   }
   if (!device_bytes.empty()) {
     if (Status s = size(device_bytes, "--device-file-bytes", &o.target_options.device_file_bytes);

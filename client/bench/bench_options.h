@@ -31,6 +31,7 @@ struct BenchOptions {
   uint32_t load_threads = 0;  // 0: --threads
   LoadMethod load_method = LoadMethod::kPut;
   uint32_t batch_size = 1000;
+  uint64_t age_updates = 0;  // --age: uniform updates after LOAD (0: none)
   uint64_t ops = 0;
   double duration = 0;
   uint64_t warmup_ops = 0;

@@ -387,10 +387,10 @@ StatusOr<RunResult> Runner::RunWorkload(const WorkloadSpec& workload) {
   return run;
 }
 
-void Runner::RunLoadThreads(PhaseResult* result, Shared* shared) {
+void Runner::RunWriteThreads(uint64_t n, bool batched, uint64_t salt,
+                             const std::function<uint64_t(uint64_t, Rng&)>& pick,
+                             PhaseResult* result, Shared* shared) {
   const uint32_t threads = settings_.threads;
-  const uint64_t n = keys_->loaded();
-  const bool batched = settings_.load_method == LoadMethod::kBatch;
   const uint64_t step = batched ? std::max<uint32_t>(1, settings_.batch_size) : 1;
   std::atomic<uint64_t> next(0);
   std::vector<PhaseResult> per_thread(threads);
@@ -398,7 +398,7 @@ void Runner::RunLoadThreads(PhaseResult* result, Shared* shared) {
   const uint64_t start = NowNanos();
   for (uint32_t t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      Rng rng(settings_.seed * 6151 + t);
+      Rng rng(settings_.seed * 6151 + t + salt);
       Session* session = sessions_[t].get();
       OpStats& st = per_thread[t].per_op[static_cast<int>(OpType::kInsert)];
       std::vector<std::pair<std::string, std::string>> batch;
@@ -412,14 +412,15 @@ void Runner::RunLoadThreads(PhaseResult* result, Shared* shared) {
         if (batched) {
           batch.clear();
           for (uint64_t i = first; i < last; ++i) {
-            batch.emplace_back(EncodeKey(keys_->key(i)), std::string(values_->Next(rng)));
+            batch.emplace_back(EncodeKey(keys_->key(pick(i, rng))),
+                               std::string(values_->Next(rng)));
           }
           s = session->WriteBatch(batch);
         } else {
-          EncodeKey(keys_->key(first), key);
+          EncodeKey(keys_->key(pick(first, rng)), key);
           s = session->Write(Slice(key, 8), values_->Next(rng));
         }
-        // Batched loads record one latency per batch; counts stay per key.
+        // Batched writes record one latency per batch; counts stay per key.
         st.latency.Record(NowNanos() - t0);
         if (s.ok()) {
           st.ok += last - first;
@@ -490,24 +491,65 @@ StatusOr<RunResult> Runner::RunLoad() {
         phase.per_op[static_cast<int>(OpType::kInsert)].errors = 1;
       }
     } else {
-      RunLoadThreads(&phase, &shared);
+      RunWriteThreads(
+          keys_->loaded(), settings_.load_method == LoadMethod::kBatch, /*salt=*/0,
+          [](uint64_t i, Rng&) { return i; }, &phase, &shared);
     }
     shared.measuring.store(false);
     monitor.Stop();
     run.timeline = monitor.timeline();
   }
-  if (settings_.settle_after_load && shared.errors.load() == 0) {
+  GROVE_RETURN_IF_ERROR(FinishWriteRun(&shared, std::move(phase), &run));
+  return run;
+}
+
+StatusOr<RunResult> Runner::RunAge(uint64_t updates) {
+  RunResult run;
+  run.workload = "age";
+  run.is_load = true;
+  run.load_method = "batch";
+  run.description = "AGE: " + std::to_string(updates) + " uniform updates of loaded records";
+  run.distribution = "uniform";
+  ++run_counter_;
+  GROVE_RETURN_IF_ERROR(EnsureSessions());
+  GROVE_ASSIGN_OR_RETURN(run.before, target_->Stats());
+  Shared shared;
+  shared.label = "age";
+  PhaseResult phase;
+  phase.name = "age";
+  phase.distribution = "uniform";
+  const uint64_t loaded = keys_->loaded();
+  {
+    Monitor monitor(&shared, settings_.timeline_interval, settings_.progress, 1);
+    shared.phase_ops.store(updates);
+    shared.phase_start_ns.store(NowNanos());
+    shared.measuring.store(true);
+    if (loaded > 0) {
+      RunWriteThreads(
+          updates, /*batched=*/true, /*salt=*/7919 * run_counter_,
+          [loaded](uint64_t, Rng& rng) { return rng.Uniform(loaded); }, &phase, &shared);
+    }
+    shared.measuring.store(false);
+    monitor.Stop();
+    run.timeline = monitor.timeline();
+  }
+  GROVE_RETURN_IF_ERROR(FinishWriteRun(&shared, std::move(phase), &run));
+  return run;
+}
+
+Status Runner::FinishWriteRun(Shared* shared, PhaseResult phase, RunResult* run) {
+  if (settings_.settle_after_load && shared->errors.load() == 0) {
     const uint64_t t0 = NowNanos();
     GROVE_RETURN_IF_ERROR(target_->Settle());
-    run.settle_seconds = static_cast<double>(NowNanos() - t0) * 1e-9;
+    run->settle_seconds = static_cast<double>(NowNanos() - t0) * 1e-9;
   }
-  GROVE_ASSIGN_OR_RETURN(run.after, target_->Stats());
-  run.phases.push_back(phase);
-  run.total = phase;
-  run.total.name = "total";
-  run.errors = shared.errors.load();
-  run.first_error = shared.first_error;
-  return run;
+  GROVE_ASSIGN_OR_RETURN(run->after, target_->Stats());
+  run->phases.push_back(phase);
+  run->total = std::move(phase);
+  run->total.name = "total";
+  run->errors = shared->errors.load();
+  run->first_error = shared->first_error;
+  return Status::Ok();
 }
 
 }  // namespace grove::bench

@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "bench/distributions.h"
 #include "bench/histogram.h"
 #include "bench/key_space.h"
+#include "bench/rng.h"
 #include "bench/target.h"
 #include "bench/value_gen.h"
 #include "bench/workload.h"
@@ -100,6 +102,10 @@ class Runner {
 
   // Inserts keys [0, loaded) of the key space into the (reset) target.
   StatusOr<RunResult> RunLoad();
+  // Ages the loaded data (the TreeLine paper's protocol: every run starts from a database that
+  // took uniform updates after its load, so an LSM has several levels): `updates` overwrites of
+  // uniformly chosen loaded keys, in batches of batch_size, then the target settles.
+  StatusOr<RunResult> RunAge(uint64_t updates);
   // Runs the phases of `workload` (its distributions already overridden by the caller).
   StatusOr<RunResult> RunWorkload(const WorkloadSpec& workload);
 
@@ -110,7 +116,13 @@ class Runner {
 
   Status EnsureSessions();
   PhaseResult RunPhase(const PhaseSpec& phase, int phase_index, bool measured, Shared* shared);
-  void RunLoadThreads(PhaseResult* result, Shared* shared);
+  // Writes `n` records with the threads: the i-th is keys_->key(pick(i, rng)); batched: in
+  // batches of batch_size, else one Put each. `salt` varies the threads' random streams.
+  void RunWriteThreads(uint64_t n, bool batched, uint64_t salt,
+                       const std::function<uint64_t(uint64_t, Rng&)>& pick, PhaseResult* result,
+                       Shared* shared);
+  // Settles the target and fills the rest of `run` after the write threads of LOAD or AGE.
+  Status FinishWriteRun(Shared* shared, PhaseResult phase, RunResult* run);
   Status RunBulk(PhaseResult* result);
 
   Target* const target_;

@@ -259,7 +259,10 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
     if (idx != kNoFrame) return idx;
   }
   // CLOCK: a resident, clean, unpinned frame whose usage count has run down is the victim.
-  // Enough sweeps for any usage count.
+  // Enough sweeps for any usage count. A high-retention frame within its share is passed over,
+  // but remembered: when every other frame is pinned or dirty (the write room and the share
+  // together may cover the whole pool), it goes rather than the read or write failing.
+  uint32_t last_resort = kNoFrame;
   for (uint64_t step = 0; step < 7ull * num_frames_; ++step) {
     const uint32_t idx = clock_hand_;
     clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
@@ -281,13 +284,23 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
     // the share is a budget (the papers' "cache holding x% of the inner nodes").
     const bool high = f.high.load(std::memory_order_relaxed);
     const bool over_budget = high_count_.load(std::memory_order_relaxed) > high_limit_;
-    if (high && !over_budget) continue;
+    if (high && !over_budget) {
+      if (last_resort == kNoFrame) last_resort = idx;
+      continue;
+    }
     const uint8_t usage = f.usage.load(std::memory_order_relaxed);
     if (usage > 0 && !(high && over_budget)) {
       f.usage.store(usage - 1, std::memory_order_relaxed);
       continue;
     }
     if (TryEvictLocked(idx)) return idx;
+  }
+  if (last_resort != kNoFrame) {
+    Frame& f = frames_[last_resort];
+    if (f.state.load() == FrameState::kResident && f.pins.load() == 0 && !f.dirty.load() &&
+        !f.flushing.load() && TryEvictLocked(last_resort)) {
+      return last_resort;
+    }
   }
   return Status::ResourceExhausted(fmt::format(
       "buffer pool: all {} frames are pinned or dirty ({} dirty); raise cache_bytes or lower "

@@ -27,7 +27,10 @@ Status DbImpl::Close() {
   }
   if (bg_thread_.joinable()) bg_thread_.join();
   StopExpirySweeper();
+  // Writes are refused from here on, but the index may still run maintenance units: TreeLine
+  // writes its record cache's dirty records back, so the next open replays nothing.
   if (index_) index_->Shutdown();
+  maintenance_closed_ = true;
   Status s;
   if (failed_.load()) {
     MutexLock lock(&state_mu_);

@@ -119,6 +119,9 @@ class DbImpl final : public Db, private IndexServices {
   // --- writes (db_write.cc) ---
   Status CheckKey(Slice key, const char* field) const;
   Status CheckWritable() const;
+  // As CheckWritable, for maintenance units: they also run during Close until the index's
+  // Shutdown returns.
+  Status CheckMaintainable() const;
   // The dirty pages one operation may leave (WorstCaseWritePages for one entry), and what a
   // whole batch may: `total` for all of it, `first` and `largest` for single operations.
   uint64_t OpPages(WriteBatch::OpType type, Slice value) const;
@@ -268,6 +271,9 @@ class DbImpl final : public Db, private IndexServices {
   Status bg_error_ GUARDED_BY(state_mu_);
   std::atomic<bool> failed_{false};
   std::atomic<bool> closed_{false};
+  // Set once the index's Shutdown returned at close: until then, maintenance units still run
+  // (a variant moves what only memory holds into pages, so the next open replays nothing).
+  std::atomic<bool> maintenance_closed_{false};
   std::atomic<bool> recovering_{false};
   std::atomic<bool> opened_{false};  // recovery is done and the WAL is open
 

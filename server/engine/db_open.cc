@@ -66,6 +66,7 @@ DbImpl::~DbImpl() {
   if (bg_thread_.joinable()) bg_thread_.join();
   StopExpirySweeper();
   // The index first, while everything its background threads may still call is alive.
+  maintenance_closed_ = true;
   if (index_) index_->Shutdown();
   index_.reset();
 }

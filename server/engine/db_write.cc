@@ -27,6 +27,15 @@ Status DbImpl::CheckWritable() const {
   return Status::Ok();
 }
 
+Status DbImpl::CheckMaintainable() const {
+  if (maintenance_closed_.load()) return Status::Unavailable("database is closed");
+  if (failed_.load()) {
+    MutexLock lock(const_cast<Mutex*>(&state_mu_));
+    return bg_error_;
+  }
+  return Status::Ok();
+}
+
 void DbImpl::SetBackgroundError(const Status& s) {
   MutexLock lock(&state_mu_);
   if (bg_error_.ok()) {
@@ -418,7 +427,7 @@ void DbImpl::ReleaseCell(Slice cell) {
 }
 
 Status DbImpl::RunMaintenance(uint64_t pages, const std::function<Status(WriteRoom*)>& unit) {
-  GROVE_RETURN_IF_ERROR(CheckWritable());
+  GROVE_RETURN_IF_ERROR(CheckMaintainable());
   // Recovery replays the log single-handed; a unit starts once the Db is open.
   if (!opened_.load()) return Status::Unavailable("maintenance waits until the database is open");
   Room room(this);
@@ -428,7 +437,7 @@ Status DbImpl::RunMaintenance(uint64_t pages, const std::function<Status(WriteRo
   Status s;
   {
     GatePass pass(&gate_);
-    s = CheckWritable();
+    s = CheckMaintainable();
     if (s.ok()) s = unit(&room);
   }
   room.ReleaseAll();

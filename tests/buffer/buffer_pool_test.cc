@@ -555,6 +555,26 @@ TEST_P(BufferPoolTest, HighRetentionShareIsACap) {
   EXPECT_TRUE(pool_->IsResident(leaves[2]));
 }
 
+// The write room and the high-retention share may together cover the whole pool. When everything
+// else is dirty, a clean inner page within its share is evicted rather than a read failing.
+TEST_P(BufferPoolTest, AProtectedPageGoesWhenEveryOtherFrameIsDirty) {
+  MakePool(16, /*high_fraction=*/0.5);  // 8 frames for kHigh pages
+  const std::vector<PageId> inner = OnDiskPages(6);
+  const std::vector<PageId> leaf = OnDiskPages(1);
+  for (PageId id : inner) {
+    auto g = pool_->FetchRead(id, IoCause::kDemand, Retention::kHigh);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+  }
+  for (uint32_t i = 0; i < 10; ++i) NewFilledPage(i);
+  EXPECT_EQ(pool_->dirty_pages(), 10u);
+  auto read = pool_->FetchRead(leaf[0]);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  int resident = 0;
+  for (PageId id : inner) resident += pool_->IsResident(id) ? 1 : 0;
+  EXPECT_EQ(resident, 5) << "one protected page made room";
+  EXPECT_EQ(pool_->dirty_pages(), 10u) << "no dirty page was lost";
+}
+
 TEST_P(BufferPoolTest, TryFetchReadBacksOffFromAnExclusiveLatch) {
   const std::vector<PageId> ids = OnDiskPages(2);
   // Latches are held by another thread: a thread must not try-lock a latch it holds itself.

@@ -243,8 +243,11 @@ class Index {
   virtual void OnCheckpointDurable(uint64_t epoch) {}
   virtual void OnCheckpointAbandoned(uint64_t epoch) {}
 
-  // Stops the variant's background work; the engine calls it once, before its final checkpoint
-  // at close. Later calls to RunMaintenance fail with kUnavailable anyway.
+  // Stops the variant's background work. The engine calls it at close, after writes are refused
+  // and before its final checkpoint; maintenance units still run until it returns, so a variant
+  // that keeps writes only in memory moves them into pages here and the next open replays
+  // nothing. It may be called again (the Db's destructor does); RunMaintenance fails with
+  // kUnavailable once the first call returned.
   virtual void Shutdown() {}
 
   virtual Status Verify(IndexVerifier* verifier) = 0;

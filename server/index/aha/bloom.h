@@ -5,8 +5,9 @@
 // answer costs at most one page (the idea of blocked Bloom filters, Putze, Sanders and Singler,
 // 2007; RocksDB's format_version 5 filters block by cache line for the same reason).
 //
-//   hash h = Hash64(key); block = (h >> 32) % blocks; probes p_i = (lo + i * delta) mod bits,
-//   with lo = low 32 bits of h and delta = (lo >> 17) | (lo << 15) | 1 (double hashing).
+//   hash h = Hash64(key) (util/hash.h; part of the on-disk format); block = (h >> 32) % blocks;
+//   probes p_i = (lo + i * delta) mod bits, with lo = low 32 bits of h and
+//   delta = (lo >> 17) | (lo << 15) | 1 (double hashing).
 //
 // The number of probes is bits_per_key * ln 2, rounded, in [1, 30]: the false-positive rate at
 // 10 bits per key is about 1%.
@@ -16,14 +17,12 @@
 
 #include "grove/slice.h"
 
+#include "util/hash.h"
+
 namespace grove::aha {
 
 inline constexpr size_t kBloomBlockBytes = 4072;  // the body of a filter page
 inline constexpr uint64_t kBloomBlockBits = kBloomBlockBytes * 8;
-
-// A 64-bit hash of `key` (multiply-xorshift over 8-byte words, our own; good enough for filters
-// and stable across versions: it is part of the on-disk format).
-uint64_t Hash64(Slice key);
 
 int BloomProbes(double bits_per_key);
 // Filter blocks for `keys` keys at `bits_per_key` (0 when filters are off).

@@ -1,277 +1,467 @@
 #include "index/treeline/record_cache.h"
 
 #include <algorithm>
+#include <new>
 #include <utility>
+
+#include <fmt/format.h>
+
+#include "util/hash.h"
 
 namespace grove::treeline {
 
-uint32_t RecordCache::NewSlot() {
-  if (!free_.empty()) {
-    const uint32_t s = free_.back();
-    free_.pop_back();
-    return s;
+// One cached record. The key's bytes follow the struct in the same allocation.
+struct RecordCache::Entry {
+  uint64_t hash = 0;
+  SharedCell cell;  // empty for a tombstone
+  Lsn lsn = 0;
+  uint64_t version = 0;  // of the last write: tells a record written again from its copy
+  uint32_t slot = 0;     // in its shard's CLOCK ring
+  uint32_t key_size = 0;
+  uint8_t priority = 0;
+  bool tombstone = false;
+  bool dirty = false;
+  bool pinned = false;
+
+  Slice key() const { return Slice(reinterpret_cast<const char*>(this + 1), key_size); }
+
+  static Entry* New(uint64_t hash, Slice key) {
+    void* mem = ::operator new(sizeof(Entry) + key.size());
+    Entry* e = new (mem) Entry;
+    e->hash = hash;
+    e->key_size = static_cast<uint32_t>(key.size());
+    if (!key.empty()) std::memcpy(reinterpret_cast<char*>(e + 1), key.data(), key.size());
+    return e;
   }
-  slots_.emplace_back();
-  return static_cast<uint32_t>(slots_.size() - 1);
-}
-
-void RecordCache::Drop(uint32_t slot) {
-  Slot& s = slots_[slot];
-  if (s.dirty) dirty_by_lsn_.erase({s.lsn, slot});
-  bytes_ -= BytesOf(s);
-  index_.erase(s.key);
-  s = Slot();
-  --valid_;
-  free_.push_back(slot);
-}
-
-void RecordCache::SetDirty(uint32_t slot, Lsn lsn) {
-  Slot& s = slots_[slot];
-  if (s.dirty) dirty_by_lsn_.erase({s.lsn, slot});
-  s.dirty = true;
-  s.lsn = lsn;
-  s.version = ++next_version_;
-  dirty_by_lsn_.insert({lsn, slot});
-}
-
-void RecordCache::SetClean(uint32_t slot) {
-  Slot& s = slots_[slot];
-  if (s.dirty) dirty_by_lsn_.erase({s.lsn, slot});
-  s.dirty = false;
-}
-
-RecordCache::Lookup RecordCache::Get(Slice key) {
-  MutexLock lock(&mu_);
-  auto it = index_.find(std::string_view(key));
-  if (it == index_.end()) {
-    ++misses_;
-    return {};
+  static void Delete(Entry* e) {
+    e->~Entry();
+    ::operator delete(e);
   }
-  ++hits_;
-  Slot& s = slots_[it->second];
-  if (s.priority < o_.p_max) ++s.priority;
-  if (!s.cell) return {Kind::kTombstone, {}};
-  return {Kind::kValue, *s.cell};
-}
+};
 
-std::optional<std::string> RecordCache::Write(Slice key, std::optional<std::string> cell, Lsn lsn,
-                                              bool* was_value) {
-  MutexLock lock(&mu_);
-  std::optional<std::string> replaced;
-  auto it = index_.find(std::string_view(key));
-  if (was_value != nullptr) *was_value = it != index_.end() && slots_[it->second].cell.has_value();
-  if (it != index_.end()) {
-    const uint32_t slot = it->second;
-    Slot& s = slots_[slot];
-    if (s.dirty && s.pinned) {
-      // The pinned cell is on its way to new pages: it is theirs, or the reorganisation's to
-      // release when it is abandoned.
-      if (s.cell) orphans_.push_back(std::move(*s.cell));
-      s.pinned = false;
-    } else if (s.dirty) {
-      replaced = std::move(s.cell);
+struct RecordCache::Shard {
+  struct KeyOf {
+    Slice operator()(const Entry* e) const { return e->key(); }
+  };
+  alignas(64) mutable Mutex mu;
+  KeyTable<Entry, KeyOf> table GUARDED_BY(mu);
+  std::vector<Entry*> ring GUARDED_BY(mu);  // CLOCK slots; nullptr: free
+  std::vector<uint32_t> free_slots GUARDED_BY(mu);
+  size_t hand GUARDED_BY(mu) = 0;
+  uint64_t hits GUARDED_BY(mu) = 0, misses GUARDED_BY(mu) = 0;
+  uint64_t clean_evictions GUARDED_BY(mu) = 0, admissions GUARDED_BY(mu) = 0;
+  uint64_t admissions_dropped GUARDED_BY(mu) = 0;
+};
+
+RecordCache::RecordCache(const Options& options) : o_(options), shards_(new Shard[kShards]) {}
+
+RecordCache::~RecordCache() {
+  for (size_t i = 0; i < kShards; ++i) {
+    Shard& s = shards_[i];
+    MutexLock lock(&s.mu);
+    for (Entry* e : s.ring) {
+      if (e != nullptr) Entry::Delete(e);
     }
-    bytes_ -= BytesOf(s);
-    s.cell = std::move(cell);
-    bytes_ += BytesOf(s);
-    s.priority = std::max(s.priority, o_.p_mid);
-    SetDirty(slot, lsn);
-    return replaced;
   }
-  SetDirty(NewEntry(key, std::move(cell), o_.p_mid), lsn);
-  return std::nullopt;
 }
 
-int64_t RecordCache::Step() {
-  const size_t i = hand_++ % slots_.size();
-  Slot& s = slots_[i];
-  if (!s.valid) return -1;
-  if (s.priority > 0) {
-    --s.priority;
-    return -1;
-  }
-  return static_cast<int64_t>(i);
+RecordCache::Shard& RecordCache::ShardOf(uint64_t hash) const { return shards_[hash >> 58]; }
+
+RecordCache::Entry* RecordCache::FindLocked(const Shard& s, uint64_t hash, Slice key) const {
+  return s.table.Find(hash, key);
 }
 
-int64_t RecordCache::NextCandidate() {
-  if (valid_ == 0) return -1;
+RecordCache::Entry* RecordCache::NewEntryLocked(Shard& s, uint64_t hash, Slice key, SharedCell cell,
+                                                uint8_t priority) {
+  Entry* e = Entry::New(hash, key);
+  e->cell = std::move(cell);
+  e->priority = priority;
+  if (!s.free_slots.empty()) {
+    e->slot = s.free_slots.back();
+    s.free_slots.pop_back();
+  } else {
+    e->slot = static_cast<uint32_t>(s.ring.size());
+    s.ring.push_back(nullptr);
+  }
+  s.ring[e->slot] = e;
+  s.table.Insert(hash, e);
+  bytes_.fetch_add(BytesOf(key.size(), e->cell.size()), std::memory_order_relaxed);
+  return e;
+}
+
+void RecordCache::DropLocked(Shard& s, Entry* e) {
+  s.table.Erase(e->hash, e);
+  s.ring[e->slot] = nullptr;
+  s.free_slots.push_back(e->slot);
+  bytes_.fetch_sub(BytesOf(e->key_size, e->cell.size()), std::memory_order_relaxed);
+  Entry::Delete(e);
+}
+
+void RecordCache::SetDirtyLocked(Entry* e, Lsn lsn) {
+  if (e->dirty) {
+    dirty_by_lsn_.erase({e->lsn, e});
+  } else {
+    dirty_.emplace(e->key(), e);
+  }
+  e->dirty = true;
+  e->lsn = lsn;
+  e->version = ++next_version_;
+  dirty_by_lsn_.insert({lsn, e});
+}
+
+void RecordCache::SetCleanLocked(Entry* e) {
+  if (!e->dirty) return;
+  dirty_by_lsn_.erase({e->lsn, e});
+  dirty_.erase(e->key());
+  e->dirty = false;
+}
+
+RecordCache::Kind RecordCache::Get(Slice key, std::string* cell) {
+  const uint64_t h = Hash64(key);
+  Shard& s = ShardOf(h);
+  SharedCell ref;
+  {
+    MutexLock lock(&s.mu);
+    Entry* e = FindLocked(s, h, key);
+    if (e == nullptr) {
+      ++s.misses;
+      return Kind::kMiss;
+    }
+    ++s.hits;
+    if (e->priority < o_.p_max) ++e->priority;
+    if (e->tombstone) return Kind::kTombstone;
+    ref = e->cell;
+  }
+  cell->assign(ref.slice().data(), ref.size());
+  return Kind::kValue;
+}
+
+std::optional<std::string> RecordCache::Write(Slice key, std::optional<Slice> cell, Lsn lsn,
+                                              bool* was_value) {
+  const uint64_t h = Hash64(key);
+  SharedCell fresh = cell ? SharedCell::Make(*cell) : SharedCell();
+  SharedCell old;  // freed after the locks are gone (declared before them)
+  std::optional<std::string> replaced;
+  MutexLock dirty_lock(&dirty_mu_);
+  Shard& s = ShardOf(h);
+  MutexLock lock(&s.mu);
+  Entry* e = FindLocked(s, h, key);
+  if (was_value != nullptr) *was_value = e != nullptr && !e->tombstone;
+  if (e == nullptr) {
+    e = NewEntryLocked(s, h, key, std::move(fresh), o_.p_mid);
+    e->tombstone = !cell.has_value();
+    SetDirtyLocked(e, lsn);
+    return std::nullopt;
+  }
+  if (e->dirty && e->pinned) {
+    // The pinned cell is on its way to new pages: it is theirs, or the reorganisation's to
+    // release when it is abandoned.
+    if (!e->tombstone) orphans_.push_back(e->cell.ToString());
+    e->pinned = false;
+  } else if (e->dirty && !e->tombstone) {
+    replaced = e->cell.ToString();
+  }
+  bytes_.fetch_add(fresh.size(), std::memory_order_relaxed);
+  bytes_.fetch_sub(e->cell.size(), std::memory_order_relaxed);
+  old = std::move(e->cell);
+  e->cell = std::move(fresh);
+  e->tombstone = !cell.has_value();
+  e->priority = std::max(e->priority, o_.p_mid);
+  SetDirtyLocked(e, lsn);
+  return replaced;
+}
+
+RecordCache::Entry* RecordCache::StepLocked(Shard& s) {
+  if (s.ring.empty()) return nullptr;
+  if (s.hand >= s.ring.size()) s.hand = 0;
+  Entry* e = s.ring[s.hand++];
+  if (e == nullptr) return nullptr;
+  if (e->priority > 0) {
+    --e->priority;
+    return nullptr;
+  }
+  return e;
+}
+
+RecordCache::Entry* RecordCache::NextCandidateLocked(Shard& s) {
+  if (s.table.size() == 0) return nullptr;
   for (;;) {
-    if (const int64_t c = Step(); c >= 0) return c;
+    if (Entry* c = StepLocked(s); c != nullptr) return c;
   }
 }
 
-void RecordCache::EvictClean(uint32_t slot) {
-  Drop(slot);
-  ++clean_evictions_;
+RecordCache::Shard& RecordCache::NextShard() {
+  return shards_[shard_hand_.fetch_add(1, std::memory_order_relaxed) % kShards];
 }
 
-uint32_t RecordCache::NewEntry(Slice key, std::optional<std::string> cell, uint8_t priority) {
-  const uint32_t slot = NewSlot();
-  Slot& s = slots_[slot];
-  s.key.assign(key);
-  s.cell = std::move(cell);
-  s.valid = true;
-  s.priority = priority;
-  index_.emplace(s.key, slot);
-  bytes_ += BytesOf(s);
-  ++valid_;
-  return slot;
+bool RecordCache::LookAheadForClean() {
+  // The entries after a candidate in CLOCK order are spread over the shards the hand visits
+  // next: one step in each.
+  for (size_t k = 0; k < o_.lookahead; ++k) {
+    Shard& s = NextShard();
+    MutexLock lock(&s.mu);
+    Entry* e = StepLocked(s);
+    if (e != nullptr && !e->dirty) {
+      DropLocked(s, e);
+      ++s.clean_evictions;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> RecordCache::Evict() {
+  size_t idle = 0;  // shards visited in a row that had nothing to evict
+  while (bytes_.load(std::memory_order_relaxed) > o_.capacity_bytes) {
+    Shard& s = NextShard();
+    std::string dirty_key;
+    {
+      MutexLock lock(&s.mu);
+      Entry* c = NextCandidateLocked(s);
+      if (c == nullptr) {
+        if (++idle >= kShards) return std::nullopt;
+        continue;
+      }
+      idle = 0;
+      if (!c->dirty) {
+        DropLocked(s, c);
+        ++s.clean_evictions;
+        continue;
+      }
+      dirty_key.assign(c->key());
+    }
+    // A dirty candidate costs a write-back: look a little further for a clean one at 0.
+    if (LookAheadForClean()) continue;
+    dirty_evictions_.fetch_add(1, std::memory_order_relaxed);
+    return dirty_key;
+  }
+  return std::nullopt;
 }
 
 void RecordCache::AdmitClean(Slice key, Slice cell, uint8_t priority, uint64_t page,
                              uint64_t ticket) {
-  MutexLock lock(&mu_);
-  if (Ticket(page) != ticket || index_.count(std::string_view(key))) return;
-  const uint64_t need = key.size() + cell.size() + kEntryOverhead;
-  // Make room from clean entries only, with a bounded sweep.
-  for (size_t tries = 0; bytes_ + need > o_.capacity_bytes && tries < 2 * o_.lookahead; ++tries) {
-    const int64_t c = NextCandidate();
-    if (c < 0) break;
-    if (!slots_[c].dirty) EvictClean(static_cast<uint32_t>(c));
-  }
-  if (bytes_ + need > o_.capacity_bytes) return;
-  NewEntry(key, std::string(cell), priority);
-  ++admissions_;
-}
-
-std::optional<std::string> RecordCache::Evict() {
-  MutexLock lock(&mu_);
-  while (bytes_ > o_.capacity_bytes) {
-    const int64_t c = NextCandidate();
-    if (c < 0) return std::nullopt;
-    if (!slots_[c].dirty) {
-      EvictClean(static_cast<uint32_t>(c));
-      continue;
+  const uint64_t h = Hash64(key);
+  const uint64_t need = BytesOf(key.size(), cell.size());
+  const uint64_t slack = o_.capacity_bytes == 0 ? 0 : Slack();
+  if (need > o_.capacity_bytes + slack) return;
+  SharedCell fresh = SharedCell::Make(cell);
+  Shard& s = ShardOf(h);
+  MutexLock lock(&s.mu);
+  if (Ticket(page) != ticket || FindLocked(s, h, key) != nullptr) return;
+  // Room from this shard's clean entries, with a bounded sweep; dirty ones are the caller's
+  // eviction's to write back.
+  for (size_t tries = 0; bytes_.load(std::memory_order_relaxed) + need > o_.capacity_bytes &&
+                         tries < 2 * o_.lookahead;
+       ++tries) {
+    Entry* c = NextCandidateLocked(s);
+    if (c == nullptr) break;
+    if (!c->dirty) {
+      DropLocked(s, c);
+      ++s.clean_evictions;
     }
-    // A dirty candidate costs a write-back: look a little further for a clean one at 0.
-    bool evicted = false;
-    for (size_t k = 0; k < o_.lookahead && !evicted; ++k) {
-      const int64_t i = Step();
-      if (i >= 0 && !slots_[i].dirty) {
-        EvictClean(static_cast<uint32_t>(i));
-        evicted = true;
-      }
-    }
-    if (evicted) continue;
-    ++dirty_evictions_;
-    return slots_[c].key;
   }
-  return std::nullopt;
+  if (bytes_.load(std::memory_order_relaxed) + need > o_.capacity_bytes + slack) {
+    ++s.admissions_dropped;
+    return;
+  }
+  NewEntryLocked(s, h, key, std::move(fresh), priority);
+  ++s.admissions;
 }
 
 std::vector<RecordCache::DirtyRecord> RecordCache::DirtyInRangeLocked(Slice low,
                                                                       const std::string* high) {
   std::vector<DirtyRecord> out;
-  for (auto it = index_.lower_bound(std::string_view(low)); it != index_.end(); ++it) {
+  for (auto it = dirty_.lower_bound(low); it != dirty_.end(); ++it) {
     if (high != nullptr && it->first >= *high) break;
-    const Slot& s = slots_[it->second];
+    const Entry* e = it->second;
     // A pinned record is on its way to a reorganisation's new pages, which may already be in
     // the tree: writing it back there too would release the cell those pages hold.
-    if (s.dirty && !s.pinned) out.push_back({s.key, s.cell, s.lsn, s.version});
+    if (!e->pinned) out.push_back({std::string(e->key()), e->cell, e->lsn, e->version});
   }
+  writeback_offered_ += out.size();
   return out;
 }
 
 void RecordCache::MarkCleanLocked(const DirtyRecord& r) {
-  auto it = index_.find(r.key);
-  if (it == index_.end()) return;
-  Slot& s = slots_[it->second];
-  if (!s.dirty || s.version != r.version) return;  // written again since: still dirty
-  if (!s.cell) {
-    Drop(it->second);  // a tombstone that reached its page: nothing left to remember
-  } else {
-    SetClean(it->second);
-  }
+  auto it = dirty_.find(Slice(r.key));
+  if (it == dirty_.end()) return;
+  Entry* e = it->second;
+  if (e->version != r.version) return;  // written again since: still dirty
+  Shard& s = ShardOf(e->hash);
+  MutexLock lock(&s.mu);
+  SetCleanLocked(e);
+  // A tombstone that reached its page: nothing left to remember.
+  if (e->tombstone) DropLocked(s, e);
 }
 
 std::vector<RecordCache::DirtyRecord> RecordCache::PinRange(Slice low, const std::string* high,
                                                             uint64_t max_bytes) {
-  MutexLock lock(&mu_);
+  MutexLock lock(&dirty_mu_);
   std::vector<DirtyRecord> out;
   uint64_t bytes = 0;
-  for (auto it = index_.lower_bound(std::string_view(low)); it != index_.end(); ++it) {
+  for (auto it = dirty_.lower_bound(low); it != dirty_.end(); ++it) {
     if (high != nullptr && it->first >= *high) break;
-    Slot& s = slots_[it->second];
-    if (!s.dirty) continue;
-    bytes += s.key.size() + (s.cell ? s.cell->size() : 0) + 16;
+    Entry* e = it->second;
+    bytes += e->key_size + e->cell.size() + 16;
     if (bytes > max_bytes && !out.empty()) break;
-    s.pinned = true;
-    out.push_back({s.key, s.cell, s.lsn, s.version});
+    e->pinned = true;
+    out.push_back({std::string(e->key()), e->cell, e->lsn, e->version});
   }
   return out;
 }
 
 std::vector<std::string> RecordCache::Unpin(const std::vector<DirtyRecord>& pinned, bool applied) {
-  MutexLock lock(&mu_);
+  MutexLock lock(&dirty_mu_);
   if (applied) reorg_generation_.fetch_add(1, std::memory_order_acq_rel);
   for (const DirtyRecord& r : pinned) {
-    auto it = index_.find(r.key);
-    if (it == index_.end()) continue;
-    slots_[it->second].pinned = false;
+    auto it = dirty_.find(Slice(r.key));
+    if (it == dirty_.end()) continue;
+    it->second->pinned = false;
     if (applied) MarkCleanLocked(r);
   }
   return std::exchange(orphans_, {});
 }
 
-std::vector<RecordCache::Entry> RecordCache::Range(Slice low, const std::string* high) {
-  MutexLock lock(&mu_);
-  std::vector<Entry> out;
-  for (auto it = index_.lower_bound(std::string_view(low)); it != index_.end(); ++it) {
+std::vector<RecordCache::DirtyRecord> RecordCache::Range(Slice low, const std::string* high) {
+  MutexLock lock(&dirty_mu_);
+  std::vector<DirtyRecord> out;
+  for (auto it = dirty_.lower_bound(low); it != dirty_.end(); ++it) {
     if (high != nullptr && it->first >= *high) break;
-    const Slot& s = slots_[it->second];
-    out.push_back({s.key, s.cell});
+    const Entry* e = it->second;
+    out.push_back({std::string(e->key()), e->cell, e->lsn, e->version});
   }
   return out;
 }
 
 Lsn RecordCache::OldestDirtyLsn() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&dirty_mu_);
   return dirty_by_lsn_.empty() ? kMaxLsn : dirty_by_lsn_.begin()->first;
 }
 
 std::optional<std::string> RecordCache::OldestDirtyKey() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&dirty_mu_);
   if (dirty_by_lsn_.empty()) return std::nullopt;
-  return slots_[dirty_by_lsn_.begin()->second].key;
+  return std::string(dirty_by_lsn_.begin()->second->key());
+}
+
+std::optional<std::string> RecordCache::NextDirtyKey(Slice from) const {
+  MutexLock lock(&dirty_mu_);
+  for (auto it = dirty_.lower_bound(from); it != dirty_.end(); ++it) {
+    if (!it->second->pinned) return std::string(it->first);
+  }
+  return std::nullopt;
 }
 
 void RecordCache::DirtyCells(std::vector<std::string>* cells) const {
-  MutexLock lock(&mu_);
-  for (const auto& [lsn, slot] : dirty_by_lsn_) {
-    if (slots_[slot].cell) cells->push_back(*slots_[slot].cell);
+  MutexLock lock(&dirty_mu_);
+  for (const auto& [key, e] : dirty_) {
+    if (!e->tombstone) cells->push_back(e->cell.ToString());
   }
 }
 
 std::map<std::string, std::optional<std::string>> RecordCache::DirtySnapshot() const {
-  MutexLock lock(&mu_);
+  MutexLock lock(&dirty_mu_);
   std::map<std::string, std::optional<std::string>> out;
-  for (const auto& [lsn, slot] : dirty_by_lsn_) out.emplace(slots_[slot].key, slots_[slot].cell);
+  for (const auto& [key, e] : dirty_) {
+    out.emplace(std::string(key),
+                e->tombstone ? std::nullopt : std::optional<std::string>(e->cell.ToString()));
+  }
   return out;
 }
 
-RecordCache::Stats RecordCache::GetStats() const {
-  MutexLock lock(&mu_);
-  Stats s;
-  s.entries = valid_;
-  s.dirty = dirty_by_lsn_.size();
-  s.bytes = bytes_;
-  s.capacity_bytes = o_.capacity_bytes;
-  s.hits = hits_;
-  s.misses = misses_;
-  s.clean_evictions = clean_evictions_;
-  s.dirty_evictions = dirty_evictions_;
-  s.admissions = admissions_;
-  return s;
+std::vector<std::string> RecordCache::CheckConsistency() const {
+  std::vector<std::string> problems;
+  MutexLock dirty_lock(&dirty_mu_);
+  uint64_t bytes = 0, dirty = 0;
+  for (size_t i = 0; i < kShards; ++i) {
+    const Shard& s = shards_[i];
+    MutexLock lock(&s.mu);
+    uint64_t in_ring = 0;
+    for (size_t slot = 0; slot < s.ring.size(); ++slot) {
+      const Entry* e = s.ring[slot];
+      if (e == nullptr) continue;
+      ++in_ring;
+      if (e->slot != slot) {
+        problems.push_back(
+            fmt::format("record cache: shard {} slot {} holds an entry that says "
+                        "slot {}",
+                        i, slot, e->slot));
+      }
+      if ((e->hash >> 58) != i || e->hash != Hash64(e->key()) ||
+          s.table.Find(e->hash, e->key()) != e) {
+        problems.push_back(
+            fmt::format("record cache: shard {} slot {}: the entry is not where "
+                        "its key's hash puts it",
+                        i, slot));
+      }
+      bytes += BytesOf(e->key_size, e->cell.size());
+      if (e->tombstone && !e->dirty) {
+        problems.push_back(fmt::format("record cache: shard {}: a clean tombstone", i));
+      }
+      if (e->tombstone == static_cast<bool>(e->cell)) {
+        problems.push_back(
+            fmt::format("record cache: shard {}: an entry whose cell disagrees "
+                        "with its tombstone mark",
+                        i));
+      }
+      if (e->dirty) {
+        ++dirty;
+        auto it = dirty_.find(e->key());
+        if (it == dirty_.end() || it->second != e) {
+          problems.push_back(fmt::format(
+              "record cache: shard {}: a dirty entry missing from the ordered index", i));
+        } else if (dirty_by_lsn_.count({e->lsn, const_cast<Entry*>(e)}) == 0) {
+          problems.push_back(
+              fmt::format("record cache: shard {}: a dirty entry missing from the LSN index", i));
+        }
+      }
+    }
+    if (in_ring != s.table.size()) {
+      problems.push_back(
+          fmt::format("record cache: shard {} has {} entries in its ring and {} "
+                      "in its table",
+                      i, in_ring, s.table.size()));
+    }
+  }
+  if (bytes != bytes_.load()) {
+    problems.push_back(
+        fmt::format("record cache: counts {} bytes, its entries hold {}", bytes_.load(), bytes));
+  }
+  if (dirty != dirty_.size() || dirty != dirty_by_lsn_.size()) {
+    problems.push_back(
+        fmt::format("record cache: {} dirty entries, the ordered index has {} and "
+                    "the LSN index {}",
+                    dirty, dirty_.size(), dirty_by_lsn_.size()));
+  }
+  return problems;
 }
 
-uint64_t RecordCache::Excess() const {
-  MutexLock lock(&mu_);
-  return bytes_ > o_.capacity_bytes ? bytes_ - o_.capacity_bytes : 0;
+RecordCache::Stats RecordCache::GetStats() const {
+  Stats st;
+  {
+    MutexLock lock(&dirty_mu_);
+    st.dirty = dirty_.size();
+    st.writeback_offered = writeback_offered_;
+  }
+  for (size_t i = 0; i < kShards; ++i) {
+    const Shard& s = shards_[i];
+    MutexLock lock(&s.mu);
+    st.entries += s.table.size();
+    st.hits += s.hits;
+    st.misses += s.misses;
+    st.clean_evictions += s.clean_evictions;
+    st.admissions += s.admissions;
+    st.admissions_dropped += s.admissions_dropped;
+  }
+  st.bytes = bytes_.load();
+  st.capacity_bytes = o_.capacity_bytes;
+  st.dirty_evictions = dirty_evictions_.load();
+  return st;
 }
 
 uint64_t RecordCache::dirty_entries() const {
-  MutexLock lock(&mu_);
-  return dirty_by_lsn_.size();
+  MutexLock lock(&dirty_mu_);
+  return dirty_.size();
 }
 
 }  // namespace grove::treeline

@@ -8,14 +8,31 @@
 //   * Priorities 0..p_max (7; p_mid = 4): writes and read misses enter at p_mid, an access adds
 //     one, CLOCK's hand takes one per pass and evicts at 0. A dirty candidate costs a write-back,
 //     so the hand first looks up to `lookahead` (32) entries further for a clean one at 0.
+//   * Every read miss is admitted (AdmitClean): clean entries make room at once; when only dirty
+//     ones are left, the cache goes over capacity and the caller's eviction writes dirty victims
+//     back (Evict names them). Admissions stop only when the excess passes a slack of
+//     capacity/16 + 64 KiB, which a stuck write-back (a full disk) would otherwise let grow.
 //   * Optional optimistic admission: the other records of a page a read fetched, at priority 1.
-//   * An ordered index over the cached keys serves scans and finds the dirty records of a page.
 //   * Capacity is in bytes: key, cell and 96 bytes of bookkeeping per entry (the paper's figure).
 //   * Dirty entries carry the LSN of their write; the oldest bounds the WAL's redo point.
 //
 // Entries: a key maps to a cell, or to a tombstone (a delete that has not reached its page yet).
-// A clean entry equals what its page holds; a clean tombstone is never kept.
+// A clean entry equals what its page holds; a clean tombstone is never kept. So only dirty
+// entries matter to scans (Range) and write-backs: the ordered index holds dirty entries alone.
 //
+// Layout (why: point lookups must not pay for order, and must not wait for each other):
+//
+//   shards_[64], by Hash64(key)          dirty_: ordered map key -> Entry* (dirty entries only)
+//   +---------------------------+        dirty_by_lsn_: (LSN, Entry*) of the same entries
+//   | mu | KeyTable (hash->Entry)|        both under dirty_mu_
+//   |    | ring: CLOCK slots     |
+//   |    | hand, counters        |        bytes_: the sum over every entry (atomic)
+//   +---------------------------+
+//
+//   * A Get locks one shard, finds the entry in the shard's hash table, bumps its priority and
+//     takes a reference to its cell (SharedCell); the bytes are copied after the lock is gone.
+//   * Eviction visits shards round-robin (an atomic shard hand) and runs that shard's CLOCK; the
+//     byte budget is global.
 //   * Pins (reorganisation): a reorganisation copies the dirty records of its range onto new
 //     pages before it swaps them in. A write that replaces a pinned record's cell meanwhile does
 //     not hand that cell back (the new pages reference it); the cache keeps it until the
@@ -26,8 +43,12 @@
 //     reorganisations bump a generation (per base page, hashed, and one for reorganisations)
 //     before they clean records; an admission whose ticket is no longer current is dropped.
 //
-// Thread safety: every method is safe for concurrent use (one mutex; the caller's page latches
-// are taken before it, never while holding it).
+// Thread safety: every method is safe for concurrent use. Lock order: (the caller's page
+// latches) -> dirty_mu_ -> one shard's mu (CheckConsistency alone takes every shard, in index
+// order). Entry fields: `cell`, `tombstone`, `dirty`, `lsn` and `version` change only with both
+// dirty_mu_ and the entry's shard held, so either lock reads them; `pinned` belongs to dirty_mu_,
+// `priority` and `slot` to the shard. A dirty entry is freed only under dirty_mu_, so a pointer to
+// it found under dirty_mu_ stays valid while dirty_mu_ is held.
 
 #include <atomic>
 #include <cstdint>
@@ -36,11 +57,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grove/index.h"
 #include "grove/slice.h"
 
+#include "index/treeline/key_table.h"
+#include "index/treeline/shared_cell.h"
 #include "util/mutex.h"
 
 namespace grove::treeline {
@@ -54,22 +78,23 @@ class RecordCache {
     size_t lookahead = 32;
   };
   static constexpr size_t kEntryOverhead = 96;
+  static constexpr size_t kShards = 64;
 
-  explicit RecordCache(const Options& options) : o_(options) {}
+  explicit RecordCache(const Options& options);
+  ~RecordCache();
+  RecordCache(const RecordCache&) = delete;
+  RecordCache& operator=(const RecordCache&) = delete;
 
   enum class Kind { kMiss, kValue, kTombstone };
-  struct Lookup {
-    Kind kind = Kind::kMiss;
-    std::string cell;
-  };
-  Lookup Get(Slice key) EXCLUDES(mu_);
+  // kValue: *cell holds the newest version. Copies the cell outside any lock.
+  Kind Get(Slice key, std::string* cell);
 
   // A write (cell) or a delete (nullopt), dirty, at `lsn`. Returns the cell it replaced when that
   // cell lived only here (a dirty entry's): nobody else references it, the caller frees it. A
   // clean entry's cell is on its page, which releases it when the write reaches the page.
   // *was_value (optional) says whether the key was cached with a value (an update, not an insert).
-  std::optional<std::string> Write(Slice key, std::optional<std::string> cell, Lsn lsn,
-                                   bool* was_value = nullptr) EXCLUDES(mu_);
+  std::optional<std::string> Write(Slice key, std::optional<Slice> cell, Lsn lsn,
+                                   bool* was_value = nullptr) EXCLUDES(dirty_mu_);
 
   // The generation of base page `page`, read while the page is latched.
   uint64_t Ticket(uint64_t page) const {
@@ -77,33 +102,34 @@ class RecordCache {
            reorg_generation_.load(std::memory_order_acquire);
   }
   // Admits a record read from base page `page` (or its overflow page) under `ticket`, clean, at
-  // `priority`, when it fits or clean entries can make room (a read never writes back). Does
-  // nothing when the key is cached or the ticket is stale.
-  void AdmitClean(Slice key, Slice cell, uint8_t priority, uint64_t page, uint64_t ticket)
-      EXCLUDES(mu_);
+  // `priority`. Clean entries of its shard make room; past that the cache may go over capacity
+  // by the slack (the caller's eviction brings it back). Does nothing when the key is cached or
+  // the ticket is stale.
+  void AdmitClean(Slice key, Slice cell, uint8_t priority, uint64_t page, uint64_t ticket);
 
   // Evicts until the cache fits its capacity. Clean victims go at once; when the hand must stop
   // at a dirty one, returns its key: the caller writes its page back (which cleans it) and calls
   // again. nullopt: the cache fits.
-  std::optional<std::string> Evict() EXCLUDES(mu_);
+  std::optional<std::string> Evict();
 
   struct DirtyRecord {
     std::string key;
-    std::optional<std::string> cell;  // nullopt: a tombstone
+    SharedCell cell;  // empty: a tombstone
     Lsn lsn = 0;
     uint64_t version = 0;  // the write's (a batch's writes share one LSN)
+    bool tombstone() const { return !cell; }
   };
   // Runs `apply` on the dirty records with keys in [low, high) (no `high`: to the end) that are
-  // not pinned (a reorganisation is taking those to its new pages), ascending,
-  // under the cache's mutex, so that no write can change them meanwhile (a write that replaced a
-  // dirty cell would free it while its page takes it). `apply` returns how many of them (a
-  // prefix) reached their page; those become clean, and tombstones leave the cache.
+  // not pinned (a reorganisation is taking those to its new pages), ascending, under dirty_mu_,
+  // so that no write can change them meanwhile (a write that replaced a dirty cell would free it
+  // while its page takes it). `apply` returns how many of them (a prefix) reached their page;
+  // those become clean, and tombstones leave the cache. At most `max_records` are offered.
   // REQUIRES: the caller holds the pages `apply` writes (page latches come before the cache).
   // `page` is the base page written (its read tickets go stale).
   template <typename Fn>
   size_t WriteBackRange(Slice low, const std::string* high, uint64_t page, Fn&& apply)
-      EXCLUDES(mu_) {
-    MutexLock lock(&mu_);
+      EXCLUDES(dirty_mu_) {
+    MutexLock lock(&dirty_mu_);
     std::vector<DirtyRecord> dirty = DirtyInRangeLocked(low, high);
     const size_t done = apply(dirty);
     if (done > 0) generations_[page % kGenerations].fetch_add(1, std::memory_order_acq_rel);
@@ -115,83 +141,88 @@ class RecordCache {
   // key order while their keys and cells come to at most `max_bytes` (16 bytes more each, for a
   // slot), and always the first one. The rest stay dirty and reach their pages later.
   std::vector<DirtyRecord> PinRange(Slice low, const std::string* high, uint64_t max_bytes)
-      EXCLUDES(mu_);
+      EXCLUDES(dirty_mu_);
   // Ends the pins of PinRange's `pinned`. applied: the records reached new pages; those not
   // written since become clean (tombstones leave). Returns the cells of pinned records replaced
   // meanwhile: when !applied the caller releases them; when applied they are on the new pages.
   std::vector<std::string> Unpin(const std::vector<DirtyRecord>& pinned, bool applied)
-      EXCLUDES(mu_);
+      EXCLUDES(dirty_mu_);
 
-  struct Entry {
-    std::string key;
-    std::optional<std::string> cell;  // nullopt: a tombstone
-  };
-  // Every entry with a key in [low, high), ascending (scans merge them over the pages').
-  std::vector<Entry> Range(Slice low, const std::string* high) EXCLUDES(mu_);
+  // The dirty entries with a key in [low, high), ascending (scans merge them over the pages'
+  // records: clean entries equal what the pages hold).
+  std::vector<DirtyRecord> Range(Slice low, const std::string* high) EXCLUDES(dirty_mu_);
 
   // The oldest dirty entry's LSN (kMaxLsn when none) and its key.
-  Lsn OldestDirtyLsn() const EXCLUDES(mu_);
-  std::optional<std::string> OldestDirtyKey() const EXCLUDES(mu_);
+  Lsn OldestDirtyLsn() const EXCLUDES(dirty_mu_);
+  std::optional<std::string> OldestDirtyKey() const EXCLUDES(dirty_mu_);
+  // The first dirty key at or after `from` that is not pinned (a shutdown's sweep in key order).
+  std::optional<std::string> NextDirtyKey(Slice from) const EXCLUDES(dirty_mu_);
   // Appends the cells of dirty entries (tombstones have none).
-  void DirtyCells(std::vector<std::string>* cells) const EXCLUDES(mu_);
+  void DirtyCells(std::vector<std::string>* cells) const EXCLUDES(dirty_mu_);
   // Every dirty entry (Verify).
-  std::map<std::string, std::optional<std::string>> DirtySnapshot() const EXCLUDES(mu_);
+  std::map<std::string, std::optional<std::string>> DirtySnapshot() const EXCLUDES(dirty_mu_);
+
+  // Checks the bookkeeping against the entries: bytes_ equals the sum over live entries, the
+  // ordered index holds exactly the dirty entries, every entry sits in its shard's table and
+  // CLOCK ring. Returns one line per problem (none: consistent). Quiescent callers (Verify).
+  std::vector<std::string> CheckConsistency() const EXCLUDES(dirty_mu_);
 
   struct Stats {
     uint64_t entries = 0, dirty = 0, bytes = 0, capacity_bytes = 0;
     uint64_t hits = 0, misses = 0, clean_evictions = 0, dirty_evictions = 0, admissions = 0;
+    uint64_t admissions_dropped = 0;  // misses not admitted: over capacity by the slack
+    uint64_t writeback_offered = 0;   // dirty records handed to write-backs
   };
-  Stats GetStats() const EXCLUDES(mu_);
+  Stats GetStats() const EXCLUDES(dirty_mu_);
   uint64_t capacity_bytes() const { return o_.capacity_bytes; }
   uint8_t mid_priority() const { return o_.p_mid; }
   // Bytes above capacity (eviction pending).
-  uint64_t Excess() const EXCLUDES(mu_);
-  uint64_t dirty_entries() const EXCLUDES(mu_);
+  uint64_t Excess() const {
+    const uint64_t b = bytes_.load(std::memory_order_relaxed);
+    return b > o_.capacity_bytes ? b - o_.capacity_bytes : 0;
+  }
+  uint64_t dirty_entries() const EXCLUDES(dirty_mu_);
 
  private:
-  struct Slot {
-    std::string key;
-    std::optional<std::string> cell;
-    Lsn lsn = 0;
-    uint64_t version = 0;  // of the last write: tells a record written again from its copy
-    bool dirty = false;
-    bool valid = false;
-    bool pinned = false;
-    uint8_t priority = 0;
-  };
+  struct Entry;
+  struct Shard;
   static constexpr size_t kGenerations = 4096;
-  static uint64_t BytesOf(const Slot& s) {
-    return s.key.size() + (s.cell ? s.cell->size() : 0) + kEntryOverhead;
-  }
-  std::vector<DirtyRecord> DirtyInRangeLocked(Slice low, const std::string* high) REQUIRES(mu_);
-  void MarkCleanLocked(const DirtyRecord& r) REQUIRES(mu_);
-  uint32_t NewSlot() REQUIRES(mu_);
-  void Drop(uint32_t slot) REQUIRES(mu_);
-  void SetDirty(uint32_t slot, Lsn lsn) REQUIRES(mu_);
-  void SetClean(uint32_t slot) REQUIRES(mu_);
-  // Moves the hand one slot: that slot when it is valid at priority 0, else -1 (a valid slot
+
+  static uint64_t BytesOf(size_t key, size_t cell) { return key + cell + kEntryOverhead; }
+  Shard& ShardOf(uint64_t hash) const;
+  // Finds `key`'s entry in `s` (nullptr: not cached). REQUIRES: s.mu held.
+  Entry* FindLocked(const Shard& s, uint64_t hash, Slice key) const;
+  Entry* NewEntryLocked(Shard& s, uint64_t hash, Slice key, SharedCell cell, uint8_t priority);
+  void DropLocked(Shard& s, Entry* e);
+  // Moves the shard's hand one slot: that entry when it is at priority 0, else nullptr (an entry
   // above 0 loses one priority).
-  int64_t Step() REQUIRES(mu_);
-  // Steps until a slot at 0; -1 when the cache is empty.
-  int64_t NextCandidate() REQUIRES(mu_);
-  void EvictClean(uint32_t slot) REQUIRES(mu_);
-  // A new entry, clean (the caller marks it dirty).
-  uint32_t NewEntry(Slice key, std::optional<std::string> cell, uint8_t priority) REQUIRES(mu_);
+  Entry* StepLocked(Shard& s);
+  // Steps until an entry at 0; nullptr when the shard is empty.
+  Entry* NextCandidateLocked(Shard& s);
+  // The shard the eviction hand visits next.
+  Shard& NextShard();
+  // Up to `lookahead` CLOCK steps over the next shards; drops the first clean entry at 0 found.
+  bool LookAheadForClean();
+  std::vector<DirtyRecord> DirtyInRangeLocked(Slice low, const std::string* high)
+      REQUIRES(dirty_mu_);
+  void MarkCleanLocked(const DirtyRecord& r) REQUIRES(dirty_mu_);
+  void SetDirtyLocked(Entry* e, Lsn lsn) REQUIRES(dirty_mu_);
+  void SetCleanLocked(Entry* e) REQUIRES(dirty_mu_);
+  uint64_t Slack() const { return o_.capacity_bytes / 16 + (64u << 10); }
 
   const Options o_;
-  mutable Mutex mu_;
-  std::vector<Slot> slots_ GUARDED_BY(mu_);
-  std::vector<uint32_t> free_ GUARDED_BY(mu_);
-  std::map<std::string, uint32_t, std::less<>> index_ GUARDED_BY(mu_);
-  std::set<std::pair<Lsn, uint32_t>> dirty_by_lsn_ GUARDED_BY(mu_);
-  size_t hand_ GUARDED_BY(mu_) = 0;
-  uint64_t bytes_ GUARDED_BY(mu_) = 0;
-  uint64_t valid_ GUARDED_BY(mu_) = 0;
-  uint64_t hits_ GUARDED_BY(mu_) = 0, misses_ GUARDED_BY(mu_) = 0;
-  uint64_t clean_evictions_ GUARDED_BY(mu_) = 0, dirty_evictions_ GUARDED_BY(mu_) = 0;
-  uint64_t admissions_ GUARDED_BY(mu_) = 0;
-  uint64_t next_version_ GUARDED_BY(mu_) = 0;
-  std::vector<std::string> orphans_ GUARDED_BY(mu_);  // replaced cells of pinned records
+  std::unique_ptr<Shard[]> shards_;
+  std::atomic<uint64_t> shard_hand_{0};
+  std::atomic<uint64_t> bytes_{0};
+
+  mutable Mutex dirty_mu_;
+  std::map<std::string_view, Entry*, std::less<>> dirty_ GUARDED_BY(dirty_mu_);
+  std::set<std::pair<Lsn, Entry*>> dirty_by_lsn_ GUARDED_BY(dirty_mu_);
+  uint64_t next_version_ GUARDED_BY(dirty_mu_) = 0;
+  uint64_t writeback_offered_ GUARDED_BY(dirty_mu_) = 0;
+  std::vector<std::string> orphans_ GUARDED_BY(dirty_mu_);  // replaced cells of pinned records
+  std::atomic<uint64_t> dirty_evictions_{0};
+
   std::unique_ptr<std::atomic<uint64_t>[]> generations_ {
     new std::atomic<uint64_t>[ kGenerations ]()
   };

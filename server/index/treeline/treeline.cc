@@ -44,7 +44,7 @@ StatusOr<Config> ParseConfig(const ParamMap& params) {
                          ParseDoubleParam(params, "forecast_future_epochs", 0.0, 1000.0));
   GROVE_ASSIGN_OR_RETURN(const uint64_t radius, ParseUintParam(params, "radius", 0, 64));
   c.radius = static_cast<int>(radius);
-  GROVE_ASSIGN_OR_RETURN(c.pool_share, ParseDoubleParam(params, "buffer_pool_share", 0.05, 1.0));
+  GROVE_ASSIGN_OR_RETURN(c.pool_share, ParseDoubleParam(params, "buffer_pool_share", 0.01, 1.0));
   return c;
 }
 
@@ -117,7 +117,7 @@ VariantSpec TreeLine::Spec() {
       {"radius", "5", false, "neighbouring segments a reorganisation may take on each side (r)"},
       {"buffer_pool_share", "0.25", false,
        "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes); the "
-       "rest is the record cache (0.05..1)"},
+       "rest is the record cache (0.01..1)"},
   };
   spec.page_types = {{static_cast<uint16_t>(treeline::kDataPage), "treeline page"}};
   spec.create = &TreeLine::Create;
@@ -269,6 +269,8 @@ IndexStats TreeLine::GetStats() {
   x["cache_clean_evictions_total"] = static_cast<double>(c.clean_evictions);
   x["cache_dirty_evictions_total"] = static_cast<double>(c.dirty_evictions);
   x["cache_admissions_total"] = static_cast<double>(c.admissions);
+  x["cache_admissions_dropped_total"] = static_cast<double>(c.admissions_dropped);
+  x["writeback_offered_records_total"] = static_cast<double>(c.writeback_offered);
   x["writebacks_total"] = static_cast<double>(writebacks_.load());
   x["writeback_records_total"] = static_cast<double>(writeback_records_.load());
   x["records_per_writeback"] =
@@ -284,32 +286,95 @@ IndexStats TreeLine::GetStats() {
   return s;
 }
 
-bool TreeLine::Busy(PageId segment) const {
+bool TreeLine::Waiting(PageId segment) const {
   MutexLock lock(&state_mu_);
-  return busy_.count(segment) > 0;
+  return busy_.count(segment) > 0 || queued_.count(segment) > 0;
 }
 
-void TreeLine::Shutdown() { bg_.Stop(); }
+void TreeLine::Shutdown() {
+  bg_.Stop();
+  if (cfg_.cache || cache_.dirty_entries() > 0) WriteBackAll();
+}
+
+void TreeLine::WriteBackAll() {
+  // Sweeps in key order (neighbouring pages are written back one after another); a full segment
+  // is skipped and queued, and its reorganisation runs between units (it is a unit of its own).
+  // A few sweeps at most: each finds only what the sweep before had to skip.
+  for (int sweep = 0; sweep < 8 && cache_.dirty_entries() > 0; ++sweep) {
+    std::string from;
+    bool end = false;
+    while (!end) {
+      Status s = ctx_.services->RunMaintenance(16, [&](WriteRoom* room) -> Status {
+        uint64_t prepaid = 0;
+        for (int n = 0; n < 256; ++n) {
+          std::optional<std::string> key = cache_.NextDirtyKey(from);
+          if (!key) {
+            end = true;
+            return Status::Ok();
+          }
+          GROVE_ASSIGN_OR_RETURN(const WriteBackResult r, WriteBack(*key, room, &prepaid));
+          if (r == WriteBackResult::kNoRoom) return Status::Ok();  // the next unit
+          // Done: the page's records are clean. Busy or full: they wait for the reorganisation.
+          from = std::move(*key);
+          from.push_back('\0');
+        }
+        return Status::Ok();
+      });
+      if (!s.ok()) {
+        if (!s.IsUnavailable()) NoteBackgroundError("write-back at shutdown", s);
+        return;
+      }
+    }
+    if (RunQueuedReorganisations() != ReorgResult::kDone) return;
+  }
+}
 
 bool TreeLine::BackgroundRound() {
   // Full segments first: their records wait in the cache until they are reorganised. After a
   // failure, reorganisations pause for a while (the queue keeps filling meanwhile).
-  std::vector<ReorgTask> tasks;
   if (NowNanos() >= reorg_pause_until_ns_) {
-    MutexLock lock(&state_mu_);
-    tasks.swap(reorg_queue_);
-    queued_.clear();
-  }
-  for (const ReorgTask& task : tasks) {
-    if (!RunReorganisation(task)) {
-      reorg_pause_until_ns_ = NowNanos() + kReorganisationPauseNanos;
-      break;
+    switch (RunQueuedReorganisations()) {
+      case ReorgResult::kDone:
+        break;
+      case ReorgResult::kLater:
+        return false;  // recovery is still replaying the log: nothing else can run either
+      case ReorgResult::kFailed:
+        reorg_pause_until_ns_ = NowNanos() + kReorganisationPauseNanos;
+        break;
     }
   }
   return FlushRound() && cache_.Excess() > 0;  // more to do at once
 }
 
-bool TreeLine::RunReorganisation(const ReorgTask& task) {
+TreeLine::ReorgResult TreeLine::RunQueuedReorganisations() {
+  std::vector<ReorgTask> tasks;
+  {
+    MutexLock lock(&state_mu_);
+    tasks.swap(reorg_queue_);
+  }
+  // A segment stays in queued_ (write-backs leave it alone) until its reorganisation ran: were it
+  // dropped when taken from the queue, every write-back in between would offer it its range's
+  // whole backlog again.
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const ReorgResult r = RunReorganisation(tasks[i]);
+    MutexLock lock(&state_mu_);
+    if (r == ReorgResult::kLater) {
+      // No unit can run yet (recovery) or any more (closing): the rest wait, still queued.
+      reorg_queue_.insert(reorg_queue_.end(), tasks.begin() + static_cast<std::ptrdiff_t>(i),
+                          tasks.end());
+      return r;
+    }
+    queued_.erase(tasks[i].segment);
+    if (r == ReorgResult::kFailed) {
+      // After a failure the rest are dropped; write-backs that find them full queue them again.
+      for (size_t j = i + 1; j < tasks.size(); ++j) queued_.erase(tasks[j].segment);
+      return r;
+    }
+  }
+  return ReorgResult::kDone;
+}
+
+TreeLine::ReorgResult TreeLine::RunReorganisation(const ReorgTask& task) {
   // The unit's room starts at one full segment's worth and grows as the reorganisation learns
   // what it needs; when even waiting cannot give that much, the segment is rebuilt alone.
   constexpr uint64_t kInitialPages = 2 * treeline::kMaxSegmentPages + 8;
@@ -319,10 +384,11 @@ bool TreeLine::RunReorganisation(const ReorgTask& task) {
     const uint64_t asked = need;
     Status s = ctx_.services->RunMaintenance(
         asked, [&](WriteRoom* room) { return Reorganise(task, radius, room, &need); });
-    if (s.ok() || s.IsUnavailable()) return true;  // done, or closing / fail-stopped
+    if (s.ok()) return ReorgResult::kDone;
+    if (s.IsUnavailable()) return ReorgResult::kLater;  // not open yet, closing, fail-stopped
     if (!s.IsResourceExhausted()) {
       NoteBackgroundError("reorganisation", s);
-      return false;
+      return ReorgResult::kFailed;
     }
     if (need <= asked) {  // even `asked` can never be had: rebuild the segment alone
       if (radius == 0) break;
@@ -332,7 +398,7 @@ bool TreeLine::RunReorganisation(const ReorgTask& task) {
   }
   NoteBackgroundError("reorganisation",
                       Status::ResourceExhausted(fmt::format("no write room for {} pages", need)));
-  return false;
+  return ReorgResult::kFailed;
 }
 
 bool TreeLine::FlushRound() {

@@ -13,7 +13,8 @@
 //   Get:        record cache; else the segment's page (one read), then its overflow page.
 //   Put/Delete: record cache only (blind: the replaced cell is released when the write reaches its
 //               page). When the cache is over capacity, eviction writes the victim's page back
-//               with every dirty record of that page (same-page batching).
+//               with every dirty record of that page (same-page batching). Without the cache
+//               (cache: false), the write's own page is written back at once.
 //   Write-back: records go into the base page, then into its overflow page (allocated the first
 //               time); when both are full the segment is queued for reorganisation.
 //   Reorganisation (a maintenance unit of the background thread): the full segment and its
@@ -25,10 +26,11 @@
 //
 // Durability: the record cache is memory only. Its oldest dirty LSN bounds the WAL's redo point
 // and its blob cells are listed for recovery (index.h); a background thread writes back what is
-// too old or too much. Write-backs and reorganisations run inside writes or maintenance units,
-// so a checkpoint never sees one half done; an overflow page and the base page that points to it
-// are written by the same checkpoint (the double-write file makes it atomic), which keeps the
-// paper's "overflow first" order.
+// too old or too much, and Shutdown writes back the rest, so a clean stop replays nothing.
+// Write-backs and reorganisations run inside writes or maintenance units, so a checkpoint never
+// sees one half done; an overflow page and the base page that points to it are written by the same
+// checkpoint (the double-write file makes it atomic), which keeps the paper's "overflow first"
+// order.
 //
 // Concurrency:
 //   * The core's level-1 node P above a segment guards the segment: readers and write-backs hold
@@ -159,10 +161,10 @@ class TreeLine final : public Index {
 
   // --- Writes (treeline_write.cc) ---
   void NoteLsn(Lsn lsn);
-  // Evicts until the cache fits, writing back dirty victims' pages with `room` (the first
-  // *prepaid pages are covered already). Stops early when a write-back cannot be done now (no
-  // room, segment busy or full): the background thread catches up.
-  void MakeRoom(WriteRoom* room, uint64_t* prepaid);
+  // After a write of `key`: evicts until the cache fits, writing back a few dirty victims' pages
+  // with `room`, and leaves the rest to the background thread (a write cannot wait for room).
+  // Without the cache, writes back `key`'s own page instead.
+  void MakeRoom(Slice key, WriteRoom* room);
   enum class WriteBackResult { kDone, kBusy, kNoRoom, kFull };
   // Writes the dirty records of the page holding `key` (or only `key`'s, without batched
   // write-back) into it. kFull: some did not fit base and overflow; the segment is queued.
@@ -194,11 +196,22 @@ class TreeLine final : public Index {
   // One round of the background thread: queued reorganisations, then write-backs; whether
   // another is ready at once.
   bool BackgroundRound();
-  // Whether it ran (or found nothing to do); false: it failed and was logged.
-  bool RunReorganisation(const ReorgTask& task);
+
+  enum class ReorgResult { kDone, kFailed, kLater };
+  // kDone: it ran (or found nothing to do); kFailed: it failed and was logged; kLater: no
+  // maintenance unit can run yet (recovery is replaying the log) or any more (closing).
+  ReorgResult RunReorganisation(const ReorgTask& task);
+  // Runs the queued reorganisations, in order; stops at the first that does not run.
+  ReorgResult RunQueuedReorganisations();
   // One unit of write-backs; whether any was done.
   bool FlushRound();
-  bool Busy(PageId segment) const EXCLUDES(state_mu_);
+  // Whether write-backs must leave `segment` alone: it is being reorganised, or full and queued
+  // for a reorganisation (its records wait in the cache; retrying would copy them every time).
+  bool Waiting(PageId segment) const EXCLUDES(state_mu_);
+  // Shutdown: writes every dirty record of the cache back (reorganising full segments on the
+  // way) in maintenance units, so that the final checkpoint leaves nothing to replay. Stops at
+  // the first unit that cannot run.
+  void WriteBackAll();
 
   IndexContext ctx_;
   BufferPool* const pool_;

@@ -65,12 +65,9 @@ StatusOr<PageReadGuard> TreeLine::ReadDataPage(PageId id, const Segment& seg, in
 
 StatusOr<bool> TreeLine::Get(Slice key, std::string* cell) {
   // Without the cache proper, records still wait here while their segment is reorganised.
-  RecordCache::Lookup l = cache_.Get(key);
-  if (l.kind == RecordCache::Kind::kValue) {
-    *cell = std::move(l.cell);
-    return true;
-  }
-  if (l.kind == RecordCache::Kind::kTombstone) return false;
+  const RecordCache::Kind kind = cache_.Get(key, cell);
+  if (kind == RecordCache::Kind::kValue) return true;
+  if (kind == RecordCache::Kind::kTombstone) return false;
   bool found = false;
   PageId base_id;
   uint64_t ticket;
@@ -107,6 +104,10 @@ StatusOr<bool> TreeLine::Get(Slice key, std::string* cell) {
   if (cfg_.cache) {
     if (found) cache_.AdmitClean(key, *cell, cache_.mid_priority(), base_id, ticket);
     for (const Record& r : neighbours) cache_.AdmitClean(r.key, r.cell, 1, base_id, ticket);
+    // Misses are admitted even when only dirty entries could make room: the background thread
+    // writes dirty victims back (a read holds no write room). Kicked once per 1/64 of capacity,
+    // not on every admission.
+    if (cache_.Excess() > cache_.capacity_bytes() / 64) bg_.Kick();
   }
   return found;
 }
@@ -175,7 +176,7 @@ namespace {
 // Merges page records (ascending) with the cache's entries of the same range (ascending): the
 // cache's version wins and its tombstones hide the page's record.
 std::vector<core::BatchCursor::Entry> Overlay(std::vector<Record> pages,
-                                              std::vector<RecordCache::Entry> cached) {
+                                              std::vector<RecordCache::DirtyRecord> cached) {
   std::vector<core::BatchCursor::Entry> out;
   out.reserve(pages.size() + cached.size());
   size_t a = 0, b = 0;
@@ -186,7 +187,9 @@ std::vector<core::BatchCursor::Entry> Overlay(std::vector<Record> pages,
       continue;
     }
     if (a < pages.size() && pages[a].key == cached[b].key) ++a;
-    if (cached[b].cell) out.push_back({std::move(cached[b].key), std::move(*cached[b].cell)});
+    if (!cached[b].tombstone()) {
+      out.push_back({std::move(cached[b].key), cached[b].cell.ToString()});
+    }
     ++b;
   }
   return out;
@@ -238,7 +241,7 @@ class TreeLineCursor final : public core::BatchCursor {
     }
     TreeLine::SegmentRead read;
     GROVE_RETURN_IF_ERROR(index_->ReadPages(seg, start, last, IoCause::kScan, &read));
-    std::vector<RecordCache::Entry> cached =
+    std::vector<RecordCache::DirtyRecord> cached =
         index_->cache().Range(from, leaf->has_high ? &leaf->high : nullptr);
     read.guards.clear();
     std::vector<Record> pages;
@@ -261,7 +264,7 @@ class TreeLineCursor final : public core::BatchCursor {
     TreeLine::SegmentRead read;
     GROVE_RETURN_IF_ERROR(index_->ReadPages(seg, 0, last, IoCause::kScan, &read));
     const std::string low = leaf->has_low ? leaf->low : std::string();
-    std::vector<RecordCache::Entry> cached =
+    std::vector<RecordCache::DirtyRecord> cached =
         index_->cache().Range(low, bounded ? &before : nullptr);
     read.guards.clear();
     std::vector<Record> pages;

@@ -170,7 +170,7 @@ Status TreeLine::Reorganise(const ReorgTask& task, int radius, WriteRoom* room,
       if (a < records.size() && records[a].key == pinned[b].key) {
         dropped.push_back(std::move(records[a++].cell));
       }
-      if (pinned[b].cell) merged.push_back({pinned[b].key, *pinned[b].cell});
+      if (!pinned[b].tombstone()) merged.push_back({pinned[b].key, pinned[b].cell.ToString()});
       ++b;
     }
   }

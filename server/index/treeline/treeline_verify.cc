@@ -106,6 +106,7 @@ Status TreeLine::Verify(IndexVerifier* v) {
   for (const auto& [key, cell] : dirty) {
     if (cell) v->OnCell(key, *cell);
   }
+  for (std::string& problem : cache_.CheckConsistency()) v->Problem("treeline: " + problem);
   if (t.segments != segments_.load() || t.single != segments_single_.load() ||
       t.pages != data_pages_.load() || t.overflow != overflow_pages_.load()) {
     v->Problem(fmt::format(

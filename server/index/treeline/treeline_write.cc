@@ -26,12 +26,11 @@ Status TreeLine::Put(const WriteContext& w, Slice key, Slice cell,
                      std::optional<std::string>* old_cell) {
   NoteLsn(w.lsn);
   bool was_value = false;
-  std::optional<std::string> replaced = cache_.Write(key, std::string(cell), w.lsn, &was_value);
+  std::optional<std::string> replaced = cache_.Write(key, cell, w.lsn, &was_value);
   if (replaced) *old_cell = std::move(replaced);
   // Writes are blind: a Put of a key the cache does not hold as a value counts as an insert.
   if (cfg_.forecasting && !was_value) forecaster_.RecordInsert(Project(key));
-  uint64_t prepaid = cfg_.cache ? 0 : 2;
-  MakeRoom(w.room, &prepaid);
+  MakeRoom(key, w.room);
   return Status::Ok();
 }
 
@@ -39,8 +38,7 @@ Status TreeLine::Delete(const WriteContext& w, Slice key, std::optional<std::str
   NoteLsn(w.lsn);
   std::optional<std::string> replaced = cache_.Write(key, std::nullopt, w.lsn);
   if (replaced) *old_cell = std::move(replaced);
-  uint64_t prepaid = cfg_.cache ? 0 : 2;
-  MakeRoom(w.room, &prepaid);
+  MakeRoom(key, w.room);
   return Status::Ok();
 }
 
@@ -50,15 +48,25 @@ void TreeLine::NoteLsn(Lsn lsn) {
   }
 }
 
-void TreeLine::MakeRoom(WriteRoom* room, uint64_t* prepaid) {
-  // Without the cache every write must reach its page now: no limit but the dirty records.
-  const int limit = cfg_.cache ? kWriteBacksPerWrite : 1 << 20;
-  for (int n = 0; n < limit; ++n) {
+void TreeLine::MakeRoom(Slice key, WriteRoom* room) {
+  if (!cfg_.cache) {
+    // Every write reaches its page now, with the engine's reservation of two pages (base and
+    // overflow). When its segment is full or being reorganised, the record waits in the cache
+    // for the reorganisation and the background thread writes it back after it.
+    uint64_t prepaid = 2;
+    StatusOr<WriteBackResult> r = WriteBack(key, room, &prepaid);
+    if (!r.ok()) NoteBackgroundError("write-back", r.status());
+    if (!r.ok() || *r == WriteBackResult::kNoRoom) bg_.Kick();
+    return;
+  }
+  // A few victims per write; one whose segment waits for a reorganisation is passed over.
+  uint64_t prepaid = 0;
+  for (int n = 0; n < kWriteBacksPerWrite; ++n) {
     std::optional<std::string> victim = cache_.Evict();
     if (!victim) return;
-    StatusOr<WriteBackResult> r = WriteBack(*victim, room, prepaid);
+    StatusOr<WriteBackResult> r = WriteBack(*victim, room, &prepaid);
     if (!r.ok()) NoteBackgroundError("write-back", r.status());
-    if (!r.ok() || *r != WriteBackResult::kDone) break;
+    if (!r.ok() || *r == WriteBackResult::kNoRoom) break;
   }
   if (cache_.Excess() > 0) bg_.Kick();
 }
@@ -89,7 +97,7 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
     const Segment seg = Segment::Decode(p.leaf_payload());
     segment_id = seg.first;
     // A segment being reorganised keeps its records in the cache until its new pages are in.
-    if (Busy(seg.first)) return WriteBackResult::kBusy;
+    if (Waiting(seg.first)) return WriteBackResult::kBusy;
     const int i = seg.PageFor(key);
     std::string low, high;
     bool has_high;
@@ -145,7 +153,7 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
       if (over) opos = DataPageView(over.data()).Find(r.key, &in_over);
       PageWriteGuard* home = in_base ? &base : in_over ? &over : nullptr;
       const int hpos = in_base ? bpos : opos;
-      if (!r.cell) {  // a delete
+      if (r.tombstone()) {  // a delete
         if (home != nullptr) {
           SlottedPage sp = DataPage(home->mutable_data()).mutable_slots();
           released.emplace_back(sp.Payload(hpos));
@@ -154,7 +162,7 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
         }
         return true;
       }
-      const size_t need = SlottedPageView::CellBytes(r.key.size(), r.cell->size());
+      const size_t need = SlottedPageView::CellBytes(r.key.size(), r.cell.size());
       if (home != nullptr) {
         // An update: in place when the page has room for the new version once the old is gone.
         const SlottedPageView hv = DataPageView(home->data()).slots();
@@ -163,7 +171,7 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
           SlottedPage sp = DataPage(home->mutable_data()).mutable_slots();
           released.emplace_back(sp.Payload(hpos));
           sp.Remove(hpos);
-          sp.Insert(hpos, r.key, *r.cell);
+          sp.Insert(hpos, r.key, r.cell.slice());
           return true;
         }
       }
@@ -185,7 +193,7 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
       }
       bool found;
       const int at = DataPageView(target->data()).Find(r.key, &found);
-      DataPage(target->mutable_data()).mutable_slots().Insert(at, r.key, *r.cell);
+      DataPage(target->mutable_data()).mutable_slots().Insert(at, r.key, r.cell.slice());
       return true;
     };
     done = cache_.WriteBackRange(low, has_high ? &high : nullptr, base_id,

@@ -3,6 +3,11 @@
 
 #include "index/treeline/record_cache.h"
 
+#include <atomic>
+#include <random>
+#include <set>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 namespace grove::treeline {
@@ -12,6 +17,20 @@ RecordCache::Options Small(uint64_t capacity) {
   RecordCache::Options o;
   o.capacity_bytes = capacity;
   return o;
+}
+
+// The cached value of `key`, "<miss>" or "<tombstone>".
+std::string Read(RecordCache& c, Slice key) {
+  std::string cell;
+  switch (c.Get(key, &cell)) {
+    case RecordCache::Kind::kMiss:
+      return "<miss>";
+    case RecordCache::Kind::kTombstone:
+      return "<tombstone>";
+    case RecordCache::Kind::kValue:
+      return cell;
+  }
+  return "";
 }
 
 std::string K(int i) {
@@ -24,14 +43,14 @@ TEST(RecordCacheTest, WritesHandBackOnlyCellsThatLivedHereAlone) {
   RecordCache c(Small(1 << 20));
   EXPECT_FALSE(c.Write("a", std::string("v1"), 1).has_value());
   EXPECT_EQ(c.Write("a", std::string("v2"), 2), std::optional<std::string>("v1"));
-  EXPECT_EQ(c.Get("a").cell, "v2");
+  EXPECT_EQ(Read(c, "a"), "v2");
   // Once it reached its page, the cell is the page's to release.
   c.WriteBackRange("a", nullptr, 0,
                    [](const std::vector<RecordCache::DirtyRecord>& d) { return d.size(); });
   EXPECT_EQ(c.dirty_entries(), 0u);
   EXPECT_FALSE(c.Write("a", std::nullopt, 3).has_value());
-  EXPECT_EQ(c.Get("a").kind, RecordCache::Kind::kTombstone);
-  EXPECT_EQ(c.Get("zz").kind, RecordCache::Kind::kMiss);
+  EXPECT_EQ(Read(c, "a"), "<tombstone>");
+  EXPECT_EQ(Read(c, "zz"), "<miss>");
 }
 
 TEST(RecordCacheTest, OldestDirtyLsnBoundsTheRedoPoint) {
@@ -48,23 +67,34 @@ TEST(RecordCacheTest, OldestDirtyLsnBoundsTheRedoPoint) {
   EXPECT_EQ(cells.size(), 2u);
 }
 
-TEST(RecordCacheTest, EvictionTakesCleanEntriesAndNamesADirtyVictim) {
+TEST(RecordCacheTest, EvictionTakesCleanEntriesAndNamesDirtyVictims) {
   RecordCache c(Small(40 * (RecordCache::kEntryOverhead + 16)));
   for (int i = 0; i < 20; ++i) c.AdmitClean(K(i), "clean-value", 4, 0, c.Ticket(0));
   for (int i = 20; i < 60; ++i) c.Write(K(i), std::string("dirty-value"), static_cast<Lsn>(i));
   ASSERT_GT(c.Excess(), 0u);
-  std::optional<std::string> victim = c.Evict();
-  ASSERT_TRUE(victim.has_value()) << "only dirty entries are left to make room";
-  EXPECT_GE(*victim, K(20));
+  // Eviction drops clean entries and names dirty ones without dropping them; nothing but clean
+  // entries can go until a write-back cleans a victim.
+  std::set<std::string> victims;
+  for (int n = 0; n < 1000 && c.Excess() > 0; ++n) {
+    std::optional<std::string> victim = c.Evict();
+    if (victim) victims.insert(*victim);
+    if (c.GetStats().clean_evictions == 20) break;
+  }
   const RecordCache::Stats s = c.GetStats();
-  EXPECT_EQ(s.clean_evictions, 20u) << "every clean entry went before a dirty one";
-  EXPECT_EQ(s.dirty, 40u);
-  // Writing the victim back cleans it; then it can go.
-  c.WriteBackRange(*victim, nullptr, 0,
-                   [](const std::vector<RecordCache::DirtyRecord>& d) { return d.size(); });
-  while (c.Excess() > 0 && !c.Evict().has_value()) {
+  EXPECT_EQ(s.clean_evictions, 20u) << "every clean entry can go";
+  EXPECT_EQ(s.dirty, 40u) << "no dirty entry was dropped";
+  ASSERT_FALSE(victims.empty());
+  for (const std::string& v : victims) EXPECT_GE(v, K(20)) << "a clean entry named as dirty";
+  // Writing the victims back cleans them; then they can go.
+  while (c.Excess() > 0) {
+    std::optional<std::string> victim = c.Evict();
+    if (!victim) break;
+    const std::string high = *victim + '\0';
+    c.WriteBackRange(*victim, &high, 0,
+                     [](const std::vector<RecordCache::DirtyRecord>& d) { return d.size(); });
   }
   EXPECT_EQ(c.Excess(), 0u);
+  EXPECT_TRUE(c.CheckConsistency().empty());
 }
 
 TEST(RecordCacheTest, WriteBackRangeCleansTheAppliedPrefix) {
@@ -102,7 +132,7 @@ TEST(RecordCacheTest, APinnedRecordWrittenAgainInTheSameBatchStaysDirty) {
   EXPECT_EQ(offered, 1u) << "only k1's new version, which is no longer pinned";
   const std::vector<std::string> orphans = c.Unpin(pinned, /*applied=*/true);
   EXPECT_EQ(orphans, std::vector<std::string>{"old"});
-  EXPECT_EQ(c.Get(K(1)).cell, "new");
+  EXPECT_EQ(Read(c, K(1)), "new");
   // k2 reached the new pages; k1's new version did not, though it has the LSN of the old one.
   const auto dirty = c.DirtySnapshot();
   EXPECT_EQ(dirty.size(), 1u);
@@ -116,7 +146,7 @@ TEST(RecordCacheTest, AbandonedPinsKeepRecordsDirty) {
   c.Write(K(1), std::string("b"), 2);
   EXPECT_EQ(c.Unpin(pinned, /*applied=*/false), std::vector<std::string>{"a"});
   EXPECT_EQ(c.dirty_entries(), 1u);
-  EXPECT_EQ(c.Get(K(1)).cell, "b");
+  EXPECT_EQ(Read(c, K(1)), "b");
 }
 
 TEST(RecordCacheTest, PinRangeStopsAtItsBudgetButTakesOne) {
@@ -137,9 +167,156 @@ TEST(RecordCacheTest, StaleReadTicketsAdmitNothing) {
   c.Write(K(1), std::nullopt, 4);
   c.WriteBackRange(K(1), nullptr, 42, [](const auto& d) { return d.size(); });
   c.AdmitClean(K(1), "stale", 4, 42, ticket);
-  EXPECT_EQ(c.Get(K(1)).kind, RecordCache::Kind::kMiss) << "a stale read must not come back";
+  EXPECT_EQ(Read(c, K(1)), "<miss>") << "a stale read must not come back";
   c.AdmitClean(K(1), "fresh", 4, 42, c.Ticket(42));
-  EXPECT_EQ(c.Get(K(1)).cell, "fresh");
+  EXPECT_EQ(Read(c, K(1)), "fresh");
+}
+
+// A dirty entry written again many times, and a pinned one: the byte count follows the live
+// entries exactly (it once grew by the old cell's size on every overwrite of a dirty entry).
+TEST(RecordCacheTest, OverwritingDirtyEntriesKeepsTheByteCountExact) {
+  RecordCache c(Small(1 << 30));
+  for (int round = 0; round < 200; ++round) {
+    for (int i = 0; i < 50; ++i) {
+      const size_t size = 10 + static_cast<size_t>((round * 7 + i * 13) % 1000);
+      c.Write(K(i), std::string(size, 'v'), static_cast<Lsn>(round * 100 + i));
+    }
+    if (round % 10 == 3) c.Write(K(round % 50), std::nullopt, static_cast<Lsn>(round * 100 + 99));
+    if (round % 25 == 0) {
+      const auto pinned = c.PinRange(K(10), nullptr, 1 << 20);
+      c.Write(K(12), std::string(500, 'p'), static_cast<Lsn>(round * 100 + 98));
+      c.Unpin(pinned, round % 50 == 0);
+    }
+    ASSERT_TRUE(c.CheckConsistency().empty()) << c.CheckConsistency()[0];
+  }
+  uint64_t expected = 0;
+  for (const auto& [key, cell] : c.DirtySnapshot()) {
+    expected += key.size() + (cell ? cell->size() : 0) + RecordCache::kEntryOverhead;
+  }
+  EXPECT_EQ(c.GetStats().bytes, expected);
+  EXPECT_EQ(c.GetStats().entries, 50u);
+}
+
+// Only dirty entries are in the ordered index: a scan's overlay and a write-back see them alone
+// (clean entries equal their pages).
+TEST(RecordCacheTest, RangeHoldsDirtyEntriesOnly) {
+  RecordCache c(Small(1 << 20));
+  c.AdmitClean(K(1), "clean", 4, 0, c.Ticket(0));
+  c.Write(K(2), std::string("dirty"), 1);
+  c.Write(K(3), std::nullopt, 2);
+  const auto r = c.Range(K(0), nullptr);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].key, K(2));
+  EXPECT_EQ(r[0].cell.ToString(), "dirty");
+  EXPECT_EQ(r[1].key, K(3));
+  EXPECT_TRUE(r[1].tombstone());
+  EXPECT_EQ(Read(c, K(1)), "clean");
+  EXPECT_EQ(c.NextDirtyKey(K(0)), K(2));
+  EXPECT_EQ(c.NextDirtyKey(K(2) + '\0'), K(3));
+  EXPECT_EQ(c.NextDirtyKey(K(3) + '\0'), std::nullopt);
+}
+
+// A read miss is admitted even when every entry is dirty: the cache goes over capacity (up to
+// its slack) and eviction names dirty victims for write-back.
+TEST(RecordCacheTest, MissesAreAdmittedWhenOnlyDirtyEntriesCouldMakeRoom) {
+  const uint64_t entry = RecordCache::kEntryOverhead + 6 + 100;
+  RecordCache c(Small(1000 * entry));
+  for (int i = 0; i < 1000; ++i) c.Write(K(i), std::string(100, 'd'), static_cast<Lsn>(i + 1));
+  EXPECT_EQ(c.Excess(), 0u);
+  for (int i = 1000; i < 1100; ++i) c.AdmitClean(K(i), std::string(100, 'c'), 4, 0, c.Ticket(0));
+  EXPECT_EQ(c.GetStats().admissions, 100u);
+  EXPECT_EQ(c.GetStats().admissions_dropped, 0u);
+  EXPECT_EQ(Read(c, K(1050)), std::string(100, 'c'));
+  EXPECT_GT(c.Excess(), 0u);
+  std::optional<std::string> victim = c.Evict();
+  ASSERT_TRUE(victim.has_value());
+  // Far past the slack, admissions stop.
+  RecordCache d(Small(10 * entry));
+  for (int i = 0; i < 1000; ++i) d.Write(K(i), std::string(100, 'd'), static_cast<Lsn>(i + 1));
+  d.AdmitClean(K(2000), std::string(100, 'c'), 4, 0, d.Ticket(0));
+  EXPECT_EQ(d.GetStats().admissions_dropped, 1u);
+  EXPECT_EQ(Read(d, K(2000)), "<miss>");
+}
+
+// Writers, readers, admissions, evictions and write-backs at once: afterwards the bookkeeping
+// (bytes, the ordered and LSN indexes, tables and rings) matches the entries exactly.
+TEST(RecordCacheTest, AccountingIsExactUnderConcurrentWriters) {
+  RecordCache c(Small(400 * (RecordCache::kEntryOverhead + 200)));
+  std::atomic<Lsn> lsn{1};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      std::string cell;
+      for (int n = 0; n < 20000; ++n) {
+        const int k = static_cast<int>(rng() % 2000);
+        switch (rng() % 5) {
+          case 0:
+          case 1:
+            c.Write(K(k), std::string(1 + rng() % 300, 'w'), lsn.fetch_add(1));
+            break;
+          case 2:
+            c.Write(K(k), std::nullopt, lsn.fetch_add(1));
+            break;
+          case 3:
+            if (c.Get(K(k), &cell) == RecordCache::Kind::kMiss) {
+              c.AdmitClean(K(k), std::string(1 + rng() % 300, 'r'), 4, k, c.Ticket(k));
+            }
+            break;
+          default: {
+            std::optional<std::string> v = c.Evict();
+            if (v) {
+              const std::string high = *v + "\xff";
+              c.WriteBackRange(*v, &high, k, [](const auto& d) { return d.size(); });
+            }
+          }
+        }
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    while (!stop.load()) {
+      const auto r = c.Range(K(500), nullptr);
+      const auto p = c.PinRange(K(1000), nullptr, 4096);
+      c.Unpin(p, false);
+      (void)r;
+    }
+  });
+  for (int t = 0; t < 4; ++t) threads[t].join();
+  stop = true;
+  threads.back().join();
+  const std::vector<std::string> problems = c.CheckConsistency();
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problems, the first: " << problems[0];
+}
+
+TEST(KeyTableTest, FindsInsertsAndErasesThroughCollisions) {
+  struct Item {
+    std::string key;
+  };
+  struct KeyOf {
+    Slice operator()(const Item* i) const { return i->key; }
+  };
+  KeyTable<Item, KeyOf> t;
+  std::vector<std::unique_ptr<Item>> items;
+  // Hashes that collide on their low bits, so probe runs form and wrap around the table.
+  auto hash = [](int i) { return static_cast<uint64_t>(i % 7) | (static_cast<uint64_t>(i) << 40); };
+  for (int i = 0; i < 500; ++i) {
+    items.push_back(std::make_unique<Item>(Item{K(i)}));
+    t.Insert(hash(i), items.back().get());
+  }
+  EXPECT_EQ(t.size(), 500u);
+  for (int i = 0; i < 500; i += 3) ASSERT_TRUE(t.Erase(hash(i), items[i].get()));
+  for (int i = 0; i < 500; ++i) {
+    Item* found = t.Find(hash(i), K(i));
+    if (i % 3 == 0) {
+      EXPECT_EQ(found, nullptr) << i;
+    } else {
+      EXPECT_EQ(found, items[i].get()) << i;
+    }
+  }
+  EXPECT_FALSE(t.Erase(hash(0), items[0].get()));
+  EXPECT_EQ(t.Find(hash(1), K(2)), nullptr) << "a hash match alone is no hit";
 }
 
 }  // namespace

@@ -186,6 +186,7 @@ class DbImpl final : public Db, private IndexServices {
   Status RunMaintenance(uint64_t pages, const std::function<Status(WriteRoom*)>& unit) override;
   void ReleaseCell(Slice cell) override;
   void FailStop(const Status& cause) override { SetBackgroundError(cause); }
+  bool HoldsBlob(Slice cell) const override;
   void MaybeScheduleCheckpoint();
 
   // --- online backup (backup.cc) ---

@@ -422,6 +422,8 @@ void DbImpl::FreeCell(const std::optional<std::string>& old_cell) {
   if (old_cell) ReleaseCell(*old_cell);
 }
 
+bool DbImpl::HoldsBlob(Slice cell) const { return IsBlobCell(cell); }
+
 void DbImpl::ReleaseCell(Slice cell) {
   if (IsBlobCell(cell)) values_->Free(DecodeBlobCell(cell));
 }

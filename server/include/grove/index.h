@@ -133,6 +133,11 @@ class IndexServices {
   // Stops the Db for writes (reads continue) after an unrecoverable in-memory failure; reopening
   // recovers from the WAL.
   virtual void FailStop(const Status& cause) = 0;
+
+  // Whether `cell` references pages of the value store (a blob) rather than holding its value.
+  // The one thing a variant may ask about a cell: ListMemoryOnlyCells needs only those, and a
+  // variant that keeps many writes in memory lists them without copying every inline value.
+  virtual bool HoldsBlob(Slice cell) const = 0;
 };
 
 // Everything a variant may use. Owned by the engine; outlives the index.
@@ -236,8 +241,10 @@ class Index {
   // The oldest LSN whose effect lives only in memory (kMaxLsn when none).
   virtual Lsn OldestUnpersistedLsn() const { return kMaxLsn; }
   // Appends every blob cell that only memory references (cells written at or after
-  // OldestUnpersistedLsn and not yet in a page). Recovery frees them before the WAL replay writes
-  // them again; a cell listed here must not be referenced by any page of the checkpoint.
+  // OldestUnpersistedLsn and not yet in a page; IndexServices::HoldsBlob tells them). Recovery
+  // frees them before the WAL replay writes them again; a cell listed here must not be referenced
+  // by any page of the checkpoint. It runs with writers paused: list what the services call a
+  // blob, not every cell (inline cells are dropped by the engine anyway).
   virtual void ListMemoryOnlyCells(std::vector<std::string>* cells) {}
   // After the checkpoint of `epoch` became durable / was abandoned (see the state machine).
   virtual void OnCheckpointDurable(uint64_t epoch) {}

@@ -332,8 +332,9 @@ Lsn AhaTree::OldestUnpersistedLsn() const {
 
 void AhaTree::ListMemoryOnlyCells(std::vector<std::string>* cells) {
   const Snapshot snap = TakeSnapshot();
-  snap.active->ValueCells(cells);
-  for (const auto& t : snap.version->frozen) t->ValueCells(cells);
+  auto blob = [this](Slice cell) { return ctx_.services->HoldsBlob(cell); };
+  snap.active->ValueCells(blob, cells);
+  for (const auto& t : snap.version->frozen) t->ValueCells(blob, cells);
 }
 
 IndexStats AhaTree::GetStats() {

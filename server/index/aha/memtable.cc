@@ -60,10 +60,11 @@ void MemTable::Collect(Slice from, bool from_start, bool inclusive, bool reverse
   }
 }
 
-void MemTable::ValueCells(std::vector<std::string>* out) const {
+void MemTable::ValueCells(const std::function<bool(Slice)>& keep,
+                          std::vector<std::string>* out) const {
   MutexLock lock(&mu_);
   for (const auto& [k, v] : map_) {
-    if (!v.tombstone) out->push_back(v.cell);
+    if (!v.tombstone && keep(v.cell)) out->push_back(v.cell);
   }
 }
 

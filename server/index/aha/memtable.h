@@ -45,8 +45,8 @@ class MemTable {
                std::vector<Entry>* out) const;
   // Whether a version of some key in [lo, hi) is held here.
   bool HasKeyIn(Slice lo, Slice hi) const;
-  // Cells of the values held here (tombstones have none).
-  void ValueCells(std::vector<std::string>* out) const;
+  // Cells of the values held here that `keep` accepts (tombstones have none).
+  void ValueCells(const std::function<bool(Slice)>& keep, std::vector<std::string>* out) const;
 
   uint64_t bytes() const;
   uint64_t entries() const;

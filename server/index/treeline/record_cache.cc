@@ -20,6 +20,7 @@ struct RecordCache::Entry {
   uint32_t key_size = 0;
   uint8_t priority = 0;
   bool tombstone = false;
+  bool blob = false;  // the cell references value-store pages
   bool dirty = false;
   bool pinned = false;
 
@@ -107,12 +108,20 @@ void RecordCache::SetDirtyLocked(Entry* e, Lsn lsn) {
   e->lsn = lsn;
   e->version = ++next_version_;
   dirty_by_lsn_.insert({lsn, e});
+  e->blob = !e->tombstone && (!o_.is_blob || o_.is_blob(e->cell.slice()));
+  if (e->blob) {
+    dirty_blobs_.insert(e);
+  } else {
+    dirty_blobs_.erase(e);
+  }
 }
 
 void RecordCache::SetCleanLocked(Entry* e) {
   if (!e->dirty) return;
   dirty_by_lsn_.erase({e->lsn, e});
   dirty_.erase(e->key());
+  if (e->blob) dirty_blobs_.erase(e);
+  e->blob = false;
   e->dirty = false;
 }
 
@@ -354,9 +363,7 @@ std::optional<std::string> RecordCache::NextDirtyKey(Slice from) const {
 
 void RecordCache::DirtyCells(std::vector<std::string>* cells) const {
   MutexLock lock(&dirty_mu_);
-  for (const auto& [key, e] : dirty_) {
-    if (!e->tombstone) cells->push_back(e->cell.ToString());
-  }
+  for (const Entry* e : dirty_blobs_) cells->push_back(e->cell.ToString());
 }
 
 std::map<std::string, std::optional<std::string>> RecordCache::DirtySnapshot() const {
@@ -414,6 +421,12 @@ std::vector<std::string> RecordCache::CheckConsistency() const {
           problems.push_back(
               fmt::format("record cache: shard {}: a dirty entry missing from the LSN index", i));
         }
+        if (e->blob != (dirty_blobs_.count(const_cast<Entry*>(e)) > 0)) {
+          problems.push_back(
+              fmt::format("record cache: shard {}: a dirty entry's blob mark "
+                          "disagrees with the blob index",
+                          i));
+        }
       }
     }
     if (in_ring != s.table.size()) {
@@ -426,6 +439,10 @@ std::vector<std::string> RecordCache::CheckConsistency() const {
   if (bytes != bytes_.load()) {
     problems.push_back(
         fmt::format("record cache: counts {} bytes, its entries hold {}", bytes_.load(), bytes));
+  }
+  if (dirty_blobs_.size() > dirty) {
+    problems.push_back(fmt::format("record cache: {} dirty blob entries, {} dirty entries",
+                                   dirty_blobs_.size(), dirty));
   }
   if (dirty != dirty_.size() || dirty != dirty_by_lsn_.size()) {
     problems.push_back(

@@ -45,13 +45,14 @@
 //
 // Thread safety: every method is safe for concurrent use. Lock order: (the caller's page
 // latches) -> dirty_mu_ -> one shard's mu (CheckConsistency alone takes every shard, in index
-// order). Entry fields: `cell`, `tombstone`, `dirty`, `lsn` and `version` change only with both
-// dirty_mu_ and the entry's shard held, so either lock reads them; `pinned` belongs to dirty_mu_,
-// `priority` and `slot` to the shard. A dirty entry is freed only under dirty_mu_, so a pointer to
-// it found under dirty_mu_ stays valid while dirty_mu_ is held.
+// order). Entry fields: `cell`, `tombstone`, `blob`, `dirty`, `lsn` and `version` change only with
+// both dirty_mu_ and the entry's shard held, so either lock reads them; `pinned` belongs to
+// dirty_mu_, `priority` and `slot` to the shard. A dirty entry is freed only under dirty_mu_, so a
+// pointer to it found under dirty_mu_ stays valid while dirty_mu_ is held.
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,6 +77,9 @@ class RecordCache {
     uint8_t p_max = 7;
     uint8_t p_mid = 4;
     size_t lookahead = 32;
+    // Which cells reference value-store pages (IndexServices::HoldsBlob); null: every cell.
+    // DirtyCells lists those alone, kept apart so that listing them is no walk of every entry.
+    std::function<bool(Slice)> is_blob;
   };
   static constexpr size_t kEntryOverhead = 96;
   static constexpr size_t kShards = 64;
@@ -157,7 +161,8 @@ class RecordCache {
   std::optional<std::string> OldestDirtyKey() const EXCLUDES(dirty_mu_);
   // The first dirty key at or after `from` that is not pinned (a shutdown's sweep in key order).
   std::optional<std::string> NextDirtyKey(Slice from) const EXCLUDES(dirty_mu_);
-  // Appends the cells of dirty entries (tombstones have none).
+  // Appends the blob cells (Options::is_blob) of dirty entries: a checkpoint's memory-only cells.
+  // Costs the number of dirty blob entries, not of dirty entries (it runs with writers paused).
   void DirtyCells(std::vector<std::string>* cells) const EXCLUDES(dirty_mu_);
   // Every dirty entry (Verify).
   std::map<std::string, std::optional<std::string>> DirtySnapshot() const EXCLUDES(dirty_mu_);
@@ -218,6 +223,7 @@ class RecordCache {
   mutable Mutex dirty_mu_;
   std::map<std::string_view, Entry*, std::less<>> dirty_ GUARDED_BY(dirty_mu_);
   std::set<std::pair<Lsn, Entry*>> dirty_by_lsn_ GUARDED_BY(dirty_mu_);
+  std::set<Entry*> dirty_blobs_ GUARDED_BY(dirty_mu_);  // dirty entries whose cell is a blob
   uint64_t next_version_ GUARDED_BY(dirty_mu_) = 0;
   uint64_t writeback_offered_ GUARDED_BY(dirty_mu_) = 0;
   std::vector<std::string> orphans_ GUARDED_BY(dirty_mu_);  // replaced cells of pinned records

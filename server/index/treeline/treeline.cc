@@ -63,6 +63,8 @@ constexpr uint64_t kReorganisationPauseNanos = 200'000'000;
 RecordCache::Options CacheOptions(const IndexContext& ctx, const treeline::Config& cfg) {
   RecordCache::Options o;
   o.capacity_bytes = cfg.cache ? ctx.memory_bytes : 0;
+  IndexServices* services = ctx.services;
+  if (services != nullptr) o.is_blob = [services](Slice cell) { return services->HoldsBlob(cell); };
   return o;
 }
 

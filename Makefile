@@ -20,8 +20,11 @@
 #   make bench       the benchmark suite (~15 min): btree vs RocksDB vs the device, writes
 #                    docs/benchmarks.md and docs/img/bench-*.png (build-bench/, Release; not a test)
 #   make bench-reference  the 10M-key reference run of docs/benchmarks.md (30-60 min)
-#   make bench-treeline   TreeLine vs btree vs RocksDB at 64 B and 1 KiB, the factor analysis and
-#                    insert forecasting (~60 min): docs/benchmarks.md's TreeLine section
+#   make bench-treeline   TreeLine vs btree vs RocksDB at 64 B and 1 KiB in the paper's protocol
+#                    (load, age, every run from a copy), wal.sync always and none at 4 and 16
+#                    threads, a buffer_pool_share sweep, the factor analysis and insert
+#                    forecasting (~3 h): docs/benchmarks.md's TreeLine section
+#   make bench-treeline-cache OLD_BENCH=...  TreeLine's record cache before and after, under perf
 #   make bench-aha        AHA-tree (down- and side-split) vs btree and RocksDB on a hot range:
 #                    load, range searches over time, hot writes, searches again (~20 min)
 #   make bench-aulid      AULID vs btree, btree+SHORTCUT and RocksDB at 50M keys, three memory
@@ -39,7 +42,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-aulid bench-aha bench-scan bench-cluster fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-aulid bench-aha bench-scan bench-cluster fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -115,9 +118,15 @@ bench-treeline: bench-build
 	$(BENCH_ENV) RECORDS=1M VALUE=1016 scripts/bench-treeline.sh
 	$(BENCH_ENV) scripts/bench-treeline-factors.sh
 	/usr/bin/python3 scripts/treeline_report.py --section docs/bench-data > docs/bench-data/treeline.md
-	for v in 56 1016; do /usr/bin/python3 scripts/plot.py docs/bench-data/treeline-$$v.jsonl --out docs/img \
-	  --prefix treeline-$$v; done
+	for t in 56-always-t4 56-none-t16 1016-always-t4 1016-none-t16; do \
+	  /usr/bin/python3 scripts/plot.py docs/bench-data/treeline-$$t.jsonl --out docs/img \
+	  --prefix treeline-$$t; done
 	/usr/bin/python3 scripts/bench_report.py
+
+# The record cache before and after a change: OLD_BENCH names a grove-bench built from the older
+# commit (its bench-build); needs the starting databases of bench-treeline and linux-perf.
+bench-treeline-cache: bench-build
+	$(BENCH_ENV) OLD_BENCH=$(OLD_BENCH) scripts/bench-treeline-cache.sh
 
 bench-aulid: bench-build
 	$(BENCH_ENV) scripts/bench-aulid.sh

@@ -300,6 +300,28 @@ def sweep_table(runs):
           ", ".join(f"{s}: {g / best:.2f}" for s, g in zip(shares, gm)) + ".")
 
 
+def cache_table(runs):
+    """The record cache before and after (bench-treeline-cache.sh): one row per run, in order."""
+    workloads = []
+    for r in runs:
+        if r["workload"] not in workloads:
+            workloads.append(r["workload"])
+    print("| binary | target | " + " | ".join(f"{w.upper()} zipfian ops/s | reads/op"
+                                            for w in workloads) + " |")
+    print("|---|---|" + "---:|---:|" * len(workloads))
+    rows = []
+    for r in runs:
+        key = (r.get("label", ""), r["target"])
+        if not rows or rows[-1][0] != key or r["workload"] in rows[-1][1]:
+            rows.append((key, {}))
+        rows[-1][1][r["workload"]] = r
+    for (label, target), by in rows:
+        cells = []
+        for w in workloads:
+            cells += [ops(by.get(w)), io(by.get(w), "page_reads_per_op")]
+        print(f"| {label} | {target.replace('embedded:', '')} | " + " | ".join(cells) + " |")
+
+
 def capture(fn, *args):
     buf = iolib.StringIO()
     with contextlib.redirect_stdout(buf):
@@ -335,6 +357,19 @@ def section(d):
            "(A, B, C, D, F), with the paper's figures (WAL off, 16 threads) in brackets; the "
            "paper gives C as 2.4x (64 B) and 5x (1 KiB) without naming a distribution:", "",
            capture(summary, d), ""]
+    path = os.path.join(d, "treeline-cache.jsonl")
+    if os.path.exists(path):
+        out += ["### The record cache, before and after", "",
+                "Zipfian B and C at 1 KiB, 4 threads, from copies of the same starting database, "
+                "with a grove-bench built before the record cache's rebuild (one mutex, an "
+                "ordered map of every entry, values copied under the lock) and one built after "
+                "it (hash shards, cells shared by reference, an ordered index of dirty entries "
+                "only), alternating, each under `perf record` (`scripts/bench-treeline-cache.sh`):",
+                "", capture(cache_table, load(path)), "",
+                "The most sampled symbols of each profile (cpu-clock; kernel symbols are the "
+                "device's and the scheduler's):", "",
+                "```", commands(d, "treeline-cache-perf.txt"), "```", "",
+                "```", commands(d, "treeline-cache-commands.txt"), "```", ""]
     for value, title in (("56", "64-byte records (8-byte keys, 56-byte values)"),
                          ("1016", "1 KiB records (8-byte keys, 1016-byte values)")):
         path = os.path.join(d, f"treeline-{value}-load.jsonl")
@@ -351,8 +386,13 @@ def section(d):
                 if not os.path.exists(path):
                     continue
                 runs = load(path)
+                plots = []
+                if os.path.exists(os.path.join(os.path.dirname(d.rstrip("/")), "img",
+                                               name + "-throughput.png")):
+                    plots = [f"![throughput](img/{name}-throughput.png)", "",
+                             f"![IO per operation](img/{name}-io.png)", ""]
                 out += [f"#### {title.split(' (')[0]}, `wal.sync: {sync}`, {threads} threads", "",
-                        capture(main_tables, runs), "",
+                        capture(main_tables, runs), ""] + plots + [
                         "Where each run's time goes: device page reads per second against the "
                         "device line (a scan's multi-page read counts its pages but is one IO, "
                         "so scans can pass it), and the WAL's sync pipeline (syncs per second x "

@@ -1,5 +1,6 @@
-// The treeline variant's recovery through grove::Db (server/index/treeline): the work of a replay
-// grows with the log it replays, in every mode, and a clean stop leaves nothing to replay.
+// The treeline variant through grove::Db (server/index/treeline): the work of a replay grows with
+// the log it replays, in every mode; a clean stop leaves nothing to replay; a backlog of appends
+// past the last page costs write-backs and scans a bounded share each.
 
 #include <map>
 
@@ -128,6 +129,43 @@ TEST(TreeLineRecoveryTest, ACleanStopLeavesNothingToReplay) {
     EXPECT_EQ(Extra(db->get(), "cache_dirty_entries"), 0);
     ExpectModel(db->get(), model);
   }
+}
+
+// Ascending inserts all land past the last page, in one range: a write-back must not be offered
+// the whole backlog every time (its pages take a page or two of it), and scans over the backlog
+// come out whole and in order, in both directions, in batches.
+TEST(TreeLineRecoveryTest, AnAppendBacklogCostsBoundedWorkAndScansWhole) {
+  TempDir dir;
+  // A record cache of 1.6 MiB: a quarter of the appends stay dirty at a time.
+  Options o = TreeLineOptions(dir.path(), {{"buffer_pool_share", "0.9"}});
+  o.cache_bytes = 16 << 20;
+  auto db = Db::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  constexpr uint64_t kKeys = 40000;
+  Model model;
+  for (uint64_t i = 0; i < kKeys; ++i) {
+    const std::string v = Value(i, 1, 60);
+    ASSERT_OK((*db)->Put(Key(i), v));
+    model[Key(i)] = v;
+  }
+  const double offered = Extra(db->get(), "writeback_offered_records_total");
+  // A write-back takes what fits a page and its overflow page (some 90 records here); offered the
+  // backlog of its range each time, the appends cost 84,829 records offered (2 per append).
+  EXPECT_LE(offered, kKeys / 4.0) << "records offered to write-backs for " << kKeys << " appends";
+  EXPECT_EQ(ReadAll(db->get()), model);
+  ScanOptions reverse;
+  reverse.reverse = true;
+  auto it = (*db)->NewIterator(reverse);
+  ASSERT_TRUE(it.ok()) << it.status().ToString();
+  auto want = model.rbegin();
+  for (; (*it)->Valid(); (*it)->Next(), ++want) {
+    ASSERT_NE(want, model.rend());
+    ASSERT_EQ((*it)->key(), want->first);
+    ASSERT_EQ((*it)->value(), want->second);
+  }
+  ASSERT_OK((*it)->status());
+  EXPECT_EQ(want, model.rend());
+  ExpectModel(db->get(), model);
 }
 
 }  // namespace

@@ -278,14 +278,19 @@ void RecordCache::AdmitClean(Slice key, Slice cell, uint8_t priority, uint64_t p
 }
 
 std::vector<RecordCache::DirtyRecord> RecordCache::DirtyInRangeLocked(Slice low,
-                                                                      const std::string* high) {
+                                                                      const std::string* high,
+                                                                      uint64_t max_bytes) {
   std::vector<DirtyRecord> out;
+  uint64_t bytes = 0;
   for (auto it = dirty_.lower_bound(low); it != dirty_.end(); ++it) {
     if (high != nullptr && it->first >= *high) break;
     const Entry* e = it->second;
     // A pinned record is on its way to a reorganisation's new pages, which may already be in
     // the tree: writing it back there too would release the cell those pages hold.
-    if (!e->pinned) out.push_back({std::string(e->key()), e->cell, e->lsn, e->version});
+    if (e->pinned) continue;
+    bytes += e->key_size + e->cell.size() + 16;
+    if (bytes > max_bytes && !out.empty()) break;
+    out.push_back({std::string(e->key()), e->cell, e->lsn, e->version});
   }
   writeback_offered_ += out.size();
   return out;
@@ -331,14 +336,36 @@ std::vector<std::string> RecordCache::Unpin(const std::vector<DirtyRecord>& pinn
   return std::exchange(orphans_, {});
 }
 
-std::vector<RecordCache::DirtyRecord> RecordCache::Range(Slice low, const std::string* high) {
+std::vector<RecordCache::DirtyRecord> RecordCache::Range(Slice low, const std::string* high,
+                                                         size_t limit, bool from_end,
+                                                         bool* truncated) {
   MutexLock lock(&dirty_mu_);
   std::vector<DirtyRecord> out;
-  for (auto it = dirty_.lower_bound(low); it != dirty_.end(); ++it) {
-    if (high != nullptr && it->first >= *high) break;
-    const Entry* e = it->second;
+  *truncated = false;
+  auto add = [&](const Entry* e) {
     out.push_back({std::string(e->key()), e->cell, e->lsn, e->version});
+  };
+  auto first = dirty_.lower_bound(low);
+  auto last = high == nullptr ? dirty_.end() : dirty_.lower_bound(Slice(*high));
+  if (!from_end) {
+    for (auto it = first; it != last; ++it) {
+      if (out.size() == limit) {
+        *truncated = true;
+        break;
+      }
+      add(it->second);
+    }
+    return out;
   }
+  for (auto it = last; it != first;) {
+    --it;
+    if (out.size() == limit) {
+      *truncated = true;
+      break;
+    }
+    add(it->second);
+  }
+  std::reverse(out.begin(), out.end());
   return out;
 }
 
@@ -379,10 +406,12 @@ std::map<std::string, std::optional<std::string>> RecordCache::DirtySnapshot() c
 std::vector<std::string> RecordCache::CheckConsistency() const {
   std::vector<std::string> problems;
   MutexLock dirty_lock(&dirty_mu_);
+  // Every shard at once, in index order: reads keep admitting and evicting clean entries while
+  // writers are paused, and the sum must be of one moment.
+  for (size_t i = 0; i < kShards; ++i) shards_[i].mu.Lock();
   uint64_t bytes = 0, dirty = 0;
   for (size_t i = 0; i < kShards; ++i) {
     const Shard& s = shards_[i];
-    MutexLock lock(&s.mu);
     uint64_t in_ring = 0;
     for (size_t slot = 0; slot < s.ring.size(); ++slot) {
       const Entry* e = s.ring[slot];
@@ -440,6 +469,7 @@ std::vector<std::string> RecordCache::CheckConsistency() const {
     problems.push_back(
         fmt::format("record cache: counts {} bytes, its entries hold {}", bytes_.load(), bytes));
   }
+  for (size_t i = kShards; i-- > 0;) shards_[i].mu.Unlock();
   if (dirty_blobs_.size() > dirty) {
     problems.push_back(fmt::format("record cache: {} dirty blob entries, {} dirty entries",
                                    dirty_blobs_.size(), dirty));

@@ -127,14 +127,18 @@ class RecordCache {
   // not pinned (a reorganisation is taking those to its new pages), ascending, under dirty_mu_,
   // so that no write can change them meanwhile (a write that replaced a dirty cell would free it
   // while its page takes it). `apply` returns how many of them (a prefix) reached their page;
-  // those become clean, and tombstones leave the cache. At most `max_records` are offered.
-  // REQUIRES: the caller holds the pages `apply` writes (page latches come before the cache).
-  // `page` is the base page written (its read tickets go stale).
+  // those become clean, and tombstones leave the cache. Only the first records whose keys and
+  // cells come to `max_bytes` (16 bytes more each, for a slot) are offered, and always one: a
+  // page and its overflow page hold no more, and a range's backlog (appends past the last page)
+  // must not be copied under the lock on every write-back.
+  // REQUIRES: the caller holds the pages `apply` writes (page latches come before the cache);
+  // `apply` takes no latch and does no IO (the cache's writers wait for it). `page` is the base
+  // page written (its read tickets go stale).
   template <typename Fn>
-  size_t WriteBackRange(Slice low, const std::string* high, uint64_t page, Fn&& apply)
-      EXCLUDES(dirty_mu_) {
+  size_t WriteBackRange(Slice low, const std::string* high, uint64_t page, uint64_t max_bytes,
+                        Fn&& apply) EXCLUDES(dirty_mu_) {
     MutexLock lock(&dirty_mu_);
-    std::vector<DirtyRecord> dirty = DirtyInRangeLocked(low, high);
+    std::vector<DirtyRecord> dirty = DirtyInRangeLocked(low, high, max_bytes);
     const size_t done = apply(dirty);
     if (done > 0) generations_[page % kGenerations].fetch_add(1, std::memory_order_acq_rel);
     for (size_t i = 0; i < done && i < dirty.size(); ++i) MarkCleanLocked(dirty[i]);
@@ -153,8 +157,10 @@ class RecordCache {
       EXCLUDES(dirty_mu_);
 
   // The dirty entries with a key in [low, high), ascending (scans merge them over the pages'
-  // records: clean entries equal what the pages hold).
-  std::vector<DirtyRecord> Range(Slice low, const std::string* high) EXCLUDES(dirty_mu_);
+  // records: clean entries equal what the pages hold): the first `limit` of them, or with
+  // `from_end` the last `limit`. *truncated says whether some were left out.
+  std::vector<DirtyRecord> Range(Slice low, const std::string* high, size_t limit, bool from_end,
+                                 bool* truncated) EXCLUDES(dirty_mu_);
 
   // The oldest dirty entry's LSN (kMaxLsn when none) and its key.
   Lsn OldestDirtyLsn() const EXCLUDES(dirty_mu_);
@@ -169,7 +175,8 @@ class RecordCache {
 
   // Checks the bookkeeping against the entries: bytes_ equals the sum over live entries, the
   // ordered index holds exactly the dirty entries, every entry sits in its shard's table and
-  // CLOCK ring. Returns one line per problem (none: consistent). Quiescent callers (Verify).
+  // CLOCK ring. Returns one line per problem (none: consistent). Writers must be paused (Verify
+  // pauses them); reads may go on.
   std::vector<std::string> CheckConsistency() const EXCLUDES(dirty_mu_);
 
   struct Stats {
@@ -208,8 +215,8 @@ class RecordCache {
   Shard& NextShard();
   // Up to `lookahead` CLOCK steps over the next shards; drops the first clean entry at 0 found.
   bool LookAheadForClean();
-  std::vector<DirtyRecord> DirtyInRangeLocked(Slice low, const std::string* high)
-      REQUIRES(dirty_mu_);
+  std::vector<DirtyRecord> DirtyInRangeLocked(Slice low, const std::string* high,
+                                              uint64_t max_bytes) REQUIRES(dirty_mu_);
   void MarkCleanLocked(const DirtyRecord& r) REQUIRES(dirty_mu_);
   void SetDirtyLocked(Entry* e, Lsn lsn) REQUIRES(dirty_mu_);
   void SetCleanLocked(Entry* e) REQUIRES(dirty_mu_);

@@ -299,15 +299,21 @@ void TreeLine::Shutdown() {
 }
 
 void TreeLine::WriteBackAll() {
+  const uint64_t dirty = cache_.dirty_entries();
+  if (dirty == 0) return;
+  const uint64_t start = NowNanos();
+  const uint64_t records_before = writeback_records_.load();
   // Sweeps in key order (neighbouring pages are written back one after another); a full segment
   // is skipped and queued, and its reorganisation runs between units (it is a unit of its own).
   // A few sweeps at most: each finds only what the sweep before had to skip.
-  for (int sweep = 0; sweep < 8 && cache_.dirty_entries() > 0; ++sweep) {
+  bool stopped = false;  // a unit could not run (closed, failed): the log keeps the rest
+  for (int sweep = 0; sweep < 8 && !stopped && cache_.dirty_entries() > 0; ++sweep) {
     std::string from;
     bool end = false;
-    while (!end) {
-      Status s = ctx_.services->RunMaintenance(16, [&](WriteRoom* room) -> Status {
-        uint64_t prepaid = 0;
+    while (!end && !stopped) {
+      constexpr uint64_t kUnitPages = 16;
+      Status s = ctx_.services->RunMaintenance(kUnitPages, [&](WriteRoom* room) -> Status {
+        uint64_t prepaid = kUnitPages;  // reserved with the unit
         for (int n = 0; n < 256; ++n) {
           std::optional<std::string> key = cache_.NextDirtyKey(from);
           if (!key) {
@@ -324,10 +330,21 @@ void TreeLine::WriteBackAll() {
       });
       if (!s.ok()) {
         if (!s.IsUnavailable()) NoteBackgroundError("write-back at shutdown", s);
-        return;
+        stopped = true;
       }
     }
-    if (RunQueuedReorganisations() != ReorgResult::kDone) return;
+    if (!stopped && RunQueuedReorganisations() != ReorgResult::kDone) stopped = true;
+  }
+  if (ctx_.logger != nullptr) {
+    const uint64_t left = cache_.dirty_entries();
+    ctx_.logger->Log(
+        left == 0 ? LogLevel::kInfo : LogLevel::kWarn,
+        fmt::format("treeline: wrote back {} of {} dirty records at shutdown in {:.2f} s{}",
+                    writeback_records_.load() - records_before, dirty,
+                    static_cast<double>(NowNanos() - start) * 1e-9,
+                    left == 0
+                        ? ""
+                        : fmt::format("; {} left for the next open to replay from the log", left)));
   }
 }
 
@@ -413,8 +430,9 @@ bool TreeLine::FlushRound() {
   };
   if (cache_.Excess() == 0 && !too_old()) return false;
   int written = 0;
-  Status s = ctx_.services->RunMaintenance(8, [&](WriteRoom* room) -> Status {
-    uint64_t prepaid = 0;
+  constexpr uint64_t kUnitPages = 8;
+  Status s = ctx_.services->RunMaintenance(kUnitPages, [&](WriteRoom* room) -> Status {
+    uint64_t prepaid = kUnitPages;  // reserved with the unit
     for (int n = 0; n < 64; ++n) {
       std::optional<std::string> victim = cache_.Evict();
       if (!victim && too_old()) victim = cache_.OldestDirtyKey();

@@ -197,6 +197,9 @@ std::vector<core::BatchCursor::Entry> Overlay(std::vector<Record> pages,
 
 class TreeLineCursor final : public core::BatchCursor {
  public:
+  // Dirty records of the cache one batch takes at most (copied under the cache's lock).
+  static constexpr size_t kCachedPerBatch = 4096;
+
   TreeLineCursor(TreeLine* index, CursorOptions options)
       : core::BatchCursor(std::move(options)), index_(index) {
     Start();
@@ -241,12 +244,19 @@ class TreeLineCursor final : public core::BatchCursor {
     }
     TreeLine::SegmentRead read;
     GROVE_RETURN_IF_ERROR(index_->ReadPages(seg, start, last, IoCause::kScan, &read));
-    std::vector<RecordCache::DirtyRecord> cached =
-        index_->cache().Range(from, leaf->has_high ? &leaf->high : nullptr);
+    bool truncated = false;
+    std::vector<RecordCache::DirtyRecord> cached = index_->cache().Range(
+        from, leaf->has_high ? &leaf->high : nullptr, kCachedPerBatch, false, &truncated);
     read.guards.clear();
+    if (truncated) {
+      // More dirty records than a batch takes (a backlog of appends past the last page): the
+      // batch ends after the last one taken, and the next read starts there.
+      leaf->high = cached.back().key + '\0';
+      leaf->has_high = true;
+    }
     std::vector<Record> pages;
     for (Record& r : read.records) {
-      if (r.key >= from) pages.push_back(std::move(r));
+      if (r.key >= from && (!truncated || r.key < leaf->high)) pages.push_back(std::move(r));
     }
     *out = Overlay(std::move(pages), std::move(cached));
     return Status::Ok();
@@ -264,12 +274,20 @@ class TreeLineCursor final : public core::BatchCursor {
     TreeLine::SegmentRead read;
     GROVE_RETURN_IF_ERROR(index_->ReadPages(seg, 0, last, IoCause::kScan, &read));
     const std::string low = leaf->has_low ? leaf->low : std::string();
+    bool truncated = false;
     std::vector<RecordCache::DirtyRecord> cached =
-        index_->cache().Range(low, bounded ? &before : nullptr);
+        index_->cache().Range(low, bounded ? &before : nullptr, kCachedPerBatch, true, &truncated);
     read.guards.clear();
+    if (truncated) {
+      // The batch holds the last dirty records below `before`; the next read ends at the first.
+      leaf->low = cached.front().key;
+      leaf->has_low = true;
+    }
     std::vector<Record> pages;
     for (Record& r : read.records) {
-      if (!bounded || r.key < before) pages.push_back(std::move(r));
+      if ((!bounded || r.key < before) && (!truncated || r.key >= leaf->low)) {
+        pages.push_back(std::move(r));
+      }
     }
     *out = Overlay(std::move(pages), std::move(cached));
     std::reverse(out->begin(), out->end());

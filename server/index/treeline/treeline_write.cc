@@ -86,7 +86,8 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
     return pages == covered || room->Extend(pages - covered).ok();
   };
   std::vector<std::string> released;
-  size_t done = 0, dirty = 0;
+  size_t done = 0;
+  bool all = false;  // the last pass applied every record it was offered
   bool no_room = false;
   Status failure;
   PageId segment_id;
@@ -119,7 +120,9 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
       GROVE_RETURN_IF_ERROR(CheckDataPage(over.data(), o, seg, i, true));
     }
 
-    // The overflow page, made the first time the base page is full.
+    // The overflow page, made the first time the base page is full: outside the cache's lock
+    // (a new frame may wait for a checkpoint), between two passes over the dirty records.
+    bool need_overflow = false;
     auto make_overflow = [&]() -> bool {
       if (!extend(1)) {
         no_room = true;
@@ -180,7 +183,10 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
       if (home != &base && DataPageView(base.data()).slots().FreeBytes() >= need) {
         target = &base;
       } else if (home != &over) {
-        if (!over && !make_overflow()) return false;
+        if (!over) {
+          need_overflow = true;
+          return false;
+        }
         if (DataPageView(over.data()).slots().FreeBytes() >= need) target = &over;
       }
       if (target == nullptr) return false;  // both full: the segment needs reorganising
@@ -196,13 +202,19 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
       DataPage(target->mutable_data()).mutable_slots().Insert(at, r.key, r.cell.slice());
       return true;
     };
-    done = cache_.WriteBackRange(low, has_high ? &high : nullptr, base_id,
-                                 [&](const std::vector<RecordCache::DirtyRecord>& records) {
-                                   dirty = records.size();
-                                   size_t n = 0;
-                                   while (n < records.size() && apply_one(records[n])) ++n;
-                                   return n;
-                                 });
+    // At most what a page and its overflow page can hold is offered at once.
+    constexpr uint64_t kMaxOffered = 2 * treeline::kPageCapacity;
+    auto pass = [&] {
+      return cache_.WriteBackRange(low, has_high ? &high : nullptr, base_id, kMaxOffered,
+                                   [&](const std::vector<RecordCache::DirtyRecord>& records) {
+                                     size_t n = 0;
+                                     while (n < records.size() && apply_one(records[n])) ++n;
+                                     all = n == records.size();
+                                     return n;
+                                   });
+    };
+    done = pass();
+    if (need_overflow && !over && make_overflow()) done += pass();
   }
   // Released once the pages are let go: the value store has locks of its own.
   for (const std::string& c : released) ctx_.services->ReleaseCell(c);
@@ -211,7 +223,7 @@ StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* ro
     writeback_records_.fetch_add(done, std::memory_order_relaxed);
   }
   GROVE_RETURN_IF_ERROR(failure);
-  if (done == dirty) return WriteBackResult::kDone;
+  if (all) return WriteBackResult::kDone;
   if (no_room) return WriteBackResult::kNoRoom;
   QueueReorganisation(segment_id, std::string(key));
   return WriteBackResult::kFull;

@@ -19,6 +19,9 @@ RecordCache::Options Small(uint64_t capacity) {
   return o;
 }
 
+// No cap on the records a write-back is offered.
+constexpr uint64_t kAll = UINT64_MAX;
+
 // The cached value of `key`, "<miss>" or "<tombstone>".
 std::string Read(RecordCache& c, Slice key) {
   std::string cell;
@@ -45,7 +48,7 @@ TEST(RecordCacheTest, WritesHandBackOnlyCellsThatLivedHereAlone) {
   EXPECT_EQ(c.Write("a", std::string("v2"), 2), std::optional<std::string>("v1"));
   EXPECT_EQ(Read(c, "a"), "v2");
   // Once it reached its page, the cell is the page's to release.
-  c.WriteBackRange("a", nullptr, 0,
+  c.WriteBackRange("a", nullptr, 0, kAll,
                    [](const std::vector<RecordCache::DirtyRecord>& d) { return d.size(); });
   EXPECT_EQ(c.dirty_entries(), 0u);
   EXPECT_FALSE(c.Write("a", std::nullopt, 3).has_value());
@@ -83,7 +86,7 @@ TEST(RecordCacheTest, DirtyCellsListsBlobCellsAlone) {
   c.DirtyCells(&cells);
   EXPECT_EQ(cells, std::vector<std::string>{"B-blob-1"});
   const std::string high = K(1) + '\0';
-  c.WriteBackRange(K(1), &high, 0, [](const auto& d) { return d.size(); });
+  c.WriteBackRange(K(1), &high, 0, kAll, [](const auto& d) { return d.size(); });
   cells.clear();
   c.DirtyCells(&cells);
   EXPECT_TRUE(cells.empty()) << "a blob on its page is the page's";
@@ -113,7 +116,7 @@ TEST(RecordCacheTest, EvictionTakesCleanEntriesAndNamesDirtyVictims) {
     std::optional<std::string> victim = c.Evict();
     if (!victim) break;
     const std::string high = *victim + '\0';
-    c.WriteBackRange(*victim, &high, 0,
+    c.WriteBackRange(*victim, &high, 0, kAll,
                      [](const std::vector<RecordCache::DirtyRecord>& d) { return d.size(); });
   }
   EXPECT_EQ(c.Excess(), 0u);
@@ -125,7 +128,7 @@ TEST(RecordCacheTest, WriteBackRangeCleansTheAppliedPrefix) {
   for (int i = 0; i < 10; ++i) c.Write(K(i), std::string("v"), 5);
   const std::string high = K(8);
   size_t seen = 0;
-  const size_t done = c.WriteBackRange(K(2), &high, 7, [&](const auto& d) {
+  const size_t done = c.WriteBackRange(K(2), &high, 7, kAll, [&](const auto& d) {
     seen = d.size();
     return size_t{3};
   });
@@ -148,7 +151,7 @@ TEST(RecordCacheTest, APinnedRecordWrittenAgainInTheSameBatchStaysDirty) {
       << "a pinned cell belongs to the new pages, not to the writer";
   // Pinned records are the reorganisation's: write-backs leave them alone.
   size_t offered = 0;
-  c.WriteBackRange(K(0), nullptr, 0, [&](const auto& d) {
+  c.WriteBackRange(K(0), nullptr, 0, kAll, [&](const auto& d) {
     offered = d.size();
     return size_t{0};
   });
@@ -186,9 +189,9 @@ TEST(RecordCacheTest, StaleReadTicketsAdmitNothing) {
   const uint64_t ticket = c.Ticket(42);
   // A write-back of page 42 lands between the read and its admission.
   c.Write(K(1), std::string("new"), 3);
-  c.WriteBackRange(K(1), nullptr, 42, [](const auto& d) { return d.size(); });
+  c.WriteBackRange(K(1), nullptr, 42, kAll, [](const auto& d) { return d.size(); });
   c.Write(K(1), std::nullopt, 4);
-  c.WriteBackRange(K(1), nullptr, 42, [](const auto& d) { return d.size(); });
+  c.WriteBackRange(K(1), nullptr, 42, kAll, [](const auto& d) { return d.size(); });
   c.AdmitClean(K(1), "stale", 4, 42, ticket);
   EXPECT_EQ(Read(c, K(1)), "<miss>") << "a stale read must not come back";
   c.AdmitClean(K(1), "fresh", 4, 42, c.Ticket(42));
@@ -227,7 +230,9 @@ TEST(RecordCacheTest, RangeHoldsDirtyEntriesOnly) {
   c.AdmitClean(K(1), "clean", 4, 0, c.Ticket(0));
   c.Write(K(2), std::string("dirty"), 1);
   c.Write(K(3), std::nullopt, 2);
-  const auto r = c.Range(K(0), nullptr);
+  bool truncated = true;
+  const auto r = c.Range(K(0), nullptr, 100, false, &truncated);
+  EXPECT_FALSE(truncated);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].key, K(2));
   EXPECT_EQ(r[0].cell.ToString(), "dirty");
@@ -237,6 +242,41 @@ TEST(RecordCacheTest, RangeHoldsDirtyEntriesOnly) {
   EXPECT_EQ(c.NextDirtyKey(K(0)), K(2));
   EXPECT_EQ(c.NextDirtyKey(K(2) + '\0'), K(3));
   EXPECT_EQ(c.NextDirtyKey(K(3) + '\0'), std::nullopt);
+}
+
+// A write-back is offered what a page and its overflow page could take, not a range's whole
+// backlog; a scan's batch takes a bounded number of records, from either end.
+TEST(RecordCacheTest, WriteBacksAndScansTakeABoundedShareOfABacklog) {
+  RecordCache c(Small(1 << 30));
+  for (int i = 0; i < 1000; ++i) c.Write(K(i), std::string(100, 'a'), static_cast<Lsn>(i + 1));
+  size_t offered = 0;
+  const size_t done = c.WriteBackRange(K(0), nullptr, 0, 10 * (6 + 100 + 16), [&](const auto& d) {
+    offered = d.size();
+    return d.size();
+  });
+  EXPECT_EQ(offered, 10u);
+  EXPECT_EQ(done, 10u);
+  EXPECT_EQ(c.dirty_entries(), 990u);
+  c.WriteBackRange(K(0), nullptr, 0, 0, [&](const auto& d) {
+    offered = d.size();
+    return size_t{0};
+  });
+  EXPECT_EQ(offered, 1u) << "always one record, so that a write-back makes progress";
+  bool truncated = false;
+  auto r = c.Range(K(0), nullptr, 5, false, &truncated);
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_TRUE(truncated);
+  EXPECT_EQ(r.front().key, K(10));
+  EXPECT_EQ(r.back().key, K(14));
+  const std::string high = K(500);
+  r = c.Range(K(0), &high, 5, true, &truncated);
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_TRUE(truncated);
+  EXPECT_EQ(r.front().key, K(495));
+  EXPECT_EQ(r.back().key, K(499));
+  r = c.Range(K(990), nullptr, 50, true, &truncated);
+  EXPECT_EQ(r.size(), 10u);
+  EXPECT_FALSE(truncated);
 }
 
 // A read miss is admitted even when every entry is dirty: the cache goes over capacity (up to
@@ -291,7 +331,7 @@ TEST(RecordCacheTest, AccountingIsExactUnderConcurrentWriters) {
             std::optional<std::string> v = c.Evict();
             if (v) {
               const std::string high = *v + "\xff";
-              c.WriteBackRange(*v, &high, k, [](const auto& d) { return d.size(); });
+              c.WriteBackRange(*v, &high, k, kAll, [](const auto& d) { return d.size(); });
             }
           }
         }
@@ -300,7 +340,8 @@ TEST(RecordCacheTest, AccountingIsExactUnderConcurrentWriters) {
   }
   threads.emplace_back([&] {
     while (!stop.load()) {
-      const auto r = c.Range(K(500), nullptr);
+      bool truncated;
+      const auto r = c.Range(K(500), nullptr, 64, false, &truncated);
       const auto p = c.PinRange(K(1000), nullptr, 4096);
       c.Unpin(p, false);
       (void)r;

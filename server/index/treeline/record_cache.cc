@@ -87,6 +87,7 @@ RecordCache::Entry* RecordCache::NewEntryLocked(Shard& s, uint64_t hash, Slice k
   s.ring[e->slot] = e;
   s.table.Insert(hash, e);
   bytes_.fetch_add(BytesOf(key.size(), e->cell.size()), std::memory_order_relaxed);
+  entries_.fetch_add(1, std::memory_order_relaxed);
   return e;
 }
 
@@ -95,6 +96,7 @@ void RecordCache::DropLocked(Shard& s, Entry* e) {
   s.ring[e->slot] = nullptr;
   s.free_slots.push_back(e->slot);
   bytes_.fetch_sub(BytesOf(e->key_size, e->cell.size()), std::memory_order_relaxed);
+  entries_.fetch_sub(1, std::memory_order_relaxed);
   Entry::Delete(e);
 }
 
@@ -103,6 +105,7 @@ void RecordCache::SetDirtyLocked(Entry* e, Lsn lsn) {
     dirty_by_lsn_.erase({e->lsn, e});
   } else {
     dirty_.emplace(e->key(), e);
+    dirty_count_.store(dirty_.size(), std::memory_order_relaxed);
   }
   e->dirty = true;
   e->lsn = lsn;
@@ -120,6 +123,7 @@ void RecordCache::SetCleanLocked(Entry* e) {
   if (!e->dirty) return;
   dirty_by_lsn_.erase({e->lsn, e});
   dirty_.erase(e->key());
+  dirty_count_.store(dirty_.size(), std::memory_order_relaxed);
   if (e->blob) dirty_blobs_.erase(e);
   e->blob = false;
   e->dirty = false;
@@ -243,6 +247,16 @@ std::optional<std::string> RecordCache::Evict() {
     if (LookAheadForClean()) continue;
     dirty_evictions_.fetch_add(1, std::memory_order_relaxed);
     return dirty_key;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> RecordCache::ColdDirtyKey(size_t max_steps) {
+  for (size_t k = 0; k < max_steps && dirty_count_.load(std::memory_order_relaxed) > 0; ++k) {
+    Shard& s = NextShard();
+    MutexLock lock(&s.mu);
+    const Entry* e = StepLocked(s);
+    if (e != nullptr && e->dirty) return std::string(e->key());
   }
   return std::nullopt;
 }
@@ -470,6 +484,12 @@ std::vector<std::string> RecordCache::CheckConsistency() const {
         fmt::format("record cache: counts {} bytes, its entries hold {}", bytes_.load(), bytes));
   }
   for (size_t i = kShards; i-- > 0;) shards_[i].mu.Unlock();
+  uint64_t entries = 0;
+  for (size_t i = 0; i < kShards; ++i) entries += shards_[i].table.size();
+  if (entries != entries_.load() || dirty != dirty_count_.load()) {
+    problems.push_back(fmt::format("record cache: {} entries ({} dirty), its counters say {} ({})",
+                                   entries, dirty, entries_.load(), dirty_count_.load()));
+  }
   if (dirty_blobs_.size() > dirty) {
     problems.push_back(fmt::format("record cache: {} dirty blob entries, {} dirty entries",
                                    dirty_blobs_.size(), dirty));

@@ -116,6 +116,21 @@ class RecordCache {
   // again. nullopt: the cache fits.
   std::optional<std::string> Evict();
 
+  // Cleaning (not in the paper, which only writes back what eviction picks): the look-ahead
+  // always finds a clean victim while clean entries are near, so dirty entries that went cold
+  // (priority 0) stay, and after a write-heavy phase most of the cache can be records nobody
+  // reads (75% of it after uniform updates). The caller writes back the pages of cold dirty
+  // entries while the dirty share of the entries is above its limit. ColdDirtyKey moves the
+  // CLOCK hand (as eviction does) up to `max_steps` and returns the first dirty entry at 0.
+  std::optional<std::string> ColdDirtyKey(size_t max_steps);
+  // Dirty entries as a share of all entries (0 when empty).
+  double DirtyShare() const {
+    const uint64_t n = entries_.load(std::memory_order_relaxed);
+    return n == 0 ? 0.0
+                  : static_cast<double>(dirty_count_.load(std::memory_order_relaxed)) /
+                        static_cast<double>(n);
+  }
+
   struct DirtyRecord {
     std::string key;
     SharedCell cell;  // empty: a tombstone
@@ -226,6 +241,8 @@ class RecordCache {
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint64_t> shard_hand_{0};
   std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> entries_{0};      // every entry (the shards' tables)
+  std::atomic<uint64_t> dirty_count_{0};  // dirty_.size(), readable without dirty_mu_
 
   mutable Mutex dirty_mu_;
   std::map<std::string_view, Entry*, std::less<>> dirty_ GUARDED_BY(dirty_mu_);

@@ -45,6 +45,7 @@ StatusOr<Config> ParseConfig(const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const uint64_t radius, ParseUintParam(params, "radius", 0, 64));
   c.radius = static_cast<int>(radius);
   GROVE_ASSIGN_OR_RETURN(c.pool_share, ParseDoubleParam(params, "buffer_pool_share", 0.01, 1.0));
+  GROVE_ASSIGN_OR_RETURN(c.dirty_share, ParseDoubleParam(params, "dirty_share", 0.05, 1.0));
   return c;
 }
 
@@ -55,6 +56,9 @@ using treeline::Segment;
 namespace {
 
 constexpr uint32_t kMetadataVersion = 1;
+
+// CLOCK steps a cleaning round may take to find one cold dirty record.
+constexpr size_t kColdSteps = 4096;
 
 // After a reorganisation fails, the next waits this long (a failing disk would otherwise be
 // retried in a busy loop).
@@ -117,6 +121,10 @@ VariantSpec TreeLine::Spec() {
       {"forecast_future_epochs", "1", false,
        "epochs of inserts a reorganisation leaves room for (f)"},
       {"radius", "5", false, "neighbouring segments a reorganisation may take on each side (r)"},
+      {"dirty_share", "0.5", false,
+       "while more of the record cache's entries than this are dirty, the background thread "
+       "writes back the pages of dirty records that went cold (priority 0); 1: only what "
+       "eviction picks, as in the paper (0.05..1)"},
       {"buffer_pool_share", "0.25", false,
        "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes); the "
        "rest is the record cache (0.01..1)"},
@@ -288,6 +296,10 @@ IndexStats TreeLine::GetStats() {
   return s;
 }
 
+bool TreeLine::TooDirty() const {
+  return cfg_.cache && cfg_.dirty_share < 1.0 && cache_.DirtyShare() > cfg_.dirty_share;
+}
+
 bool TreeLine::Waiting(PageId segment) const {
   MutexLock lock(&state_mu_);
   return busy_.count(segment) > 0 || queued_.count(segment) > 0;
@@ -362,7 +374,7 @@ bool TreeLine::BackgroundRound() {
         break;
     }
   }
-  return FlushRound() && cache_.Excess() > 0;  // more to do at once
+  return FlushRound() && (cache_.Excess() > 0 || TooDirty());  // more to do at once
 }
 
 TreeLine::ReorgResult TreeLine::RunQueuedReorganisations() {
@@ -428,7 +440,9 @@ bool TreeLine::FlushRound() {
     const Lsn oldest = cache_.OldestDirtyLsn();
     return oldest != kMaxLsn && oldest + window < latest_lsn_.load();
   };
-  if (cache_.Excess() == 0 && !too_old()) return false;
+  // Cold dirty records hold memory that reads could use: cleaned while too many are dirty.
+  auto too_dirty = [&] { return cfg_.dirty_share < 1.0 && TooDirty(); };
+  if (cache_.Excess() == 0 && !too_old() && !too_dirty()) return false;
   int written = 0;
   constexpr uint64_t kUnitPages = 8;
   Status s = ctx_.services->RunMaintenance(kUnitPages, [&](WriteRoom* room) -> Status {
@@ -436,6 +450,7 @@ bool TreeLine::FlushRound() {
     for (int n = 0; n < 64; ++n) {
       std::optional<std::string> victim = cache_.Evict();
       if (!victim && too_old()) victim = cache_.OldestDirtyKey();
+      if (!victim && too_dirty()) victim = cache_.ColdDirtyKey(kColdSteps);
       if (!victim) break;
       GROVE_ASSIGN_OR_RETURN(const WriteBackResult r, WriteBack(*victim, room, &prepaid));
       if (r != WriteBackResult::kDone) break;  // the next round, after reorganisations

@@ -26,7 +26,8 @@
 //
 // Durability: the record cache is memory only. Its oldest dirty LSN bounds the WAL's redo point
 // and its blob cells are listed for recovery (index.h); a background thread writes back what is
-// too old or too much, and Shutdown writes back the rest, so a clean stop replays nothing.
+// too old or too much (beyond capacity, or cold while more than dirty_share of the entries are
+// dirty), and Shutdown writes back the rest, so a clean stop replays nothing.
 // Write-backs and reorganisations run inside writes or maintenance units, so a checkpoint never
 // sees one half done; an overflow page and the base page that points to it are written by the same
 // checkpoint (the double-write file makes it atomic), which keeps the paper's "overflow first"
@@ -87,6 +88,7 @@ struct Config {
   double forecast_future_epochs = 1;
   int radius = 5;            // reorganisation reaches this many neighbours on each side
   double pool_share = 0.25;  // share of cache_bytes for the buffer pool; the rest caches records
+  double dirty_share = 0.5;  // cold dirty records are written back while more are dirty
 };
 
 // Parses and checks the parameters (errors name the parameter).
@@ -205,6 +207,8 @@ class TreeLine final : public Index {
   ReorgResult RunQueuedReorganisations();
   // One unit of write-backs; whether any was done.
   bool FlushRound();
+  // Whether more of the record cache is dirty than dirty_share.
+  bool TooDirty() const;
   // Whether write-backs must leave `segment` alone: it is being reorganised, or full and queued
   // for a reorganisation (its records wait in the cache; retrying would copy them every time).
   bool Waiting(PageId segment) const EXCLUDES(state_mu_);

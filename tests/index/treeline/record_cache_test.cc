@@ -279,6 +279,25 @@ TEST(RecordCacheTest, WriteBacksAndScansTakeABoundedShareOfABacklog) {
   EXPECT_FALSE(truncated);
 }
 
+// Cleaning finds dirty entries that went cold by moving the CLOCK hand, as eviction does; hot
+// ones (recently written or read) are passed over while their priority lasts.
+TEST(RecordCacheTest, ColdDirtyKeyNamesDirtyEntriesTheHandFindsAtZero) {
+  RecordCache c(Small(1 << 20));
+  EXPECT_EQ(c.DirtyShare(), 0.0);
+  for (int i = 0; i < 50; ++i) c.AdmitClean(K(i), "clean", 4, 0, c.Ticket(0));
+  for (int i = 50; i < 100; ++i) c.Write(K(i), std::string("dirty"), static_cast<Lsn>(i));
+  EXPECT_DOUBLE_EQ(c.DirtyShare(), 0.5);
+  EXPECT_EQ(c.ColdDirtyKey(10), std::nullopt) << "everything is still at priority 4";
+  std::optional<std::string> cold = c.ColdDirtyKey(100000);
+  ASSERT_TRUE(cold.has_value());
+  EXPECT_GE(*cold, K(50));
+  const std::string high = *cold + '\0';
+  c.WriteBackRange(*cold, &high, 0, kAll, [](const auto& d) { return d.size(); });
+  EXPECT_DOUBLE_EQ(c.DirtyShare(), 0.49);
+  EXPECT_EQ(c.GetStats().entries, 100u) << "cleaning evicts nothing itself";
+  EXPECT_TRUE(c.CheckConsistency().empty());
+}
+
 // A read miss is admitted even when every entry is dirty: the cache goes over capacity (up to
 // its slack) and eviction names dirty victims for write-back.
 TEST(RecordCacheTest, MissesAreAdmittedWhenOnlyDirtyEntriesCouldMakeRoom) {

@@ -30,7 +30,10 @@ RESULTS=$OUT/treeline-cache.jsonl
 COMMANDS=$OUT/treeline-cache-commands.txt
 PERF=$OUT/treeline-cache-perf.txt
 rm -f "$RESULTS"
-: >"$COMMANDS"
+# The commit OLD_BENCH was built from, when it sits in a git checkout.
+OLD_COMMIT=${OLD_COMMIT:-$(git -C "$(dirname "$OLD_BENCH")" rev-parse --short HEAD 2>/dev/null ||
+  echo unknown)}
+echo "# \$OLD_BENCH ($OLD_LABEL): grove-bench built from commit $OLD_COMMIT" >"$COMMANDS"
 : >"$PERF"
 
 common=(--records "$RECORDS" --value-size "$VALUE" --cache-fraction 0.33 --insert-budget 200K
@@ -42,13 +45,16 @@ one() {
   local dir="$DATA/tl-cache-run" data="$DATA/tl-cache-$label.perf"
   rm -rf "$dir"
   cp -a "$golden" "$dir"
-  echo "$bench --target $target --dir $dir ${common[*]} --label $label" >>"$COMMANDS"
+  # The older binary is named by its variable: where it was built is no part of the result.
+  local shown=$bench
+  [ "$bench" = "$OLD_BENCH" ] && shown='$OLD_BENCH'
+  echo "$shown --target $target --dir $dir ${common[*]} --label $label" >>"$COMMANDS"
   perf record -q -F 499 -g -o "$data" -- "$bench" --target "$target" --dir "$dir" "${common[@]}" \
     --label "$label" >/dev/null
   {
     echo "== $label ($target)"
     perf report -i "$data" --no-children --sort symbol --stdio 2>/dev/null |
-      grep -E '^ +[0-9.]+%' | head -12 | cut -c1-110
+      grep -E '^ +[0-9.]+%' | awk 'n++ < 12' | cut -c1-110
   } >>"$PERF"
   rm -rf "$dir" "$data"
 }

@@ -11,8 +11,9 @@
 #      engine runs YCSB A, B, C, F, D, E with uniform and zipfian requests (D reads 'latest') on a
 #      fresh copy of its starting database; beside them, the device's random 4 KiB reads at the
 #      same queue depth. One JSON-lines file per table.
-#   3. sweep: TreeLine's buffer_pool_share over SHARES (the rest of the budget is the record
-#      cache) on the same workloads, SWEEP_SYNC and SWEEP_THREADS, each from a fresh copy.
+#   3. sweep: one TreeLine parameter, SWEEP_PARAM (default buffer_pool_share: the rest of the
+#      budget is the record cache) over SHARES, on the same workloads, SWEEP_SYNC and
+#      SWEEP_THREADS, each value from a fresh copy.
 #
 # Memory: a third of the data for every engine (the paper's setting). TreeLine splits it by
 # buffer_pool_share; btree gives it all to its buffer pool; RocksDB splits it as the paper's
@@ -20,7 +21,8 @@
 #
 # Every knob can be overridden from the environment, e.g. VALUE=1016 RECORDS=1M PARTS=tables.
 # Outputs docs/bench-data/treeline-<VALUE>-load.jsonl, treeline-<VALUE>-<sync>-t<threads>.jsonl,
-# treeline-<VALUE>-sweep.jsonl and a -commands.txt beside each; scripts/treeline_report.py turns
+# treeline-<VALUE>-sweep.jsonl (another SWEEP_PARAM: treeline-<VALUE>-sweep-<param>.jsonl) and a
+# -commands.txt beside each; scripts/treeline_report.py turns
 # them into the tables of docs/benchmarks.md. Not a test: nothing here runs in CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,13 +36,14 @@ FRACTION=${FRACTION:-0.33}
 SYNCS=${SYNCS:-always none}
 THREADS_LIST=${THREADS_LIST:-4 16}
 LOAD_THREADS=${LOAD_THREADS:-8}
-DURATION=${DURATION:-10}
+DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-3}
 INSERT_BUDGET=${INSERT_BUDGET:-200K}
 WORKLOADS=${WORKLOADS:-a,b,c,f,d,e}
 TARGETS=${TARGETS:-embedded:treeline embedded:btree rocksdb}
-SHARES=${SHARES:-0.02 0.05 0.1 0.15 0.25}
-SWEEP_SYNC=${SWEEP_SYNC:-always}
+SWEEP_PARAM=${SWEEP_PARAM:-buffer_pool_share}
+SHARES=${SHARES:-0.02 0.05 0.1 0.25}
+SWEEP_SYNC=${SWEEP_SYNC:-none}
 SWEEP_THREADS=${SWEEP_THREADS:-4}
 PARTS=${PARTS:-load tables sweep}
 PYTHON=${PYTHON:-/usr/bin/python3}
@@ -124,12 +127,14 @@ PY
 fi
 
 if has sweep; then
-  results=$OUT/treeline-$VALUE-sweep.jsonl
-  commands=$OUT/treeline-$VALUE-sweep-commands.txt
+  name=treeline-$VALUE-sweep
+  [ "$SWEEP_PARAM" = buffer_pool_share ] || name+="-$SWEEP_PARAM"
+  results=$OUT/$name.jsonl
+  commands=$OUT/$name-commands.txt
   rm -f "$results"
   : >"$commands"
   targets=""
-  for share in $SHARES; do targets+=" embedded:treeline?buffer_pool_share=$share"; done
-  run_table "$SWEEP_SYNC" "$SWEEP_THREADS" "$results" "$commands" "$targets" "treeline-$VALUE-sweep"
+  for share in $SHARES; do targets+=" embedded:treeline?$SWEEP_PARAM=$share"; done
+  run_table "$SWEEP_SYNC" "$SWEEP_THREADS" "$results" "$commands" "$targets" "$name"
   "$PYTHON" scripts/treeline_report.py --sweep "$results"
 fi

@@ -1,5 +1,6 @@
 #include "index/registry.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -94,7 +95,8 @@ uint64_t IndexRegistry::BufferPoolBytes(const std::string& variant, const ParamM
   if (spec == nullptr || !spec->buffer_pool_share || !params.ok()) return cache_bytes;
   const double share = spec->buffer_pool_share(*params);
   if (!(share > 0 && share <= 1)) return cache_bytes;
-  return static_cast<uint64_t>(static_cast<double>(cache_bytes) * share);
+  const uint64_t pool = static_cast<uint64_t>(static_cast<double>(cache_bytes) * share);
+  return std::min(cache_bytes, std::max(pool, spec->min_buffer_pool_bytes));
 }
 
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {

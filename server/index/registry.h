@@ -53,8 +53,9 @@ class IndexRegistry {
   // open; kDefaultPagesPerOp for variants without one, unknown variants or invalid parameters
   // (those fail with their own message when the engine opens).
   uint64_t PagesPerOp(const std::string& variant, const ParamMap& given) const;
-  // The buffer pool's part of `cache_bytes` (VariantSpec::buffer_pool_share, clamped to (0, 1];
-  // all of it when the variant has none); the rest is the variant's own memory.
+  // The buffer pool's part of `cache_bytes` (VariantSpec::buffer_pool_share, clamped to (0, 1],
+  // and at least VariantSpec::min_buffer_pool_bytes; all of it when the variant has no share);
+  // the rest is the variant's own memory.
   uint64_t BufferPoolBytes(const std::string& variant, const ParamMap& given,
                            uint64_t cache_bytes) const;
   // The layout parameters of `resolved`, canonical "k=v;k=v" (persisted in the superblock).

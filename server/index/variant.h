@@ -44,6 +44,9 @@ struct VariantSpec {
   // rest is the variant's own memory (IndexContext::memory_bytes: TreeLine's record cache). Empty:
   // all of it is the buffer pool.
   std::function<double(const ParamMap&)> buffer_pool_share;
+  // The least the buffer pool gets whatever the share (all of cache_bytes when that is less), so
+  // that a share chosen for large budgets still leaves a small one a working pool.
+  uint64_t min_buffer_pool_bytes = 0;
 };
 
 inline constexpr uint16_t kFirstIndexPageType = 16;

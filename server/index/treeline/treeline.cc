@@ -125,9 +125,9 @@ VariantSpec TreeLine::Spec() {
        "while more of the record cache's entries than this are dirty, the background thread "
        "writes back the pages of dirty records that went cold (priority 0); 1: only what "
        "eviction picks, as in the paper (0.05..1)"},
-      {"buffer_pool_share", "0.25", false,
-       "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes); the "
-       "rest is the record cache (0.01..1)"},
+      {"buffer_pool_share", "0.05", false,
+       "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes), at "
+       "least 2 MiB; the rest is the record cache (0.01..1)"},
   };
   spec.page_types = {{static_cast<uint16_t>(treeline::kDataPage), "treeline page"}};
   spec.create = &TreeLine::Create;
@@ -141,6 +141,9 @@ VariantSpec TreeLine::Spec() {
     StatusOr<treeline::Config> c = treeline::ParseConfig(params);
     return c.ok() ? c->pool_share : 1.0;
   };
+  // Twice the least a pool may have (CheckPool): room for a reorganisation beside the pages in
+  // flight when the share of a small budget would be less.
+  spec.min_buffer_pool_bytes = 2 * kMinPoolPages * kPageSize;
   return spec;
 }
 

@@ -87,7 +87,7 @@ struct Config {
   uint32_t forecast_partitions = 1000;
   double forecast_future_epochs = 1;
   int radius = 5;            // reorganisation reaches this many neighbours on each side
-  double pool_share = 0.25;  // share of cache_bytes for the buffer pool; the rest caches records
+  double pool_share = 0.05;  // share of cache_bytes for the buffer pool; the rest caches records
   double dirty_share = 0.5;  // cold dirty records are written back while more are dirty
 };
 

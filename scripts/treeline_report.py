@@ -372,7 +372,8 @@ def section(d):
            "workloads in turn (A, B, C, F, D, E; each with uniform, then zipfian requests), as "
            "the paper runs its workloads after loading. Every engine gets a memory "
            "budget of a third of the data: TreeLine splits it by `buffer_pool_share` (buffer "
-           "pool; the rest is the record cache), btree gives all of it to its buffer pool, "
+           "pool; the rest is the record cache; 0.25 in the tables, the default when they ran, "
+           "0.05 since the sweep below), btree gives all of it to its buffer pool, "
            "RocksDB splits it as the paper's Table 3 does (two memtables of 15.7%, block cache "
            "68.6%; index and filter blocks in the block cache). Direct IO. Each table is one "
            "`wal.sync` mode for every engine (`always`: equal durability, Grove's default; "
@@ -465,7 +466,9 @@ def section(d):
         runs = load(path)
         out += ["### Factor analysis", "",
                 "1 KiB records, zipfian requests, each switch turned the other way from the "
-                "default (the paper's Fig. 8 setting); btree for scale. Records/write-back 0 "
+                "default (the paper's Fig. 8 setting); btree for scale. These runs and the "
+                "forecasting ones below are from a build before the record cache's rebuild "
+                "and without aging (`scripts/bench-treeline-factors.sh`). Records/write-back 0 "
                 "means no dirty record was evicted during A (the record cache held every write "
                 "of the run), so a write-back switch changed nothing the run could see, and its "
                 "difference from the default is this machine's run-to-run spread:", "",

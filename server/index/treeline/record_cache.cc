@@ -355,30 +355,20 @@ std::vector<RecordCache::DirtyRecord> RecordCache::Range(Slice low, const std::s
                                                          bool* truncated) {
   MutexLock lock(&dirty_mu_);
   std::vector<DirtyRecord> out;
-  *truncated = false;
   auto add = [&](const Entry* e) {
     out.push_back({std::string(e->key()), e->cell, e->lsn, e->version});
   };
   auto first = dirty_.lower_bound(low);
   auto last = high == nullptr ? dirty_.end() : dirty_.lower_bound(Slice(*high));
   if (!from_end) {
-    for (auto it = first; it != last; ++it) {
-      if (out.size() == limit) {
-        *truncated = true;
-        break;
-      }
-      add(it->second);
-    }
+    auto it = first;
+    for (; it != last && out.size() < limit; ++it) add(it->second);
+    *truncated = it != last;
     return out;
   }
-  for (auto it = last; it != first;) {
-    --it;
-    if (out.size() == limit) {
-      *truncated = true;
-      break;
-    }
-    add(it->second);
-  }
+  auto it = last;
+  while (it != first && out.size() < limit) add((--it)->second);
+  *truncated = it != first;
   std::reverse(out.begin(), out.end());
   return out;
 }

@@ -444,8 +444,7 @@ bool TreeLine::FlushRound() {
     return oldest != kMaxLsn && oldest + window < latest_lsn_.load();
   };
   // Cold dirty records hold memory that reads could use: cleaned while too many are dirty.
-  auto too_dirty = [&] { return cfg_.dirty_share < 1.0 && TooDirty(); };
-  if (cache_.Excess() == 0 && !too_old() && !too_dirty()) return false;
+  if (cache_.Excess() == 0 && !too_old() && !TooDirty()) return false;
   int written = 0;
   constexpr uint64_t kUnitPages = 8;
   Status s = ctx_.services->RunMaintenance(kUnitPages, [&](WriteRoom* room) -> Status {
@@ -453,7 +452,7 @@ bool TreeLine::FlushRound() {
     for (int n = 0; n < 64; ++n) {
       std::optional<std::string> victim = cache_.Evict();
       if (!victim && too_old()) victim = cache_.OldestDirtyKey();
-      if (!victim && too_dirty()) victim = cache_.ColdDirtyKey(kColdSteps);
+      if (!victim && TooDirty()) victim = cache_.ColdDirtyKey(kColdSteps);
       if (!victim) break;
       GROVE_ASSIGN_OR_RETURN(const WriteBackResult r, WriteBack(*victim, room, &prepaid));
       if (r != WriteBackResult::kDone) break;  // the next round, after reorganisations

@@ -31,6 +31,7 @@ BENCH=${BENCH:-build-bench/client/bench/grove-bench}
 DATA=${DATA:-build-bench/data}
 VALUE=${VALUE:-56}                    # 64-byte records (8-byte keys); 1016: 1 KiB records
 RECORDS=${RECORDS:-4M}                # 256 MiB of 64-byte records; use 1M for 1 KiB records
+KEYS=${KEYS:-dense}                   # any grove-bench key set; not dense: in the file names
 AGE=${AGE:-$RECORDS}                  # uniform updates after the load
 FRACTION=${FRACTION:-0.33}
 SYNCS=${SYNCS:-always none}
@@ -51,6 +52,10 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 
 OUT=docs/bench-data
 mkdir -p "$OUT" "$DATA"
+# File and directory names: the record size, and the key set when it is not the default.
+SET=$VALUE
+[ "$KEYS" = dense ] || SET+="-$KEYS"
+[ "$FRACTION" = 0.33 ] || SET+="-m$FRACTION"
 
 run() {
   local commands=$1
@@ -61,10 +66,10 @@ run() {
 }
 
 slug() { local t=${1%%\?*}; echo "${t//[:?=&]/-}"; }
-golden() { echo "$DATA/tl-$VALUE-$(slug "$1")-golden"; }
+golden() { echo "$DATA/tl-$SET-$(slug "$1")-golden"; }
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 
-common=(--records "$RECORDS" --value-size "$VALUE" --cache-fraction "$FRACTION"
+common=(--records "$RECORDS" --value-size "$VALUE" --keys "$KEYS" --cache-fraction "$FRACTION"
   --insert-budget "$INSERT_BUDGET" --direct-io true --progress off)
 
 # A fresh copy of `target`'s starting database in `dir`.
@@ -75,8 +80,8 @@ fresh_copy() {
 }
 
 if has load; then
-  results=$OUT/treeline-$VALUE-load.jsonl
-  commands=$OUT/treeline-$VALUE-load-commands.txt
+  results=$OUT/treeline-$SET-load.jsonl
+  commands=$OUT/treeline-$SET-load-commands.txt
   rm -f "$results"
   : >"$commands"
   for target in $TARGETS; do
@@ -85,7 +90,7 @@ if has load; then
     # The age step is no measurement of its own: unsynced, for every engine alike.
     run "$commands" "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
       --load-method bulk --load-threads "$LOAD_THREADS" --age "$AGE" --batch-size 1000 \
-      --wal-sync none --workloads load --label "treeline-$VALUE-load" --json "$results"
+      --wal-sync none --workloads load --label "treeline-$SET-load" --json "$results"
   done
 fi
 
@@ -93,7 +98,7 @@ run_table() {
   local sync=$1 threads=$2 results=$3 commands=$4 targets=$5 label=$6
   for target in $targets; do
     local base=${target%%\?*}
-    local dir="$DATA/tl-$VALUE-run"
+    local dir="$DATA/tl-$SET-run"
     fresh_copy "$base" "$dir"
     run "$commands" "$BENCH" --target "$target" --dir "$dir" "${common[@]}" --threads "$threads" \
       --wal-sync "$sync" --duration "$DURATION" --warmup "$WARMUP" --workloads "$WORKLOADS" \
@@ -105,12 +110,12 @@ run_table() {
 if has tables; then
   for sync in $SYNCS; do
     for threads in $THREADS_LIST; do
-      results=$OUT/treeline-$VALUE-$sync-t$threads.jsonl
-      commands=$OUT/treeline-$VALUE-$sync-t$threads-commands.txt
+      results=$OUT/treeline-$SET-$sync-t$threads.jsonl
+      commands=$OUT/treeline-$SET-$sync-t$threads-commands.txt
       rm -f "$results"
       : >"$commands"
-      run_table "$sync" "$threads" "$results" "$commands" "$TARGETS" "treeline-$VALUE-$sync-t$threads"
-      file_bytes=$("$PYTHON" - "$OUT/treeline-$VALUE-load.jsonl" <<'PY'
+      run_table "$sync" "$threads" "$results" "$commands" "$TARGETS" "treeline-$SET-$sync-t$threads"
+      file_bytes=$("$PYTHON" - "$OUT/treeline-$SET-load.jsonl" <<'PY'
 import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 load = [r for r in runs if r["target"] == "embedded:btree" and r["workload"] in ("load", "age")]
@@ -119,7 +124,7 @@ PY
 )
       run "$commands" "$BENCH" --target "device?file_bytes=$file_bytes" --dir "$DATA/tl-device" \
         "${common[@]}" --threads "$threads" --duration "$DURATION" --warmup "$WARMUP" \
-        --workloads c --distribution uniform --label "treeline-$VALUE-$sync-t$threads" \
+        --workloads c --distribution uniform --label "treeline-$SET-$sync-t$threads" \
         --json "$results"
       "$PYTHON" scripts/treeline_report.py "$results"
     done
@@ -127,7 +132,7 @@ PY
 fi
 
 if has sweep; then
-  name=treeline-$VALUE-sweep
+  name=treeline-$SET-sweep
   [ "$SWEEP_PARAM" = buffer_pool_share ] || name+="-$SWEEP_PARAM"
   results=$OUT/$name.jsonl
   commands=$OUT/$name-commands.txt

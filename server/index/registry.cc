@@ -96,7 +96,7 @@ uint64_t IndexRegistry::BufferPoolBytes(const std::string& variant, const ParamM
   const double share = spec->buffer_pool_share(*params);
   if (!(share > 0 && share <= 1)) return cache_bytes;
   const uint64_t pool = static_cast<uint64_t>(static_cast<double>(cache_bytes) * share);
-  return std::min(cache_bytes, std::max(pool, spec->min_buffer_pool_bytes));
+  return std::max(pool, std::min(spec->min_buffer_pool_bytes, cache_bytes / 4));
 }
 
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {

@@ -54,7 +54,8 @@ class IndexRegistry {
   // (those fail with their own message when the engine opens).
   uint64_t PagesPerOp(const std::string& variant, const ParamMap& given) const;
   // The buffer pool's part of `cache_bytes` (VariantSpec::buffer_pool_share, clamped to (0, 1],
-  // and at least VariantSpec::min_buffer_pool_bytes; all of it when the variant has no share);
+  // and at least VariantSpec::min_buffer_pool_bytes or a quarter of cache_bytes, whichever is
+  // less; all of it when the variant has no share);
   // the rest is the variant's own memory.
   uint64_t BufferPoolBytes(const std::string& variant, const ParamMap& given,
                            uint64_t cache_bytes) const;

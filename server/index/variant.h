@@ -44,8 +44,9 @@ struct VariantSpec {
   // rest is the variant's own memory (IndexContext::memory_bytes: TreeLine's record cache). Empty:
   // all of it is the buffer pool.
   std::function<double(const ParamMap&)> buffer_pool_share;
-  // The least the buffer pool gets whatever the share (all of cache_bytes when that is less), so
-  // that a share chosen for large budgets still leaves a small one a working pool.
+  // The least the buffer pool gets whatever the share, but never more than a quarter of
+  // cache_bytes by this rule: a share chosen for large budgets still leaves a small one a working
+  // pool (pages in flight for every writer and write-back, dirty pages until a checkpoint).
   uint64_t min_buffer_pool_bytes = 0;
 };
 

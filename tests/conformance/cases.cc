@@ -33,7 +33,7 @@ VariantCase TreeLineCase(std::string name, ParamMap params) {
   c.name = std::move(name);
   c.variant = "treeline";
   c.params = std::move(params);
-  c.min_cache_bytes = 4 << 20;  // a buffer pool of 2 MiB (the floor) at the default share
+  c.min_cache_bytes = 4 << 20;  // a buffer pool of 1 MiB (a quarter) at the default share
   // A base page, then its overflow page.
   c.max_reads_per_get = 2;
   c.max_mean_reads_per_get = 1.2;

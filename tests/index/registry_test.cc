@@ -53,15 +53,15 @@ TEST(IndexRegistryTest, EngineTypesAndDoubleClaimsAreRefused) {
 }
 
 // TreeLine's buffer pool is a share of the budget with a floor: a large budget gets its share,
-// a small one at least 2 MiB (all of it below that), and a variant without a share all of it.
+// a small one 8 MiB or a quarter of the budget, and a variant without a share all of it.
 TEST(IndexRegistryTest, BufferPoolBytesTakesTheShareAboveAFloor) {
   auto r = IndexRegistry::Builtins();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   constexpr uint64_t kMiB = 1 << 20;
   EXPECT_EQ(r->BufferPoolBytes("treeline", {}, 1000 * kMiB), 50 * kMiB);
   EXPECT_EQ(r->BufferPoolBytes("treeline", {{"buffer_pool_share", "0.5"}}, 100 * kMiB), 50 * kMiB);
+  EXPECT_EQ(r->BufferPoolBytes("treeline", {}, 100 * kMiB), 8 * kMiB);
   EXPECT_EQ(r->BufferPoolBytes("treeline", {}, 8 * kMiB), 2 * kMiB);
-  EXPECT_EQ(r->BufferPoolBytes("treeline", {}, kMiB), kMiB);
   EXPECT_EQ(r->BufferPoolBytes("btree", {}, 8 * kMiB), 8 * kMiB);
 }
 

@@ -127,7 +127,8 @@ VariantSpec TreeLine::Spec() {
        "eviction picks, as in the paper (0.05..1)"},
       {"buffer_pool_share", "0.05", false,
        "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes), at "
-       "least 2 MiB; the rest is the record cache (0.01..1)"},
+       "least 8 MiB or a quarter of cache_bytes, whichever is less; the rest is the record cache "
+       "(0.01..1)"},
   };
   spec.page_types = {{static_cast<uint16_t>(treeline::kDataPage), "treeline page"}};
   spec.create = &TreeLine::Create;
@@ -141,9 +142,9 @@ VariantSpec TreeLine::Spec() {
     StatusOr<treeline::Config> c = treeline::ParseConfig(params);
     return c.ok() ? c->pool_share : 1.0;
   };
-  // Twice the least a pool may have (CheckPool): room for a reorganisation beside the pages in
-  // flight when the share of a small budget would be less.
-  spec.min_buffer_pool_bytes = 2 * kMinPoolPages * kPageSize;
+  // A small budget keeps a pool of some size for the pages in flight of every writer and
+  // write-back and the dirty pages until a checkpoint: 8 MiB, or a quarter of the budget.
+  spec.min_buffer_pool_bytes = 8 << 20;
   return spec;
 }
 

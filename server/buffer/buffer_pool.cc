@@ -260,9 +260,9 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
   }
   // CLOCK: a resident, clean, unpinned frame whose usage count has run down is the victim.
   // Enough sweeps for any usage count. A high-retention frame within its share is passed over,
-  // but remembered: when every other frame is pinned or dirty (the write room and the share
+  // but noted: when every other frame is pinned or dirty (the write room and the share
   // together may cover the whole pool), it goes rather than the read or write failing.
-  uint32_t last_resort = kNoFrame;
+  bool have_high = false;
   for (uint64_t step = 0; step < 7ull * num_frames_; ++step) {
     const uint32_t idx = clock_hand_;
     clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
@@ -285,7 +285,7 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
     const bool high = f.high.load(std::memory_order_relaxed);
     const bool over_budget = high_count_.load(std::memory_order_relaxed) > high_limit_;
     if (high && !over_budget) {
-      if (last_resort == kNoFrame) last_resort = idx;
+      have_high = true;
       continue;
     }
     const uint8_t usage = f.usage.load(std::memory_order_relaxed);
@@ -295,17 +295,39 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
     }
     if (TryEvictLocked(idx)) return idx;
   }
-  if (last_resort != kNoFrame) {
-    Frame& f = frames_[last_resort];
-    if (f.state.load() == FrameState::kResident && f.pins.load() == 0 && !f.dirty.load() &&
-        !f.flushing.load() && TryEvictLocked(last_resort)) {
-      return last_resort;
+  if (have_high) {
+    // The first such frame seen may be pinned by now (hot inner pages are: the root is on every
+    // path), so any clean, unpinned one of them will do; one more sweep at most.
+    for (uint32_t step = 0; step < num_frames_; ++step) {
+      const uint32_t idx = clock_hand_;
+      clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
+      Frame& f = frames_[idx];
+      if (f.state.load() == FrameState::kResident && f.pins.load() == 0 && !f.dirty.load() &&
+          !f.flushing.load() && TryEvictLocked(idx)) {
+        return idx;
+      }
+    }
+  }
+  // Rare, so the census that tells an operator (and us) what holds the frames is affordable.
+  uint32_t pinned = 0, dirty = 0, flushing = 0, high = 0, other = 0;
+  for (uint32_t i = 0; i < num_frames_; ++i) {
+    const Frame& f = frames_[i];
+    if (f.pins.load() > 0) {
+      ++pinned;
+    } else if (f.dirty.load()) {
+      ++dirty;
+    } else if (f.flushing.load()) {
+      ++flushing;
+    } else if (f.high.load(std::memory_order_relaxed)) {
+      ++high;
+    } else {
+      ++other;
     }
   }
   return Status::ResourceExhausted(fmt::format(
-      "buffer pool: all {} frames are pinned or dirty ({} dirty); raise cache_bytes or lower "
-      "checkpoint.dirty_fraction",
-      num_frames_, dirty_count_.load()));
+      "buffer pool: all {} frames are pinned or dirty ({} pinned, {} dirty, {} being written, "
+      "{} inner); raise cache_bytes or lower checkpoint.dirty_fraction",
+      num_frames_, pinned, dirty, flushing, high));
 }
 
 bool BufferPool::TryEvictLocked(uint32_t idx) {

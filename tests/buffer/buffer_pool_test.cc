@@ -575,6 +575,40 @@ TEST_P(BufferPoolTest, AProtectedPageGoesWhenEveryOtherFrameIsDirty) {
   EXPECT_EQ(pool_->dirty_pages(), 10u) << "no dirty page was lost";
 }
 
+// The same, with a hot inner page (a root is on every path) pinned over and over by another
+// thread: whichever protected page the sweep saw first may be pinned again by the time it would
+// go, so any clean, unpinned one must do. Once only the first one seen was tried, and the read
+// failed with RESOURCE_EXHAUSTED whenever that one was the hot page.
+TEST_P(BufferPoolTest, AnyUnpinnedProtectedPageGoesWhileAHotOneIsPinned) {
+  MakePool(16, /*high_fraction=*/0.5);
+  const std::vector<PageId> inner = OnDiskPages(2);  // [0] hot, [1] idle
+  for (PageId id : inner) {
+    auto g = pool_->FetchRead(id, IoCause::kDemand, Retention::kHigh);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+  }
+  for (uint32_t i = 0; i < 14; ++i) NewFilledPage(i);
+  ASSERT_EQ(pool_->dirty_pages(), 14u);
+  std::atomic<bool> stop{false};
+  std::thread hot([&] {
+    while (!stop.load()) {
+      auto g = pool_->FetchRead(inner[0], IoCause::kDemand, Retention::kHigh);
+      if (!g.ok()) continue;  // evicted for a moment: read back on the next turn
+    }
+  });
+  const std::vector<PageId> leaves = OnDiskPages(100);
+  int failures = 0;
+  for (PageId leaf : leaves) {
+    // Each leaf needs a frame only a protected page can give; reading the idle page back
+    // (evicting the previous leaf) sets up the next round.
+    failures += pool_->FetchRead(leaf).ok() ? 0 : 1;
+    failures += pool_->FetchRead(inner[1], IoCause::kDemand, Retention::kHigh).ok() ? 0 : 1;
+  }
+  stop.store(true);
+  hot.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(pool_->dirty_pages(), 14u) << "no dirty page was lost";
+}
+
 TEST_P(BufferPoolTest, TryFetchReadBacksOffFromAnExclusiveLatch) {
   const std::vector<PageId> ids = OnDiskPages(2);
   // Latches are held by another thread: a thread must not try-lock a latch it holds itself.

@@ -50,10 +50,8 @@ VariantCase AulidCase(std::string name, ParamMap params) {
   // cannot settle.
   c.max_reads_per_get = 2;
   c.max_mean_reads_per_get = 1.3;
-  // Mixed nodes spend 6 slots of 64 bytes per leaf below 100,000 leaves (LIPP's gap rule), so
-  // the inner part is a tenth of the leaves here, not a hundredth as in a B+-tree: the IO bound
-  // test needs a cache that holds it.
-  c.min_cache_bytes = 5 << 20;
+  // Mixed nodes spend 2 slots of 16 bytes per leaf: the inner part fits the smallest cache as
+  // a B+-tree's does.
   return c;
 }
 

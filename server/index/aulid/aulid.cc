@@ -5,12 +5,15 @@
 
 #include <fmt/format.h>
 
+#include "index/core/tree.h"
 #include "util/coding.h"
 
 namespace grove {
 
 namespace {
-constexpr uint32_t kMetadataVersion = 2;  // 2: merge counts, the Fulfill flag
+// 3: 16-byte slots with per-node slots per page (slot.h); versions 1 and 2 (64-byte slots) are
+// refused: their inner pages cannot be read by this layout.
+constexpr uint32_t kMetadataVersion = 3;
 }  // namespace
 
 VariantSpec Aulid::Spec() {
@@ -20,7 +23,8 @@ VariantSpec Aulid::Spec() {
       "AULID: B+-tree leaves under learned inner nodes (FMCD mixed nodes, packed "
       "arrays, two-layer B+-tree nodes)";
   spec.params = {
-      {"fill_factor", "0.7", false, "bulk load packs leaves to this fraction of a page (0.5..1.0)"},
+      {"fill_factor", core::kBulkLoadFill, false,
+       "bulk load packs leaves to this fraction of a page (0.5..1.0)"},
       {"mode", "aulid", false,
        "aulid | lipp_b: lipp_b is the paper's LIPP-B+ ablation (every conflict in the inner part "
        "creates a child mixed node)"},
@@ -29,6 +33,9 @@ VariantSpec Aulid::Spec() {
       {"adjust", "on", false, "on | off: Algorithm 2's rebuild of mixed nodes that grew deep"},
       {"alpha", "0.05", false, "Adjust: share of a node's entries at depth >= 3 (0..1)"},
       {"beta", "1.2", false, "Adjust: growth over the size a node was built with (1..100)"},
+      {"slots_per_entry", "2", false,
+       "slots of a mixed node per entry it is built over (1..8); 0: LIPP's gap rule (6, 3 or 2 "
+       "slots per entry by node size)"},
       {"fulfill", "off", false,
        "on | off: bulk builds copy each DATA slot's entry into the NULL slots before it, so a "
        "lookup landing on one needs no further read; for read-only use (the first change of "
@@ -54,6 +61,12 @@ StatusOr<Aulid::Config> Aulid::ParseConfig(const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const std::string ful, ParseEnumParam(params, "fulfill", {"on", "off"}));
   GROVE_ASSIGN_OR_RETURN(c.inner.alpha, ParseDoubleParam(params, "alpha", 0.0, 1.0));
   GROVE_ASSIGN_OR_RETURN(c.inner.beta, ParseDoubleParam(params, "beta", 1.0, 100.0));
+  GROVE_ASSIGN_OR_RETURN(c.inner.slots_per_entry,
+                         ParseDoubleParam(params, "slots_per_entry", 0.0, 8.0));
+  if (c.inner.slots_per_entry > 0 && c.inner.slots_per_entry < 1) {
+    return Status::InvalidArgument(
+        "index.params.slots_per_entry: must be 0 (LIPP's gap rule) or between 1 and 8");
+  }
   c.inner.lipp = mode == "lipp_b";
   c.inner.scan_forward = sf == "on";
   c.inner.adjust = adj == "on";
@@ -88,16 +101,21 @@ StatusOr<std::unique_ptr<Index>> Aulid::Open(const IndexContext& ctx, const Para
   uint64_t entries = 0, leaves = 0, splits = 0, joins = 0, merges = 0, merge_joins = 0;
   uint64_t bulk_ms = 0;
   Slice prefix;
-  // Version 1 (before merges and Fulfill) lacks the merge count and the inner flags.
   if (!GetVarint32(&in, &version) || version == 0 || version > kMetadataVersion) {
     return Status::DataLoss("aulid metadata in the manifest is of another format version");
+  }
+  if (version < kMetadataVersion) {
+    return Status::FailedPrecondition(fmt::format(
+        "this aulid database has format version {} (64-byte inner slots); this build reads "
+        "version {} only: read its records out with the build that wrote it (a full scan) and "
+        "load them into a new database",
+        version, kMetadataVersion));
   }
   if (!GetLengthPrefixed(&in, &prefix) || !GetVarint64(&in, &t->tail_) ||
       !GetVarint64(&in, &t->last_) || !GetVarint64(&in, &t->last_entry_) ||
       !GetVarint64(&in, &entries) || !GetVarint64(&in, &leaves) || !GetVarint64(&in, &splits) ||
-      !GetVarint64(&in, &joins) || (version >= 2 && !GetVarint64(&in, &merges)) ||
-      (version >= 2 && !GetVarint64(&in, &merge_joins)) || !GetVarint64(&in, &bulk_ms) ||
-      t->tail_ == kInvalidPageId || t->last_ == kInvalidPageId) {
+      !GetVarint64(&in, &joins) || !GetVarint64(&in, &merges) || !GetVarint64(&in, &merge_joins) ||
+      !GetVarint64(&in, &bulk_ms) || t->tail_ == kInvalidPageId || t->last_ == kInvalidPageId) {
     return Status::DataLoss("aulid metadata in the manifest is malformed");
   }
   GROVE_RETURN_IF_ERROR(t->inner_.Deserialize(&in));
@@ -174,6 +192,7 @@ IndexStats Aulid::GetStats() {
     x["entries_data"] = static_cast<double>(shape_.data);
     x["entries_packed"] = static_cast<double>(shape_.packed);
     x["entries_branch"] = static_cast<double>(shape_.branch);
+    x["descriptors_out_of_line"] = static_cast<double>(shape_.descriptors_out_of_line);
     s.height = static_cast<uint32_t>(std::ceil(shape_.mean_depth)) + 1;
     const aulid::InnerCounters& c = inner_.counters();
     x["smo_create_total"] = static_cast<double>(c.creates);

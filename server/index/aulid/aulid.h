@@ -89,7 +89,7 @@ class Aulid final : public Index {
  private:
   class Cursor;
   struct Config {
-    double fill = 0.7;
+    double fill = 0.9;  // core::kBulkLoadFill
     aulid::InnerOptions inner;
   };
   static StatusOr<Config> ParseConfig(const ParamMap& params);

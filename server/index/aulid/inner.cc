@@ -27,14 +27,48 @@ Status Corrupt(PageId id, const char* what) {
   return Status::DataLoss(fmt::format("aulid inner page {}: {}", id, what));
 }
 
+// Whether `p` is a slot page laid out with `per_page` slots per page.
+bool IsSlotPage(const char* p, uint32_t per_page) {
+  return page::Type(p) == static_cast<uint16_t>(kSlotPage) && SlotPagePerPage(p) == per_page;
+}
+
 }  // namespace
 
 StatusOr<Slot> InnerPart::ReadSlot(const MixedRef& node, uint64_t s, IoCause cause) const {
   const PageId id = space_.SlotPage(node, s);
+  Slot slot;
+  {
+    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(id, cause, Retention::kHigh));
+    if (!IsSlotPage(g.data(), node.per_page)) return Corrupt(id, "not a slot page of its node");
+    slot = DecodeSlot(g.data(), SlotInPage(s, node.per_page));
+  }
+  GROVE_RETURN_IF_ERROR(Load(&slot, cause, nullptr));
+  return slot;
+}
+
+Status InnerPart::Load(Slot* slot, IoCause cause, RouteCost* cost) const {
+  if (slot->loaded) return Status::Ok();
+  const PageId id = slot->place.slab;
   GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(id, cause, Retention::kHigh));
-  if (page::Type(g.data()) != static_cast<uint16_t>(kSlotPage))
-    return Corrupt(id, "not a slot page");
-  return DecodeSlot(g.data() + SlotOffset(s));
+  if (cost) ++cost->mixed;
+  if (page::Type(g.data()) != static_cast<uint16_t>(kSlabPage) ||
+      SlabClass(g.data()) != kDescriptorClass ||
+      slot->place.object >= PackedPerSlab(kDescriptorClass)) {
+    return Corrupt(id, "not the slab of an out-of-line descriptor");
+  }
+  LoadDescriptor(g.data() + SlabObjectOffset(kDescriptorClass, slot->place.object), slot);
+  return Status::Ok();
+}
+
+Status InnerPart::Load(Slot* slot, PageSink* sink) const {
+  if (slot->loaded) return Status::Ok();
+  GROVE_ASSIGN_OR_RETURN(const char* p, sink->Read(slot->place.slab));
+  if (page::Type(p) != static_cast<uint16_t>(kSlabPage) || SlabClass(p) != kDescriptorClass ||
+      slot->place.object >= PackedPerSlab(kDescriptorClass)) {
+    return Corrupt(slot->place.slab, "not the slab of an out-of-line descriptor");
+  }
+  LoadDescriptor(p + SlabObjectOffset(kDescriptorClass, slot->place.object), slot);
+  return Status::Ok();
 }
 
 Status InnerPart::Build(std::span<const Entry> entries, PageSink* sink) {
@@ -70,12 +104,15 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
     const PageId id = space_.SlotPage(node, s);
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(id, cause, Retention::kHigh));
     if (cost) ++cost->mixed;
-    if (page::Type(g.data()) != static_cast<uint16_t>(kSlotPage)) {
-      return Corrupt(id, "not a slot page");
-    }
-    const Slot slot = DecodeSlot(g.data() + SlotOffset(s));
+    if (!IsSlotPage(g.data(), node.per_page)) return Corrupt(id, "not a slot page of its node");
+    const uint32_t at = SlotInPage(s, node.per_page);
+    // The slot after the last one of this page.
+    const uint64_t end = s - at + SlotsInPage(node, SlotPageIndex(s, node.per_page));
+    Slot slot = DecodeSlot(g.data(), at);
     switch (slot.tag) {
       case SlotTag::kMixed:
+        g.Release();
+        GROVE_RETURN_IF_ERROR(Load(&slot, cause, cost));
         above.emplace_back(node, s);
         node = slot.mixed;
         continue;
@@ -88,9 +125,8 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
         // The predecessor case: the entry wanted is the next one. ScanFward looks for it in
         // the page already read.
         if (options_.scan_forward) {
-          const uint64_t end = std::min(node.model.slots, (SlotPageIndex(s) + 1) * kSlotsPerPage);
           for (uint64_t t = s + 1; t < end; ++t) {
-            const Slot next = DecodeSlot(g.data() + SlotOffset(t));
+            const Slot next = DecodeSlot(g.data(), at + static_cast<uint32_t>(t - s));
             if (next.tag == SlotTag::kNull && next.has_copy && copies_valid_) {
               r.kind = Routed::kEntry;
               r.entry = next.copy;
@@ -116,6 +152,7 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
       case SlotTag::kPacked:
       case SlotTag::kBranch: {
         g.Release();
+        GROVE_RETURN_IF_ERROR(Load(&slot, cause, cost));
         PageId page = slot.slab;
         size_t offset = SlabObjectOffset(slot.cls, slot.object);
         uint32_t count = slot.count;
@@ -162,10 +199,10 @@ StatusOr<InnerPart::Routed> InnerPart::Route(uint64_t key, IoCause cause, RouteC
           return r;
         }
         // The next entry after this slot: in the page already read, or further on.
-        const uint64_t end = std::min(node.model.slots, (SlotPageIndex(s) + 1) * kSlotsPerPage);
         for (uint64_t t = s + 1; t < end; ++t) {
-          const Slot next = DecodeSlot(g.data() + SlotOffset(t));
-          if (next.tag == SlotTag::kNull) continue;
+          const uint32_t ti = at + static_cast<uint32_t>(t - s);
+          if (SlotIsNull(g.data(), ti)) continue;
+          const Slot next = DecodeSlot(g.data(), ti);
           g.Release();
           GROVE_ASSIGN_OR_RETURN(r.entry, Leftmost(next, cause, cost));
           r.kind = Routed::kEntry;
@@ -185,10 +222,12 @@ StatusOr<std::optional<Entry>> InnerPart::FirstFrom(const MixedRef& node, uint64
     const PageId id = space_.SlotPage(node, s);
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(id, cause, Retention::kHigh));
     if (cost) ++cost->mixed;
-    const uint64_t end = std::min(node.model.slots, (SlotPageIndex(s) + 1) * kSlotsPerPage);
-    for (; s < end; ++s) {
-      const Slot slot = DecodeSlot(g.data() + SlotOffset(s));
-      if (slot.tag == SlotTag::kNull) continue;
+    if (!IsSlotPage(g.data(), node.per_page)) return Corrupt(id, "not a slot page of its node");
+    const uint32_t at = SlotInPage(s, node.per_page);
+    const uint64_t end = s - at + SlotsInPage(node, SlotPageIndex(s, node.per_page));
+    for (uint32_t i = at; s < end; ++s, ++i) {
+      if (SlotIsNull(g.data(), i)) continue;
+      const Slot slot = DecodeSlot(g.data(), i);
       g.Release();
       GROVE_ASSIGN_OR_RETURN(Entry e, Leftmost(slot, cause, cost));
       return std::optional<Entry>(e);
@@ -197,7 +236,9 @@ StatusOr<std::optional<Entry>> InnerPart::FirstFrom(const MixedRef& node, uint64
   return std::optional<Entry>();
 }
 
-StatusOr<Entry> InnerPart::Leftmost(const Slot& slot, IoCause cause, RouteCost* cost) const {
+StatusOr<Entry> InnerPart::Leftmost(const Slot& in, IoCause cause, RouteCost* cost) const {
+  Slot slot = in;
+  GROVE_RETURN_IF_ERROR(Load(&slot, cause, cost));
   switch (slot.tag) {
     case SlotTag::kData:
       return slot.data;
@@ -229,7 +270,7 @@ Status InnerPart::Descend(uint64_t key, std::vector<Step>* path) const {
   MixedRef node = root_;
   for (;;) {
     const uint64_t s = node.model.Slot(key);
-    Step st{space_.SlotPage(node, s), SlotOffset(s), Slot()};
+    Step st{space_.SlotPage(node, s), SlotInPage(s, node.per_page), Slot()};
     GROVE_ASSIGN_OR_RETURN(st.slot, ReadSlot(node, s, IoCause::kDemand));
     path->push_back(st);
     if (st.slot.tag != SlotTag::kMixed) return Status::Ok();
@@ -237,9 +278,34 @@ Status InnerPart::Descend(uint64_t key, std::vector<Step>* path) const {
   }
 }
 
-Status InnerPart::WriteSlot(const Step& step, const Slot& slot, PageSink* sink) {
-  GROVE_ASSIGN_OR_RETURN(char* p, sink->Existing(step.page));
-  EncodeSlot(p + step.offset, slot);
+Status InnerPart::WriteSlot(const Step& step, Slot slot, PageSink* sink) {
+  DescriptorPlace freed;
+  bool placed = false;
+  {
+    GROVE_ASSIGN_OR_RETURN(char* p, sink->Existing(step.page));
+    placed = PlaceSlot(p, step.index, &slot, &freed);
+  }
+  if (!placed) {
+    // The page's descriptors are all taken: this one goes out of line.
+    GROVE_ASSIGN_OR_RETURN(const NodeSpace::Object o, space_.AllocatePacked(kDescriptorClass));
+    if (o.fresh) {
+      GROVE_ASSIGN_OR_RETURN(char* q, sink->Fresh(o.slab, kSlabPage));
+      FormatSlabPage(q, kDescriptorClass);
+    }
+    slot.place = DescriptorPlace{DescriptorPlace::kOutOfLine, 0, o.slab, o.object};
+    GROVE_ASSIGN_OR_RETURN(char* p, sink->Existing(step.page));
+    if (!PlaceSlot(p, step.index, &slot, &freed)) {
+      return Status::Internal("aulid: an out-of-line descriptor was refused");
+    }
+  }
+  if (slot.HasDescriptor() && slot.place.kind == DescriptorPlace::kOutOfLine) {
+    GROVE_ASSIGN_OR_RETURN(char* q, sink->Existing(slot.place.slab));
+    StoreDescriptor(q + SlabObjectOffset(kDescriptorClass, slot.place.object), slot);
+  }
+  if (freed.kind == DescriptorPlace::kOutOfLine &&
+      space_.FreePacked(kDescriptorClass, freed.slab, freed.object)) {
+    sink->Drop(freed.slab);
+  }
   return Status::Ok();
 }
 
@@ -263,10 +329,11 @@ Status InnerPart::UpdateStats(std::vector<Step>& path, int64_t size_delta, int64
 }
 
 StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key) const {
-  if (empty()) return PagesForSlots(learned::SlotsFor(1));
+  if (empty()) return PagesForSlots(SlotCount(1, options_), kMaxPerPage);
   std::vector<Step> path;
   GROVE_RETURN_IF_ERROR(Descend(key, &path));
-  uint64_t pages = path.size();  // the slots on the path (statistics)
+  // The slots on the path (statistics), each with a descriptor that may be out of line.
+  uint64_t pages = 2 * path.size();
   const Slot& s = path.back().slot;
   switch (s.tag) {
     case SlotTag::kNull:
@@ -281,7 +348,9 @@ StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key) const {
       }
       break;
     case SlotTag::kPacked:
-      pages += 3;  // the old slab, a new one and a partly used one, or a branch page
+      // The old slab, a new one and a partly used one, or a branch page and the slab of an
+      // out-of-line descriptor.
+      pages += 4;
       break;
     case SlotTag::kBranch: {
       uint32_t total = 0;
@@ -453,7 +522,7 @@ StatusOr<uint64_t> InnerPart::PagesForRebuild(uint64_t key, uint32_t depth) cons
   const MixedRef& node = depth == 1 ? root_ : path[depth - 2].slot.mixed;
   std::vector<Entry> all;
   GROVE_RETURN_IF_ERROR(CollectNode(node, &all));
-  return InnerBuilder::PagesForNode(all, options_) + depth;
+  return InnerBuilder::PagesForNode(all, options_) + 2 * uint64_t{depth};
 }
 
 Status InnerPart::Rebuild(uint64_t key, uint32_t depth, PageSink* sink) {
@@ -617,7 +686,7 @@ Status InnerPart::Remove(uint64_t key, PageSink* sink) {
 StatusOr<uint64_t> InnerPart::PagesForChange(uint64_t key) const {
   std::vector<Step> path;
   GROVE_RETURN_IF_ERROR(Descend(key, &path));
-  return path.size() + kBranchChildren;
+  return 2 * path.size() + kBranchChildren;
 }
 
 }  // namespace grove::aulid

@@ -65,6 +65,9 @@ struct InnerOptions {
   // are trusted until the first change of the inner part (then they read as plain NULL slots)
   // and again after a full Build.
   bool fulfill = false;
+  // Slots of a mixed node per entry it is built over (at least 2 slots); 0: LIPP's gap rule
+  // (learned::SlotsFor: 6, 3 or 2 per entry by node size).
+  double slots_per_entry = 2;
 };
 
 // Inner structure changes by type (the paper's SMO counts).
@@ -138,6 +141,7 @@ class InnerPart {
   struct Shape {
     uint64_t mixed_nodes = 0, slot_pages = 0, slab_pages = 0, branch_pages = 0;
     uint64_t data = 0, packed = 0, branch = 0;  // entries by where they sit
+    uint64_t descriptors_out_of_line = 0;       // BRANCH and MIXED slots with one
     double mean_depth = 0;
   };
   StatusOr<Shape> Measure() const;
@@ -148,14 +152,19 @@ class InnerPart {
  private:
   friend class InnerBuilder;
   struct Step {
-    PageId page;    // the page holding the slot
-    size_t offset;  // of the slot in it
-    Slot slot;      // as read
+    PageId page;     // the page holding the slot
+    uint32_t index;  // of the slot in it
+    Slot slot;       // as read, its descriptor loaded
   };
   // The slots from the root down to the first non-mixed slot for `key`. path[i].slot is MIXED for
   // every i but the last. Reads with read guards, copying.
   Status Descend(uint64_t key, std::vector<Step>* path) const;
   StatusOr<Slot> ReadSlot(const MixedRef& node, uint64_t s, IoCause cause) const;
+  // Completes a slot whose descriptor is out of line (reads its object's page); `cost` counts
+  // the read as a mixed-node page.
+  Status Load(Slot* slot, IoCause cause, RouteCost* cost) const;
+  // The same through a sink (FreeUnder: the sink may hold that page for writing).
+  Status Load(Slot* slot, PageSink* sink) const;
   // Every entry under `slot`, in order.
   Status Collect(const Slot& slot, std::vector<Entry>* out) const;
   Status CollectNode(const MixedRef& node, std::vector<Entry>* out) const;
@@ -166,8 +175,9 @@ class InnerPart {
   StatusOr<std::optional<Entry>> FirstFrom(const MixedRef& node, uint64_t s, IoCause cause,
                                            RouteCost* cost) const;
   StatusOr<Entry> Leftmost(const Slot& slot, IoCause cause, RouteCost* cost) const;
-  // Writes `slot` back at `step` and the statistics of the mixed nodes above it.
-  Status WriteSlot(const Step& step, const Slot& slot, PageSink* sink);
+  // Writes `slot` at `step` (its descriptor in the page, or out of line when the page has no
+  // room: one class-0 slab object more), freeing an out-of-line descriptor it no longer uses.
+  Status WriteSlot(const Step& step, Slot slot, PageSink* sink);
   Status UpdateStats(std::vector<Step>& path, int64_t size_delta, int64_t l3_delta, PageSink* sink);
 
   BufferPool* const pool_;

@@ -1,7 +1,9 @@
 #include "index/aulid/inner_build.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace grove::aulid {
@@ -18,6 +20,10 @@ struct Group {
   uint64_t slot;
   size_t first, count;
 };
+bool NeedsDescriptor(size_t n, const InnerOptions& o) {
+  return n > 1 && (o.lipp || n > kPackedMax);
+}
+
 std::vector<Group> Groups(std::span<const Entry> entries, const learned::SlotModel& m) {
   std::vector<Group> out;
   size_t i = 0;
@@ -31,10 +37,40 @@ std::vector<Group> Groups(std::span<const Entry> entries, const learned::SlotMod
   return out;
 }
 
+// The most slots per page under which every page of the node has room for the descriptors its
+// slots need (BRANCH and MIXED slots); the smallest choice always has.
+uint32_t ChoosePerPage(const std::vector<Group>& groups, const InnerOptions& o) {
+  for (uint32_t k : kPerPageChoices) {
+    const uint32_t fit = LayoutFor(k).descriptors;
+    uint64_t page = UINT64_MAX;
+    uint32_t need = 0;
+    bool ok = true;
+    for (const Group& g : groups) {
+      if (!NeedsDescriptor(g.count, o)) continue;
+      if (g.slot / k != page) {
+        page = g.slot / k;
+        need = 0;
+      }
+      if (++need > fit) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return k;
+  }
+  return std::end(kPerPageChoices)[-1];
+}
+
 }  // namespace
 
-learned::SlotModel InnerBuilder::Fit(std::span<const uint64_t> keys) {
-  learned::FmcdFit fit = learned::FitFmcd(keys, learned::SlotsFor(keys.size()));
+uint64_t SlotCount(size_t n, const InnerOptions& options) {
+  if (options.slots_per_entry <= 0) return learned::SlotsFor(n);
+  const double slots = std::ceil(options.slots_per_entry * static_cast<double>(n));
+  return std::max<uint64_t>(2, static_cast<uint64_t>(slots));
+}
+
+learned::SlotModel InnerBuilder::Fit(std::span<const uint64_t> keys, const InnerOptions& options) {
+  learned::FmcdFit fit = learned::FitFmcd(keys, SlotCount(keys.size(), options));
   if (keys.size() >= 2 && fit.conflict_degree >= keys.size()) {
     // Spread the first and last key over the ends instead; distinct keys then take >= 2 slots.
     learned::SlotModel& m = fit.model;
@@ -47,12 +83,14 @@ learned::SlotModel InnerBuilder::Fit(std::span<const uint64_t> keys) {
 
 StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries, uint32_t depth) {
   const std::vector<uint64_t> keys = KeysOf(entries);
-  const learned::SlotModel model = Fit(keys);
+  const learned::SlotModel model = Fit(keys, options_);
   if (keys.size() >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) {
     return Status::Internal("aulid: a node model that separates no entries (keys not ascending)");
   }
-  GROVE_ASSIGN_OR_RETURN(const PageId first, space_->AllocateMixed(model.slots));
-  const uint64_t pages = PagesForSlots(model.slots);
+  const std::vector<Group> groups = Groups(entries, model);
+  const uint32_t per_page = ChoosePerPage(groups, options_);
+  const uint64_t pages = PagesForSlots(model.slots, per_page);
+  GROVE_ASSIGN_OR_RETURN(const PageId first, space_->AllocateMixed(pages));
   Built out;
   out.nodes = 1;
   // One page image at a time, emitted when the groups move past it.
@@ -60,24 +98,30 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
   uint64_t cur = 0;
   auto start_page = [&](uint64_t index) {
     std::memset(img.data(), 0, kPageSize);
-    const uint64_t in_page = std::min<uint64_t>(kSlotsPerPage, model.slots - index * kSlotsPerPage);
-    FormatSlotPage(img.data(), first, static_cast<uint32_t>(index), static_cast<uint32_t>(in_page));
+    const uint64_t in_page = std::min<uint64_t>(per_page, model.slots - index * per_page);
+    FormatSlotPage(img.data(), first, static_cast<uint32_t>(index), static_cast<uint32_t>(in_page),
+                   per_page);
   };
-  const std::vector<Group> groups = Groups(entries, model);
+  auto place = [&](uint64_t s, Slot slot) -> Status {
+    DescriptorPlace freed;
+    if (!PlaceSlot(img.data(), SlotInPage(s, per_page), &slot, &freed)) {
+      return Status::Internal("aulid: a node page without room for its descriptors");
+    }
+    return Status::Ok();
+  };
   size_t ahead = 0;  // Fulfill: the first group after the slot being filled
   auto emit = [&](uint64_t index) -> Status {
     if (options_.fulfill) {
       // A NULL slot whose next group is a single entry (a DATA slot) gets a copy of it.
-      const uint64_t lo = index * kSlotsPerPage;
-      const uint64_t hi = std::min(model.slots, lo + kSlotsPerPage);
+      const uint64_t lo = index * per_page;
+      const uint64_t hi = std::min(model.slots, lo + per_page);
       for (uint64_t s = lo; s < hi; ++s) {
         while (ahead < groups.size() && groups[ahead].slot <= s) ++ahead;
-        char* p = img.data() + SlotOffset(s);
-        if (p[0] != static_cast<char>(SlotTag::kNull) || ahead == groups.size() ||
+        if (!SlotIsNull(img.data(), SlotInPage(s, per_page)) || ahead == groups.size() ||
             groups[ahead].count != 1) {
           continue;
         }
-        EncodeSlot(p, Slot::Copy(entries[groups[ahead].first]));
+        GROVE_RETURN_IF_ERROR(place(s, Slot::Copy(entries[groups[ahead].first])));
       }
     }
     const PageId id = space_->PageOf(first, index);
@@ -87,14 +131,14 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
   };
   start_page(0);
   for (const Group& g : groups) {
-    while (SlotPageIndex(g.slot) > cur) {
+    while (SlotPageIndex(g.slot, per_page) > cur) {
       GROVE_RETURN_IF_ERROR(emit(cur));
       start_page(++cur);
     }
     GROVE_ASSIGN_OR_RETURN(Built b, ForSlot(entries.subspan(g.first, g.count), depth));
     out.l3 += b.l3;
     out.nodes += b.nodes;
-    EncodeSlot(img.data() + SlotOffset(g.slot), b.slot);
+    GROVE_RETURN_IF_ERROR(place(g.slot, b.slot));
   }
   for (;;) {
     GROVE_RETURN_IF_ERROR(emit(cur));
@@ -105,6 +149,7 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
   MixedRef& r = out.slot.mixed;
   r.first = first;
   r.model = model;
+  r.per_page = per_page;
   r.depth = depth;
   r.size = static_cast<uint32_t>(entries.size());
   r.init_size = r.size;
@@ -205,10 +250,11 @@ void InnerBuilder::Count(std::span<const Entry> entries, const InnerOptions& opt
     }
   }
   const std::vector<uint64_t> keys = KeysOf(entries);
-  const learned::SlotModel model = Fit(keys);
-  t->slot_pages += PagesForSlots(model.slots);
+  const learned::SlotModel model = Fit(keys, options);
+  const std::vector<Group> groups = Groups(entries, model);
+  t->slot_pages += PagesForSlots(model.slots, ChoosePerPage(groups, options));
   if (n >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) return;  // Node() refuses
-  for (const Group& g : Groups(entries, model)) {
+  for (const Group& g : groups) {
     Count(entries.subspan(g.first, g.count), options, false, t);
   }
 }

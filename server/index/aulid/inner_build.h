@@ -16,6 +16,9 @@
 
 namespace grove::aulid {
 
+// Slots of a mixed node over n entries (InnerOptions::slots_per_entry).
+uint64_t SlotCount(size_t n, const InnerOptions& options);
+
 class InnerBuilder {
  public:
   InnerBuilder(NodeSpace* space, const InnerOptions& options, PageSink* sink)
@@ -43,7 +46,7 @@ class InnerBuilder {
  private:
   // The model of a node over `keys`: FMCD, or the line from the first to the last key when FMCD
   // leaves all of them in one slot (so that every level makes progress).
-  static learned::SlotModel Fit(std::span<const uint64_t> keys);
+  static learned::SlotModel Fit(std::span<const uint64_t> keys, const InnerOptions& options);
   struct Tally {
     uint64_t slot_pages = 0, branch_pages = 0;
     uint64_t objects[kPackedClasses] = {};

@@ -21,17 +21,25 @@ StatusOr<AlignedBuffer> CopyPage(BufferPool* pool, PageId id) {
   return b;
 }
 
-// Calls fn(slot index, slot) for every non-NULL slot of `node`, in order, from page copies.
-template <typename Fn>
-Status ForEachSlot(BufferPool* pool, const NodeSpace& space, const MixedRef& node, Fn fn) {
-  const uint64_t pages = PagesForSlots(node.model.slots);
+// Calls fn(slot index, slot) for every non-NULL slot of `node`, in order, from page copies;
+// `load` completes slots with out-of-line descriptors.
+template <typename Load, typename Fn>
+Status ForEachSlot(BufferPool* pool, const NodeSpace& space, const MixedRef& node, Load load,
+                   Fn fn) {
+  const uint64_t pages = NodePages(node);
   for (uint64_t i = 0; i < pages; ++i) {
     const PageId id = space.PageOf(node.first, i);
     GROVE_ASSIGN_OR_RETURN(AlignedBuffer b, CopyPage(pool, id));
-    const uint64_t end = std::min(node.model.slots, (i + 1) * kSlotsPerPage);
-    for (uint64_t s = i * kSlotsPerPage; s < end; ++s) {
-      const Slot slot = DecodeSlot(b.data() + SlotOffset(s));
-      if (slot.tag != SlotTag::kNull) GROVE_RETURN_IF_ERROR(fn(id, b.data(), s, slot));
+    if (page::Type(b.data()) != static_cast<uint16_t>(kSlotPage) ||
+        SlotPagePerPage(b.data()) != node.per_page) {
+      return Status::DataLoss(fmt::format("aulid inner page {}: not a slot page of its node", id));
+    }
+    const uint32_t n = SlotsInPage(node, i);
+    for (uint32_t j = 0; j < n; ++j) {
+      if (SlotIsNull(b.data(), j)) continue;
+      Slot slot = DecodeSlot(b.data(), j);
+      GROVE_RETURN_IF_ERROR(load(&slot));
+      GROVE_RETURN_IF_ERROR(fn(id, b.data(), i * node.per_page + j, slot));
     }
   }
   return Status::Ok();
@@ -68,9 +76,9 @@ Status InnerPart::Collect(const Slot& slot, std::vector<Entry>* out) const {
 }
 
 Status InnerPart::CollectNode(const MixedRef& node, std::vector<Entry>* out) const {
-  return ForEachSlot(pool_, space_, node, [&](PageId, const char*, uint64_t, const Slot& slot) {
-    return Collect(slot, out);
-  });
+  return ForEachSlot(
+      pool_, space_, node, [&](Slot* s) { return Load(s, IoCause::kDemand, nullptr); },
+      [&](PageId, const char*, uint64_t, const Slot& slot) { return Collect(slot, out); });
 }
 
 Status InnerPart::FreeUnder(const Slot& slot, PageSink* sink) {
@@ -89,22 +97,31 @@ Status InnerPart::FreeUnder(const Slot& slot, PageSink* sink) {
       return Status::Ok();
     case SlotTag::kMixed: {
       const MixedRef& node = slot.mixed;
-      const uint64_t pages = PagesForSlots(node.model.slots);
+      const uint64_t pages = NodePages(node);
       for (uint64_t i = 0; i < pages; ++i) {
         const PageId id = space_.PageOf(node.first, i);
         std::vector<Slot> inner;
         {
           GROVE_ASSIGN_OR_RETURN(const char* p, sink->Read(id));
-          const uint64_t end = std::min(node.model.slots, (i + 1) * kSlotsPerPage);
-          for (uint64_t s = i * kSlotsPerPage; s < end; ++s) {
-            const Slot c = DecodeSlot(p + SlotOffset(s));
-            if (c.tag != SlotTag::kNull && c.tag != SlotTag::kData) inner.push_back(c);
+          const uint32_t n = SlotsInPage(node, i);
+          for (uint32_t j = 0; j < n; ++j) {
+            if (SlotIsNull(p, j)) continue;
+            const Slot c = DecodeSlot(p, j);
+            if (c.tag != SlotTag::kData) inner.push_back(c);
           }
         }
-        for (const Slot& c : inner) GROVE_RETURN_IF_ERROR(FreeUnder(c, sink));
+        for (Slot& c : inner) {
+          GROVE_RETURN_IF_ERROR(Load(&c, sink));
+          GROVE_RETURN_IF_ERROR(FreeUnder(c, sink));
+          // The slot's own descriptor goes with the node that holds it.
+          if (c.place.kind == DescriptorPlace::kOutOfLine &&
+              space_.FreePacked(kDescriptorClass, c.place.slab, c.place.object)) {
+            sink->Drop(c.place.slab);
+          }
+        }
       }
       for (uint64_t i = 0; i < pages; ++i) sink->Drop(space_.PageOf(node.first, i));
-      space_.FreeMixed(node.first, node.model.slots);
+      space_.FreeMixed(node.first, pages);
       return Status::Ok();
     }
   }
@@ -129,32 +146,36 @@ StatusOr<InnerPart::Shape> InnerPart::Measure() const {
   uint64_t depth_sum = 0;
   std::function<Status(const MixedRef&)> node = [&](const MixedRef& m) -> Status {
     ++sh.mixed_nodes;
-    sh.slot_pages += PagesForSlots(m.model.slots);
-    return ForEachSlot(pool_, space_, m, [&](PageId, const char*, uint64_t, const Slot& slot) {
-      switch (slot.tag) {
-        case SlotTag::kMixed:
-          return node(slot.mixed);
-        case SlotTag::kData:
-          ++sh.data;
-          depth_sum += m.depth;
-          break;
-        case SlotTag::kPacked:
-          sh.packed += slot.count;
-          depth_sum += uint64_t{m.depth} * slot.count;
-          break;
-        case SlotTag::kBranch: {
-          sh.branch_pages += slot.children;
-          std::vector<Entry> es;
-          GROVE_RETURN_IF_ERROR(Collect(slot, &es));
-          sh.branch += es.size();
-          depth_sum += uint64_t{m.depth} * es.size();
-          break;
-        }
-        case SlotTag::kNull:
-          break;
-      }
-      return Status::Ok();
-    });
+    sh.slot_pages += NodePages(m);
+    auto load = [&](Slot* s) { return Load(s, IoCause::kDemand, nullptr); };
+    return ForEachSlot(pool_, space_, m, load,
+                       [&](PageId, const char*, uint64_t, const Slot& slot) {
+                         if (slot.place.kind == DescriptorPlace::kOutOfLine)
+                           ++sh.descriptors_out_of_line;
+                         switch (slot.tag) {
+                           case SlotTag::kMixed:
+                             return node(slot.mixed);
+                           case SlotTag::kData:
+                             ++sh.data;
+                             depth_sum += m.depth;
+                             break;
+                           case SlotTag::kPacked:
+                             sh.packed += slot.count;
+                             depth_sum += uint64_t{m.depth} * slot.count;
+                             break;
+                           case SlotTag::kBranch: {
+                             sh.branch_pages += slot.children;
+                             std::vector<Entry> es;
+                             GROVE_RETURN_IF_ERROR(Collect(slot, &es));
+                             sh.branch += es.size();
+                             depth_sum += uint64_t{m.depth} * es.size();
+                             break;
+                           }
+                           case SlotTag::kNull:
+                             break;
+                         }
+                         return Status::Ok();
+                       });
   };
   GROVE_RETURN_IF_ERROR(node(root_));
   sh.slab_pages = space_.slab_pages();
@@ -179,28 +200,64 @@ Status InnerPart::Verify(IndexVerifier* v, const EntryVisitor& fn) const {
   // Checks node `m` at `depth`; *count and *l3 receive its entries and those at depth >= 3.
   std::function<Status(const MixedRef&, uint32_t, uint64_t*, uint64_t*)> node =
       [&](const MixedRef& m, uint32_t depth, uint64_t* count, uint64_t* l3) -> Status {
-    if (m.model.slots < 2 || m.depth != depth) {
-      problem(fmt::format("node {}: {} slots at depth {} (recorded {})", m.first, m.model.slots,
-                          depth, m.depth));
+    if (m.model.slots < 2 || m.depth != depth || !ValidPerPage(m.per_page)) {
+      problem(fmt::format("node {}: {} slots at depth {} (recorded {}), {} per page", m.first,
+                          m.model.slots, depth, m.depth, m.per_page));
       return Status::Ok();
     }
-    space_.ForEachExtent(m.first, m.model.slots, [&](PageId first, uint32_t n) {
+    const uint64_t pages = NodePages(m);
+    space_.ForEachExtent(m.first, pages, [&](PageId first, uint32_t n) {
       v->ClaimPages(first, n, "aulid mixed node");
     });
-    const uint64_t pages = PagesForSlots(m.model.slots);
     bool copying = false;  // in a NULL run with Fulfill copies of `copied`
     Entry copied;
     for (uint64_t i = 0; i < pages; ++i) {
       const PageId id = space_.PageOf(m.first, i);
       GROVE_ASSIGN_OR_RETURN(AlignedBuffer b, CopyPage(pool_, id));
+      const uint32_t in_page = SlotsInPage(m, i);
       if (page::Type(b.data()) != static_cast<uint16_t>(kSlotPage) ||
-          SlotPageNode(b.data()) != m.first || SlotPageIndexOf(b.data()) != i) {
-        problem(fmt::format("page {} is not page {} of node {}", id, i, m.first));
+          SlotPageNode(b.data()) != m.first || SlotPageIndexOf(b.data()) != i ||
+          SlotPagePerPage(b.data()) != m.per_page || SlotPageSlots(b.data()) != in_page) {
+        problem(fmt::format("page {} is not page {} of node {} ({} slots per page)", id, i, m.first,
+                            m.per_page));
         continue;
       }
-      const uint64_t end = std::min(m.model.slots, (i + 1) * kSlotsPerPage);
-      for (uint64_t s = i * kSlotsPerPage; s < end; ++s) {
-        const Slot slot = DecodeSlot(b.data() + SlotOffset(s));
+      // In-page descriptors: each named by one slot, and the page's bitmap says which.
+      uint64_t named = 0;
+      const uint32_t fit = LayoutFor(m.per_page).descriptors;
+      for (uint32_t j = 0; j < in_page; ++j) {
+        const uint64_t s = i * m.per_page + j;
+        Slot slot = DecodeSlot(b.data(), j);
+        if (slot.bad) {
+          problem(
+              fmt::format("node {} slot {}: a descriptor number its page cannot hold", m.first, s));
+          continue;
+        }
+        if (slot.place.kind == DescriptorPlace::kInPage) {
+          const uint32_t d = slot.place.index;
+          if (d >= fit || (named >> d & 1)) {
+            problem(fmt::format("node {} slot {}: descriptor {} out of range or named twice",
+                                m.first, s, d));
+            continue;
+          }
+          named |= uint64_t{1} << d;
+        } else if (slot.place.kind == DescriptorPlace::kOutOfLine) {
+          auto it = space_.slabs().find(slot.place.slab);
+          if (it == space_.slabs().end() || it->second.cls != kDescriptorClass ||
+              slot.place.object >= PackedPerSlab(kDescriptorClass)) {
+            problem(
+                fmt::format("node {} slot {}: out-of-line descriptor {}/{} is not an "
+                            "allocated object",
+                            m.first, s, slot.place.slab, slot.place.object));
+            continue;
+          }
+          uint64_t& seen = objects[slot.place.slab];
+          if (seen >> slot.place.object & 1) {
+            problem(fmt::format("object {}/{} named twice", slot.place.slab, slot.place.object));
+          }
+          seen |= uint64_t{1} << slot.place.object;
+          GROVE_RETURN_IF_ERROR(Load(&slot, IoCause::kDemand, nullptr));
+        }
         if (copies_valid_ && slot.has_copy) {
           if (copying && !(copied == slot.copy)) {
             problem(fmt::format("node {} slot {}: Fulfill copies of two entries in one run",
@@ -303,6 +360,10 @@ Status InnerPart::Verify(IndexVerifier* v, const EntryVisitor& fn) const {
         *count += es.size();
         if (depth >= 3) *l3 += es.size();
       }
+      if (named != SlotPageDescriptorsUsed(b.data())) {
+        problem(fmt::format("page {} of node {}: descriptors in use {:#x}, named by slots {:#x}", i,
+                            m.first, SlotPageDescriptorsUsed(b.data()), named));
+      }
     }
     if (copying) problem(fmt::format("node {}: Fulfill copies after its last slot", m.first));
     return Status::Ok();
@@ -334,6 +395,7 @@ Status InnerPart::Verify(IndexVerifier* v, const EntryVisitor& fn) const {
 
 void InnerPart::Serialize(std::string* out) const {
   PutVarint64(out, root_.first);
+  PutVarint32(out, root_.per_page);
   PutVarint64(out, root_.model.base);
   PutFixed64(out, std::bit_cast<uint64_t>(root_.model.slope));
   PutFixed64(out, std::bit_cast<uint64_t>(root_.model.intercept));
@@ -348,22 +410,22 @@ void InnerPart::Serialize(std::string* out) const {
 Status InnerPart::Deserialize(Slice* in) {
   MixedRef r;
   uint64_t slope = 0, intercept = 0;
-  if (!GetVarint64(in, &r.first) || !GetVarint64(in, &r.model.base) || !GetFixed64(in, &slope) ||
-      !GetFixed64(in, &intercept) || !GetVarint64(in, &r.model.slots) ||
-      !GetVarint32(in, &r.size) || !GetVarint32(in, &r.init_size) ||
-      !GetVarint32(in, &r.l3_items)) {
+  if (!GetVarint64(in, &r.first) || !GetVarint32(in, &r.per_page) ||
+      !GetVarint64(in, &r.model.base) || !GetFixed64(in, &slope) || !GetFixed64(in, &intercept) ||
+      !GetVarint64(in, &r.model.slots) || !GetVarint32(in, &r.size) ||
+      !GetVarint32(in, &r.init_size) || !GetVarint32(in, &r.l3_items)) {
     return Status::DataLoss("aulid metadata: malformed metanode");
   }
   r.model.slope = std::bit_cast<double>(slope);
   r.model.intercept = std::bit_cast<double>(intercept);
   r.depth = 1;
-  if (r.first != kInvalidPageId && r.model.slots < 2) {
-    return Status::DataLoss("aulid metadata: a root of fewer than 2 slots");
+  if (r.first != kInvalidPageId && (r.model.slots < 2 || !ValidPerPage(r.per_page))) {
+    return Status::DataLoss("aulid metadata: a root of fewer than 2 slots or an unknown layout");
   }
   root_ = r;
   GROVE_RETURN_IF_ERROR(space_.Deserialize(in));
-  uint32_t flags = 0;  // absent in version 1 metadata
-  if (!in->empty() && (!GetVarint32(in, &flags) || flags > 1)) {
+  uint32_t flags = 0;
+  if (!GetVarint32(in, &flags) || flags > 1) {
     return Status::DataLoss("aulid metadata: malformed inner flags");
   }
   copies_valid_ = flags == 1 && options_.fulfill;

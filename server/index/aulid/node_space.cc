@@ -10,8 +10,7 @@
 
 namespace grove::aulid {
 
-StatusOr<PageId> NodeSpace::AllocateMixed(uint64_t slots) {
-  const uint64_t pages = PagesForSlots(slots);
+StatusOr<PageId> NodeSpace::AllocateMixed(uint64_t pages) {
   if (pages <= ExtentAllocator::kMaxExtentPages) {
     GROVE_ASSIGN_OR_RETURN(const PageId first, allocator_->Allocate(static_cast<uint32_t>(pages)));
     mixed_pages_ += pages;
@@ -36,10 +35,10 @@ StatusOr<PageId> NodeSpace::AllocateMixed(uint64_t slots) {
   return first;
 }
 
-void NodeSpace::FreeMixed(PageId first, uint64_t slots) {
-  ForEachExtent(first, slots, [&](PageId e, uint32_t n) { allocator_->Free(e, n); });
+void NodeSpace::FreeMixed(PageId first, uint64_t pages) {
+  ForEachExtent(first, pages, [&](PageId e, uint32_t n) { allocator_->Free(e, n); });
   extents_.erase(first);
-  mixed_pages_ -= PagesForSlots(slots);
+  mixed_pages_ -= pages;
 }
 
 PageId NodeSpace::PageOf(PageId first, uint64_t index) const {

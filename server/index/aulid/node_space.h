@@ -2,7 +2,8 @@
 
 // Where AULID's inner structures live (slot.h has their page formats):
 //
-//   * Mixed nodes take ceil(slots / 63) pages. A node of up to 256 pages is one extent and its
+//   * Mixed nodes take ceil(slots / K) pages (K: the node's slots per page, slot.h). A node of up
+//     to 256 pages is one extent and its
 //     parent slot names its first page. A larger one (a root over hundreds of thousands of leaves)
 //     takes several extents of up to 256 pages; the node-to-extents map (first page -> extents)
 //     is kept in memory and checkpointed in the variant's metadata, so finding the page of a slot
@@ -39,17 +40,17 @@ class NodeSpace {
  public:
   explicit NodeSpace(ExtentAllocator* allocator) : allocator_(allocator) {}
 
-  // A mixed node of `slots` slots: its first page (the node's name). Pages are not formatted.
-  StatusOr<PageId> AllocateMixed(uint64_t slots);
-  void FreeMixed(PageId first, uint64_t slots);
+  // A mixed node of `pages` pages: its first page (the node's name). Pages are not formatted.
+  StatusOr<PageId> AllocateMixed(uint64_t pages);
+  void FreeMixed(PageId first, uint64_t pages);
   // The page holding page `index` of node `first`.
   PageId PageOf(PageId first, uint64_t index) const;
   PageId SlotPage(const MixedRef& node, uint64_t slot) const {
-    return PageOf(node.first, SlotPageIndex(slot));
+    return PageOf(node.first, SlotPageIndex(slot, node.per_page));
   }
-  // Calls `fn(first, count)` for every extent of node `first` of `slots` slots.
+  // Calls `fn(first, count)` for every extent of node `first` of `pages` pages.
   template <typename Fn>
-  void ForEachExtent(PageId first, uint64_t slots, Fn fn) const;
+  void ForEachExtent(PageId first, uint64_t pages, Fn fn) const;
 
   struct Object {
     PageId slab = kInvalidPageId;
@@ -96,8 +97,7 @@ class NodeSpace {
 };
 
 template <typename Fn>
-void NodeSpace::ForEachExtent(PageId first, uint64_t slots, Fn fn) const {
-  const uint64_t pages = PagesForSlots(slots);
+void NodeSpace::ForEachExtent(PageId first, uint64_t pages, Fn fn) const {
   if (pages <= ExtentAllocator::kMaxExtentPages) {
     fn(first, static_cast<uint32_t>(pages));
     return;

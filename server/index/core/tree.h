@@ -57,6 +57,11 @@
 
 namespace grove::core {
 
+// The default fill of bulk-loaded pages (parameter fill_factor), one for every tree variant so
+// that their sizes and split rates compare (docs/variants.md): room for a tenth more per page
+// before the first splits.
+inline constexpr const char* kBulkLoadFill = "0.9";
+
 // The page types of the core (kLeafPage, kInnerPage), claimed once for every variant on it.
 std::vector<PageTypeClaim> PageTypes();
 

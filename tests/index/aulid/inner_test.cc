@@ -13,8 +13,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "index/aulid/aulid.h"
 #include "index/aulid/inner_build.h"
 #include "index/btree/btree_harness.h"
+#include "index/registry.h"
+#include "util/coding.h"
 
 namespace grove::testing {
 namespace {
@@ -186,11 +189,12 @@ TEST_F(InnerTest, DenseKeysNeedOnePagePerLookup) {
 }
 
 TEST_F(InnerTest, RootLargerThanOneExtent) {
-  // 200,000 entries: 600,000 slots, about 9,500 pages, so the root spans 38 extents.
+  // 200,000 entries: 400,000 slots at 2 per entry, about 1,800 pages of 224, so the root spans
+  // 7 extents.
   auto part = NewPart();
   const Reference ref = Ref(Keys("uniform", 200000, 11));
   BulkBuild(part.get(), ref);
-  EXPECT_GT(aulid::PagesForSlots(part->root().model.slots), ExtentAllocator::kMaxExtentPages);
+  EXPECT_GT(aulid::NodePages(part->root()), ExtentAllocator::kMaxExtentPages);
   ExpectClean(*part, ref);
   ExpectRoutes(*part, ref, Probes(ref, 2000, 5));
   // Reopen from the metadata.
@@ -327,6 +331,87 @@ TEST_F(InnerTest, PackedArraysPromoteToBranchesAndMixedNodes) {
   }
   EXPECT_GT(part->counters().promotions, 3u);
   EXPECT_GE(part->counters().creates, 1u);  // the branch of 1,016 became a mixed node
+}
+
+// A slot page holds the descriptors of a few BRANCH and MIXED slots (6 at 224 slots per page);
+// promotions past that put theirs out of line, in slab objects, which go when the slots do.
+TEST_F(InnerTest, DescriptorsBeyondAPagesRoomGoOutOfLine) {
+  auto part = NewPart();
+  Reference ref;
+  for (uint64_t i = 0; i < 100; ++i) ref[i << 40] = i + 1;
+  BulkBuild(part.get(), ref);
+  ASSERT_EQ(part->root().per_page, aulid::kMaxPerPage);
+  ASSERT_EQ(aulid::NodePages(part->root()), 1u) << "every slot in one page";
+  // FMCD clamps the end keys together: the bulk build may already hold a packed array there.
+  const uint64_t slabs_before = part->space().slab_pages();
+  // Ten slots of the root get 70 entries each: ten branches in one page.
+  std::vector<uint64_t> added;
+  for (uint64_t g = 0; g < 10; ++g) {
+    for (uint64_t j = 1; j <= 70; ++j) {
+      const uint64_t k = ((g * 9 + 3) << 40) + j;
+      aulid::LiveSink sink(h_.pool());
+      ASSERT_OK_AND_ASSIGN(const uint64_t bound, part->PagesForInsert(k));
+      InnerPart::AdjustHint hint;
+      ASSERT_OK(part->Insert(Entry{k, 7000 + k % 1000}, &sink, &hint));
+      EXPECT_LE(sink.dirtied(), bound);
+      ref[k] = 7000 + k % 1000;
+      added.push_back(k);
+    }
+  }
+  ExpectClean(*part, ref);
+  ExpectRoutes(*part, ref, Probes(ref, 1000, 3));
+  ASSERT_OK_AND_ASSIGN(const InnerPart::Shape sh, part->Measure());
+  EXPECT_EQ(sh.descriptors_out_of_line, 10u - aulid::LayoutFor(aulid::kMaxPerPage).descriptors);
+  EXPECT_EQ(sh.branch, 10u * 71);
+  // Reopened from the metadata, the same.
+  std::string meta;
+  part->Serialize(&meta);
+  auto again = NewPart();
+  Slice in = meta;
+  ASSERT_OK(again->Deserialize(&in));
+  ExpectRoutes(*again, ref, Probes(ref, 500, 4));
+  // Back to DATA slots: every out-of-line descriptor and slab goes.
+  for (uint64_t k : added) {
+    aulid::LiveSink sink(h_.pool());
+    ASSERT_OK(part->Remove(k, &sink));
+    ref.erase(k);
+  }
+  ExpectClean(*part, ref);
+  EXPECT_EQ(part->space().slab_pages(), slabs_before);
+  ASSERT_OK_AND_ASSIGN(const InnerPart::Shape after, part->Measure());
+  EXPECT_EQ(after.descriptors_out_of_line, 0u);
+  EXPECT_EQ(after.branch, 0u);
+}
+
+// Databases written with 64-byte slots (metadata versions 1 and 2) are refused with a message
+// that says what to do, before any page is read.
+TEST_F(InnerTest, MetadataOfEarlierFormatsIsRefused) {
+  for (uint32_t version : {1u, 2u}) {
+    std::string meta;
+    PutVarint32(&meta, version);
+    meta += "the rest of an older metadata record";
+    auto registry = IndexRegistry::Builtins();
+    ASSERT_TRUE(registry.ok());
+    ASSERT_OK_AND_ASSIGN(const ParamMap params, registry->Resolve("aulid", {}));
+    auto opened = Aulid::Open(h_.context(), params, meta);
+    ASSERT_FALSE(opened.ok());
+    EXPECT_EQ(opened.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(opened.status().message().find(fmt::format("format version {}", version)),
+              std::string_view::npos)
+        << opened.status().ToString();
+  }
+}
+
+TEST(SlotLayoutTest, DescriptorsFitAfterTheSlots) {
+  EXPECT_EQ(aulid::LayoutFor(224).descriptors, 6u);
+  EXPECT_EQ(aulid::LayoutFor(192).descriptors, 15u);
+  EXPECT_EQ(aulid::LayoutFor(32).descriptors, 62u);
+  for (uint32_t k : aulid::kPerPageChoices) {
+    const aulid::SlotLayout l = aulid::LayoutFor(k);
+    EXPECT_LE(l.slots_at + aulid::kSlotBytes * k + aulid::kDescriptorBytes * l.descriptors,
+              kPageSize);
+    EXPECT_GE(l.slots_at, aulid::kSlotHeader + (3 * k + 7) / 8);
+  }
 }
 
 }  // namespace

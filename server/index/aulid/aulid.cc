@@ -74,13 +74,24 @@ StatusOr<Aulid::Config> Aulid::ParseConfig(const ParamMap& params) {
   return c;
 }
 
+namespace {
+
+// No Adjust rebuild dirties more than a quarter of the pool: under appends, a node that large is
+// left to grow deeper and a smaller one on the path is rebuilt instead.
+aulid::InnerOptions WithRebuildBound(aulid::InnerOptions o, uint64_t pool_pages) {
+  o.max_rebuild_pages = std::max<uint64_t>(16, pool_pages / 4);
+  return o;
+}
+
+}  // namespace
+
 Aulid::Aulid(const IndexContext& ctx, const Config& cfg)
     : ctx_(ctx),
       pool_(ctx.pool),
       cfg_(cfg),
       max_key_(ctx.options->max_key_bytes),
       max_cell_(MaxCellBytes(*ctx.options)),
-      inner_(ctx.pool, ctx.allocator, cfg.inner) {}
+      inner_(ctx.pool, ctx.allocator, WithRebuildBound(cfg.inner, ctx.pool->capacity_pages())) {}
 
 StatusOr<std::unique_ptr<Index>> Aulid::Create(const IndexContext& ctx, const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const Config cfg, ParseConfig(params));
@@ -197,6 +208,7 @@ IndexStats Aulid::GetStats() {
     const aulid::InnerCounters& c = inner_.counters();
     x["smo_create_total"] = static_cast<double>(c.creates);
     x["smo_adjust_total"] = static_cast<double>(c.adjusts);
+    x["smo_adjust_declined_total"] = static_cast<double>(c.declined);
     x["smo_promotion_total"] = static_cast<double>(c.promotions);
     x["smo_branch_split_total"] = static_cast<double>(c.branch_splits);
     x["fulfill_copies_valid"] = inner_.copies_valid() ? 1.0 : 0.0;

@@ -227,9 +227,10 @@ Status Aulid::PutWithSplit(const WriteContext& w, Slice key, Slice cell,
   // joins the run.
   const bool starts_run = t.leaf == t.run_start;
   const uint64_t new_key = Proj(cells[m - 1].first);
+  const bool append = inner_.empty() || new_key > last_entry_;
   bool own_run = false;
   if (starts_run && strict) {
-    GROVE_ASSIGN_OR_RETURN(const uint64_t pages, inner_.PagesForInsert(new_key));
+    GROVE_ASSIGN_OR_RETURN(const uint64_t pages, inner_.PagesForInsert(new_key, append));
     own_run = w.room == nullptr || w.room->Extend(pages).ok();
   }
   GROVE_ASSIGN_OR_RETURN(PageWriteGuard fresh, NewLeaf());
@@ -238,7 +239,7 @@ Status Aulid::PutWithSplit(const WriteContext& w, Slice key, Slice cell,
     aulid::LiveSink sink(pool_);
     Status s;
     if (own_run) {
-      s = inner_.Insert(aulid::Entry{new_key, fresh.id()}, &sink, &hint);
+      s = inner_.Insert(aulid::Entry{new_key, fresh.id()}, &sink, &hint, append);
       if (s.ok() && (inner_.size() == 1 || new_key > last_entry_)) last_entry_ = new_key;
     } else if (starts_run && t.run_key) {
       s = inner_.Repoint(*t.run_key, fresh.id(), &sink);
@@ -354,12 +355,13 @@ Status Aulid::TryReindex(const WriteContext& w) {
 
 Status Aulid::AdjustIfNeeded(const WriteContext& w, uint64_t key,
                              const aulid::InnerPart::AdjustHint& hint) {
-  // REQUIRES: inner_mu_ held exclusively. A rebuild the write's room cannot cover waits for the
-  // next insert that finds the node still qualifying.
-  GROVE_ASSIGN_OR_RETURN(const uint64_t pages, inner_.PagesForRebuild(key, hint.depth));
-  if (w.room != nullptr && !w.room->Extend(pages).ok()) return Status::Ok();
+  // REQUIRES: inner_mu_ held exclusively. A rebuild the write's room cannot cover waits until
+  // the node grew further (InnerPart::Rebuild).
   aulid::LiveSink sink(pool_);
-  const Status s = inner_.Rebuild(key, hint.depth, &sink);
+  bool rebuilt = false;
+  const Status s = inner_.Rebuild(
+      key, hint, &sink,
+      [&](uint64_t pages) { return w.room == nullptr || w.room->Extend(pages).ok(); }, &rebuilt);
   if (!s.ok() && ctx_.services) ctx_.services->FailStop(s);
   return s;
 }

@@ -270,7 +270,7 @@ Status InnerPart::Descend(uint64_t key, std::vector<Step>* path) const {
   MixedRef node = root_;
   for (;;) {
     const uint64_t s = node.model.Slot(key);
-    Step st{space_.SlotPage(node, s), SlotInPage(s, node.per_page), Slot()};
+    Step st{space_.SlotPage(node, s), SlotInPage(s, node.per_page), Slot(), s};
     GROVE_ASSIGN_OR_RETURN(st.slot, ReadSlot(node, s, IoCause::kDemand));
     path->push_back(st);
     if (st.slot.tag != SlotTag::kMixed) return Status::Ok();
@@ -328,7 +328,7 @@ Status InnerPart::UpdateStats(std::vector<Step>& path, int64_t size_delta, int64
   return root_.size == 0 ? Clear(sink) : Status::Ok();
 }
 
-StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key) const {
+StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key, bool append) const {
   if (empty()) return PagesForSlots(SlotCount(1, options_), kMaxPerPage);
   std::vector<Step> path;
   GROVE_RETURN_IF_ERROR(Descend(key, &path));
@@ -365,7 +365,9 @@ StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key) const {
       }
       if (total + 1 > kBranchMax) {
         all.insert(all.begin() + LowerBound(all, key), Entry{key, 0});
-        pages += InnerBuilder::PagesForNode(all, options_);
+        const MixedRef& node = path.size() == 1 ? root_ : path[path.size() - 2].slot.mixed;
+        const bool tail = append && path.back().s + 1 == node.model.slots;
+        pages += InnerBuilder::PagesForNode(all, options_, tail ? TailRoom(all.size(), node) : 0);
       } else {
         pages += kBranchChildren + 1;
       }
@@ -377,7 +379,40 @@ StatusOr<uint64_t> InnerPart::PagesForInsert(uint64_t key) const {
   return pages;
 }
 
-Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint) {
+uint64_t InnerPart::RebuildEstimate(uint64_t size, uint64_t room) const {
+  // From the size alone (the exact count needs the entries, collected by Rebuild): the slot pages
+  // at 192 per page (most nodes take 224), and every entry once more in a slab or branch page.
+  return PagesForSlots(SlotCount(size, options_) + room, 192) +
+         (size * kEntryBytes + kPageSize - 1) / kPageSize;
+}
+
+uint64_t InnerPart::TailRoom(uint64_t n, const MixedRef& owner) const {
+  // Room for as many entries again: the node is rebuilt once it doubled. When the node whose
+  // last slot it fills cannot be rebuilt within the bound once it doubles, appends will chain
+  // tail nodes one below the other; each then takes as much as half the bound allows, so that
+  // the chain grows by a level per that many appends, not per a thousand.
+  uint64_t room = SlotCount(n, options_);
+  const uint64_t bound = options_.max_rebuild_pages;
+  if (bound > 0 && RebuildEstimate(2 * uint64_t{owner.size}, 0) > bound) {
+    room = std::max<uint64_t>(room, bound / 2 * 192);
+  }
+  return room;
+}
+
+bool InnerPart::Qualifies(const MixedRef& m, bool tail) const {
+  // A tail node was built with room for as many entries again: it is due once it doubled.
+  const double beta = tail ? std::max(options_.beta, 2.0) : options_.beta;
+  if (!(m.size >= beta * m.init_size && m.l3_items > 0 &&
+        m.l3_items >= options_.alpha * static_cast<double>(m.size))) {
+    return false;
+  }
+  if (m.first == declined_first_ && m.size < declined_size_ + declined_size_ / 4) return false;
+  if (options_.max_rebuild_pages == 0) return true;
+  const uint64_t room = tail ? SlotCount(m.size, options_) : 0;
+  return RebuildEstimate(m.size, room) <= options_.max_rebuild_pages;
+}
+
+Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint, bool append) {
   sink->Release();
   copies_valid_ = false;  // copies elsewhere may now name the wrong entry
   *hint = AdjustHint();
@@ -442,7 +477,8 @@ Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint) {
       const uint32_t c = BranchChildFor(old, e.key);
       std::vector<Entry> es;
       {
-        GROVE_ASSIGN_OR_RETURN(char* p, sink->Existing(old.child[c]));
+        // Read, not dirtied: a conversion frees the children rather than change them.
+        GROVE_ASSIGN_OR_RETURN(const char* p, sink->Read(old.child[c]));
         es = DecodeEntries(BranchEntry(p, 0), std::min(BranchCount(p), kBranchFanout));
       }
       const size_t i = LowerBound(es, e.key);
@@ -465,7 +501,7 @@ Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint) {
           all.insert(all.end(), es.begin(), es.end());
           continue;
         }
-        GROVE_ASSIGN_OR_RETURN(char* p, sink->Existing(old.child[k]));
+        GROVE_ASSIGN_OR_RETURN(const char* p, sink->Read(old.child[k]));
         const std::vector<Entry> ks =
             DecodeEntries(BranchEntry(p, 0), std::min(BranchCount(p), kBranchFanout));
         all.insert(all.end(), ks.begin(), ks.end());
@@ -480,8 +516,12 @@ Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint) {
         GROVE_RETURN_IF_ERROR(b.Respread(&slot, all));
         break;
       }
-      // Full: the branch becomes a child mixed node (a conversion).
-      GROVE_ASSIGN_OR_RETURN(InnerBuilder::Built built, b.Node(all, depth + 1));
+      // Full: the branch becomes a child mixed node (a conversion); in its node's last slot,
+      // under appends, a tail node.
+      const MixedRef& node = path.size() == 1 ? root_ : path[path.size() - 2].slot.mixed;
+      const bool tail = append && at.s + 1 == node.model.slots;
+      GROVE_ASSIGN_OR_RETURN(InnerBuilder::Built built,
+                             b.Node(all, depth + 1, tail ? TailRoom(all.size(), node) : 0));
       counters_.creates += built.nodes;
       for (uint32_t k = 0; k < old.children; ++k) {
         space_.FreeBranch(old.child[k]);
@@ -497,16 +537,18 @@ Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint) {
   GROVE_RETURN_IF_ERROR(WriteSlot(at, slot, sink));
   GROVE_RETURN_IF_ERROR(UpdateStats(path, 1, l3_delta, sink));
   if (options_.adjust) {
-    auto qualifies = [&](const MixedRef& m) {
-      return m.size >= options_.beta * m.init_size &&
-             m.l3_items >= options_.alpha * static_cast<double>(m.size) && m.l3_items > 0;
-    };
-    if (qualifies(root_)) {
-      *hint = AdjustHint{true, 1};
+    // The topmost node that qualifies. Under appends the nodes on the rightmost path (the root,
+    // then each in its parent's last slot) are tails.
+    bool rightmost = append;
+    if (Qualifies(root_, rightmost)) {
+      *hint = AdjustHint{true, 1, rightmost};
     } else {
+      const MixedRef* parent = &root_;
       for (size_t i = 0; i + 1 < path.size(); ++i) {
-        if (qualifies(path[i].slot.mixed)) {
-          *hint = AdjustHint{true, static_cast<uint32_t>(i + 2)};
+        rightmost = rightmost && path[i].s + 1 == parent->model.slots;
+        parent = &path[i].slot.mixed;
+        if (Qualifies(*parent, rightmost)) {
+          *hint = AdjustHint{true, static_cast<uint32_t>(i + 2), rightmost};
           break;
         }
       }
@@ -515,19 +557,11 @@ Status InnerPart::Insert(const Entry& e, PageSink* sink, AdjustHint* hint) {
   return Status::Ok();
 }
 
-StatusOr<uint64_t> InnerPart::PagesForRebuild(uint64_t key, uint32_t depth) const {
-  std::vector<Step> path;
-  GROVE_RETURN_IF_ERROR(Descend(key, &path));
-  if (depth == 0 || depth > path.size()) return Status::Internal("aulid: no node to rebuild");
-  const MixedRef& node = depth == 1 ? root_ : path[depth - 2].slot.mixed;
-  std::vector<Entry> all;
-  GROVE_RETURN_IF_ERROR(CollectNode(node, &all));
-  return InnerBuilder::PagesForNode(all, options_) + 2 * uint64_t{depth};
-}
-
-Status InnerPart::Rebuild(uint64_t key, uint32_t depth, PageSink* sink) {
+Status InnerPart::Rebuild(uint64_t key, const AdjustHint& hint, PageSink* sink,
+                          const std::function<bool(uint64_t pages)>& reserve, bool* rebuilt) {
+  *rebuilt = false;
   sink->Release();
-  copies_valid_ = false;  // copies elsewhere may now name the wrong entry
+  const uint32_t depth = hint.depth;
   std::vector<Step> path;
   GROVE_RETURN_IF_ERROR(Descend(key, &path));
   if (depth == 0 || depth > path.size()) return Status::Internal("aulid: no node to rebuild");
@@ -536,9 +570,21 @@ Status InnerPart::Rebuild(uint64_t key, uint32_t depth, PageSink* sink) {
   old.mixed = depth == 1 ? root_ : path[depth - 2].slot.mixed;
   std::vector<Entry> all;
   GROVE_RETURN_IF_ERROR(CollectNode(old.mixed, &all));
+  // The node's pages, and the slots above it (statistics), each with a descriptor that may be
+  // out of line.
+  const uint64_t room = hint.tail ? SlotCount(all.size(), options_) : 0;
+  const uint64_t pages = InnerBuilder::PagesForNode(all, options_, room) + 2 * uint64_t{depth};
+  if ((options_.max_rebuild_pages > 0 && pages > options_.max_rebuild_pages) || !reserve(pages)) {
+    ++counters_.declined;
+    declined_first_ = old.mixed.first;
+    declined_size_ = old.mixed.size;
+    return Status::Ok();
+  }
+  copies_valid_ = false;  // copies elsewhere may now name the wrong entry
+  *rebuilt = true;
   // Build the new node first, then free the old one: a failure leaves the old one in place.
   InnerBuilder b(&space_, options_, sink);
-  GROVE_ASSIGN_OR_RETURN(InnerBuilder::Built built, b.Node(all, depth));
+  GROVE_ASSIGN_OR_RETURN(InnerBuilder::Built built, b.Node(all, depth, room));
   GROVE_RETURN_IF_ERROR(FreeUnder(old, sink));
   ++counters_.adjusts;
   counters_.creates += built.nodes;

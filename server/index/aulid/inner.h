@@ -28,13 +28,22 @@
 // than 4 children, then the branch redistributes, and a branch of 1016 becomes a child mixed node
 // (a conversion). Statistics of the mixed nodes on the path (size, entries at depth >= 3) follow,
 // and Insert reports the topmost node that Algorithm 2 (Adjust) would rebuild: size >= beta x
-// init_size and l3 items >= alpha x size. Rebuild() rebuilds it over the same entries.
+// init_size and l3 items >= alpha x size, and a rebuild within max_rebuild_pages. Rebuild()
+// rebuilds it over the same entries.
+//
+// Appends (not in the paper, whose Algorithm 2 rebuilds the rightmost node again and again under
+// them, each time with gaps no append uses): a key above every entry goes to the rightmost path.
+// A node built there (a conversion in its node's last slot, or an Adjust rebuild) is a tail node
+// with as many slots again to the right of its model's range, so the next appends become DATA
+// slots at the same density; it qualifies for Adjust only once it doubled, so appends cost
+// amortised O(1) slot writes, and max_rebuild_pages keeps any one rebuild a bounded share of the
+// pool (a deeper node on the path is rebuilt instead).
 //
 // Remove and Repoint change one entry; a packed array or branch left with one entry becomes DATA
 // and a child mixed node left empty becomes NULL.
 //
 // Costs are known before changes: PagesForInsert(key) is what Insert(key) will dirty (a
-// conversion included), PagesForRebuild() what Rebuild will; callers reserve that room first.
+// conversion included); Rebuild asks its caller for the room once it knows the entries.
 //
 // Thread safety: none. Route may run concurrently with Route; everything else needs exclusive
 // access (aulid.h's inner lock). Pages are reached through guards (Route: read guards released
@@ -68,12 +77,17 @@ struct InnerOptions {
   // Slots of a mixed node per entry it is built over (at least 2 slots); 0: LIPP's gap rule
   // (learned::SlotsFor: 6, 3 or 2 per entry by node size).
   double slots_per_entry = 2;
+  // Adjust rebuilds no node whose rebuild would dirty more pages than this (0: no bound); the
+  // variant passes a quarter of the pool, so that appends never rebuild a node the size of the
+  // cache. A deeper qualifying node on the path is rebuilt instead.
+  uint64_t max_rebuild_pages = 0;
 };
 
 // Inner structure changes by type (the paper's SMO counts).
 struct InnerCounters {
   uint64_t creates = 0;     // mixed nodes created by conversion (or LIPP-B+ conflicts)
   uint64_t adjusts = 0;     // rebuilds by Algorithm 2
+  uint64_t declined = 0;    // rebuilds declined: no room, or past max_rebuild_pages
   uint64_t promotions = 0;  // packed array to a larger class, or to a branch
   uint64_t branch_splits = 0;
 };
@@ -113,17 +127,23 @@ class InnerPart {
   StatusOr<Routed> Route(uint64_t key, IoCause cause, RouteCost* cost = nullptr,
                          bool exact = false) const;
 
-  // What Insert(key) will dirty, counting a conversion it causes.
-  StatusOr<uint64_t> PagesForInsert(uint64_t key) const;
+  // What Insert(key, .., append) will dirty, counting a conversion it causes.
+  StatusOr<uint64_t> PagesForInsert(uint64_t key, bool append = false) const;
   struct AdjustHint {
     bool needed = false;
     uint32_t depth = 0;  // of the node to rebuild (1: the root)
+    bool tail = false;   // rebuild it with room to the right (an append's rightmost node)
   };
-  // REQUIRES: no entry has e.key.
-  Status Insert(const Entry& e, PageSink* sink, AdjustHint* hint);
-  // What Rebuild(key, depth) will dirty; Rebuild rebuilds the mixed node at `depth` on key's path.
-  StatusOr<uint64_t> PagesForRebuild(uint64_t key, uint32_t depth) const;
-  Status Rebuild(uint64_t key, uint32_t depth, PageSink* sink);
+  // REQUIRES: no entry has e.key. `append`: e.key is above every entry. Then a branch in the last
+  // slot of its node converts to a tail node (InnerBuilder::Node), and the nodes on the rightmost
+  // path qualify for Adjust only once they doubled (they were built with room for that).
+  Status Insert(const Entry& e, PageSink* sink, AdjustHint* hint, bool append = false);
+  // Rebuilds the mixed node at `depth` on key's path over its own entries, collected once.
+  // `reserve(pages)` is asked first for what the rebuild will dirty; when it says no (or the
+  // pages pass max_rebuild_pages), nothing changes, *rebuilt is false, and the node is not
+  // offered again until it grew by a quarter.
+  Status Rebuild(uint64_t key, const AdjustHint& hint, PageSink* sink,
+                 const std::function<bool(uint64_t pages)>& reserve, bool* rebuilt);
 
   // The entry with exactly `key` gets leaf `leaf` / goes away. kNotFound when there is none.
   Status Repoint(uint64_t key, PageId leaf, PageSink* sink);
@@ -155,7 +175,14 @@ class InnerPart {
     PageId page;     // the page holding the slot
     uint32_t index;  // of the slot in it
     Slot slot;       // as read, its descriptor loaded
+    uint64_t s = 0;  // the slot's number in its node
   };
+  // Whether `m` qualifies for Adjust and may be rebuilt within max_rebuild_pages.
+  bool Qualifies(const MixedRef& m, bool tail) const;
+  // Pages a node of `size` entries and `room` extra slots is estimated to take.
+  uint64_t RebuildEstimate(uint64_t size, uint64_t room) const;
+  // Slots to the right of a tail node of n entries built in the last slot of `owner`.
+  uint64_t TailRoom(uint64_t n, const MixedRef& owner) const;
   // The slots from the root down to the first non-mixed slot for `key`. path[i].slot is MIXED for
   // every i but the last. Reads with read guards, copying.
   Status Descend(uint64_t key, std::vector<Step>* path) const;
@@ -186,6 +213,10 @@ class InnerPart {
   MixedRef root_;
   InnerCounters counters_;
   bool copies_valid_ = false;  // persisted with the metanode
+  // The last node Rebuild declined (its first page and size then): not offered again until it
+  // grew by a quarter, so that a refused rebuild does not collect the node on every insert.
+  PageId declined_first_ = kInvalidPageId;
+  uint32_t declined_size_ = 0;
 };
 
 }  // namespace grove::aulid

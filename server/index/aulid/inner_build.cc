@@ -69,8 +69,10 @@ uint64_t SlotCount(size_t n, const InnerOptions& options) {
   return std::max<uint64_t>(2, static_cast<uint64_t>(slots));
 }
 
-learned::SlotModel InnerBuilder::Fit(std::span<const uint64_t> keys, const InnerOptions& options) {
-  learned::FmcdFit fit = learned::FitFmcd(keys, SlotCount(keys.size(), options));
+learned::SlotModel InnerBuilder::Fit(std::span<const uint64_t> keys, const InnerOptions& options,
+                                     uint64_t room) {
+  const uint64_t fitted = SlotCount(keys.size(), options);
+  learned::FmcdFit fit = learned::FitFmcd(keys, fitted);
   if (keys.size() >= 2 && fit.conflict_degree >= keys.size()) {
     // Spread the first and last key over the ends instead; distinct keys then take >= 2 slots.
     learned::SlotModel& m = fit.model;
@@ -78,12 +80,15 @@ learned::SlotModel InnerBuilder::Fit(std::span<const uint64_t> keys, const Inner
     m.slope = static_cast<double>(m.slots - 1) / static_cast<double>(keys.back() - keys.front());
     m.intercept = 0.5;
   }
+  // The model keeps its line; the slots past the fitted ones take the keys above the entries.
+  fit.model.slots += room;
   return fit.model;
 }
 
-StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries, uint32_t depth) {
+StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries, uint32_t depth,
+                                                 uint64_t room) {
   const std::vector<uint64_t> keys = KeysOf(entries);
-  const learned::SlotModel model = Fit(keys, options_);
+  const learned::SlotModel model = Fit(keys, options_, room);
   if (keys.size() >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) {
     return Status::Internal("aulid: a node model that separates no entries (keys not ascending)");
   }
@@ -236,7 +241,7 @@ Status InnerBuilder::Respread(Slot* branch, std::span<const Entry> entries) {
 }
 
 void InnerBuilder::Count(std::span<const Entry> entries, const InnerOptions& options, bool node,
-                         Tally* t) {
+                         uint64_t room, Tally* t) {
   const size_t n = entries.size();
   if (!node) {
     if (n == 1) return;
@@ -250,18 +255,19 @@ void InnerBuilder::Count(std::span<const Entry> entries, const InnerOptions& opt
     }
   }
   const std::vector<uint64_t> keys = KeysOf(entries);
-  const learned::SlotModel model = Fit(keys, options);
+  const learned::SlotModel model = Fit(keys, options, room);
   const std::vector<Group> groups = Groups(entries, model);
   t->slot_pages += PagesForSlots(model.slots, ChoosePerPage(groups, options));
   if (n >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) return;  // Node() refuses
   for (const Group& g : groups) {
-    Count(entries.subspan(g.first, g.count), options, false, t);
+    Count(entries.subspan(g.first, g.count), options, false, 0, t);
   }
 }
 
-uint64_t InnerBuilder::PagesForNode(std::span<const Entry> entries, const InnerOptions& options) {
+uint64_t InnerBuilder::PagesForNode(std::span<const Entry> entries, const InnerOptions& options,
+                                    uint64_t room) {
   Tally t;
-  Count(entries, options, true, &t);
+  Count(entries, options, true, room, &t);
   uint64_t pages = t.slot_pages + t.branch_pages;
   for (int c = 0; c < kPackedClasses; ++c) {
     // New slabs, plus the partly used one objects may go to first.

@@ -29,8 +29,11 @@ class InnerBuilder {
     uint64_t l3 = 0;     // entries at mixed depth >= 3
     uint64_t nodes = 0;  // mixed nodes built
   };
-  // A mixed node over `entries` (ascending, distinct, >= 1) whose slots sit at `depth`.
-  StatusOr<Built> Node(std::span<const Entry> entries, uint32_t depth);
+  // A mixed node over `entries` (ascending, distinct, >= 1) whose slots sit at `depth`. A tail
+  // node (the one appends go to) gets `room` slots more to the right of its model's range: keys
+  // above its entries land there at the same density, as DATA slots, instead of piling up in its
+  // last slot (InnerPart::Insert says how much room).
+  StatusOr<Built> Node(std::span<const Entry> entries, uint32_t depth, uint64_t room = 0);
   // What goes in one slot of a node at `depth` for `entries` (the group the model sent there).
   StatusOr<Built> ForSlot(std::span<const Entry> entries, uint32_t depth);
   // `dense`: from this builder's own slabs only (see NodeSpace::AllocatePacked); node builds.
@@ -40,19 +43,21 @@ class InnerBuilder {
   // Rewrites the child pages of `branch` (kept, same count) with `entries` spread evenly.
   Status Respread(Slot* branch, std::span<const Entry> entries);
 
-  // Pages Node(entries) would dirty at most (slot pages, packed slabs, branch pages).
-  static uint64_t PagesForNode(std::span<const Entry> entries, const InnerOptions& options);
+  // Pages Node(entries, _, room) would dirty at most (slot pages, packed slabs, branch pages).
+  static uint64_t PagesForNode(std::span<const Entry> entries, const InnerOptions& options,
+                               uint64_t room = 0);
 
  private:
   // The model of a node over `keys`: FMCD, or the line from the first to the last key when FMCD
   // leaves all of them in one slot (so that every level makes progress).
-  static learned::SlotModel Fit(std::span<const uint64_t> keys, const InnerOptions& options);
+  static learned::SlotModel Fit(std::span<const uint64_t> keys, const InnerOptions& options,
+                                uint64_t room);
   struct Tally {
     uint64_t slot_pages = 0, branch_pages = 0;
     uint64_t objects[kPackedClasses] = {};
   };
   static void Count(std::span<const Entry> entries, const InnerOptions& options, bool node,
-                    Tally* t);
+                    uint64_t room, Tally* t);
 
   NodeSpace* const space_;
   const InnerOptions& options_;

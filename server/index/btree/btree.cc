@@ -23,7 +23,8 @@ VariantSpec BTree::Spec() {
   spec.name = "btree";
   spec.summary = "B+-tree of 4 KiB slotted pages, update in place (the baseline)";
   spec.params = {
-      {"fill_factor", core::kBulkLoadFill, false, "bulk load packs nodes to this fraction of a page (0.5..1.0)"},
+      {"fill_factor", core::kBulkLoadFill, false,
+       "bulk load packs nodes to this fraction of a page (0.5..1.0)"},
   };
   for (ParamSpec& p : shortcut::ParamSpecs()) spec.params.push_back(std::move(p));
   spec.create = &BTree::Create;

@@ -72,7 +72,8 @@ VariantSpec HlnTree::Spec() {
        "largest hint offset as a fraction of a subnode's expected key range (0.01..1)"},
       {"rebalance_threshold", "0.97", false,
        "a full subnode rebalances its leaf while the leaf is at most this full (0.5..1)"},
-      {"fill_factor", core::kBulkLoadFill, false, "bulk load fills leaves to this fraction (0.5..1)"},
+      {"fill_factor", core::kBulkLoadFill, false,
+       "bulk load fills leaves to this fraction (0.5..1)"},
   };
   for (ParamSpec& p : shortcut::ParamSpecs()) spec.params.push_back(std::move(p));
   spec.page_types = {{static_cast<uint16_t>(hln::kSubnodePage), "hln subnode"}};

@@ -239,8 +239,11 @@ TEST_P(InnerChangeTest, MatchesReferenceUnderChanges) {
         if (hint.needed) {
           sink.Release();
           aulid::LiveSink rs(h_.pool());
-          ASSERT_OK_AND_ASSIGN(const uint64_t rb, part->PagesForRebuild(e.key, hint.depth));
-          ASSERT_OK(part->Rebuild(e.key, hint.depth, &rs));
+          uint64_t rb = 0;
+          bool rebuilt = false;
+          ASSERT_OK(part->Rebuild(
+              e.key, hint, &rs, [&](uint64_t pages) { return (rb = pages) > 0; }, &rebuilt));
+          EXPECT_TRUE(rebuilt);
           EXPECT_LE(rs.dirtied(), rb);
         }
       } else if (!ref.empty() && op < 8) {
@@ -302,7 +305,9 @@ TEST_F(InnerTest, AppendOnlyCreatesFewerNodesThanLippB) {
       sink.Release();
       if (hint.needed) {
         aulid::LiveSink rs(h_.pool());
-        ASSERT_OK(part->Rebuild(i * 100, hint.depth, &rs));
+        bool rebuilt = false;
+        ASSERT_OK(part->Rebuild(
+            i * 100, hint, &rs, [](uint64_t) { return true; }, &rebuilt));
       }
     }
     ExpectClean(*part, ref);
@@ -310,6 +315,60 @@ TEST_F(InnerTest, AppendOnlyCreatesFewerNodesThanLippB) {
     creates[lipp] = part->counters().creates;
   }
   EXPECT_LT(creates[0] * 10, creates[1]) << creates[0] << " vs " << creates[1];
+}
+
+// Appends marked as such: nodes on the rightmost path are built with room to the right and
+// rebuilt only once they doubled, so 100K appends after 2K bulk-built entries take a handful of
+// rebuilds (geometric), where unmarked appends rebuild the growing tail over and over; with a
+// rebuild bound, no rebuild dirties more than it, and routing stays exact either way.
+TEST_F(InnerTest, AppendsFillTailRoomAndRebuildOnlyWhenDoubled) {
+  auto run = [&](bool append, uint64_t bound, uint64_t* adjusts, uint64_t* largest, double* depth) {
+    InnerOptions o;
+    o.max_rebuild_pages = bound;
+    auto part = NewPart(o);
+    Reference ref;
+    for (uint64_t i = 0; i < 2000; ++i) ref[i * 100] = i + 1;
+    BulkBuild(part.get(), ref);
+    *largest = 0;
+    for (uint64_t i = 2000; i < 100000; ++i) {
+      const Entry e{i * 100 + (i % 7), i + 1};  // not quite evenly spaced
+      ASSERT_OK_AND_ASSIGN(const uint64_t bound_insert, part->PagesForInsert(e.key, append));
+      aulid::LiveSink sink(h_.pool());
+      InnerPart::AdjustHint hint;
+      ASSERT_OK(part->Insert(e, &sink, &hint, append));
+      EXPECT_LE(sink.dirtied(), bound_insert) << "append of " << e.key;
+      ref[e.key] = e.leaf;
+      sink.Release();
+      if (hint.needed) {
+        EXPECT_EQ(hint.tail, append);
+        aulid::LiveSink rs(h_.pool());
+        uint64_t asked = 0;
+        bool rebuilt = false;
+        ASSERT_OK(part->Rebuild(
+            e.key, hint, &rs, [&](uint64_t pages) { return (asked = pages) > 0; }, &rebuilt));
+        if (rebuilt) {
+          EXPECT_LE(rs.dirtied(), asked);
+          *largest = std::max(*largest, rs.dirtied());
+        }
+      }
+    }
+    ExpectClean(*part, ref);
+    ExpectRoutes(*part, ref, Probes(ref, 3000, 4));
+    *adjusts = part->counters().adjusts;
+    ASSERT_OK_AND_ASSIGN(const InnerPart::Shape shape, part->Measure());
+    *depth = shape.mean_depth;
+  };
+  uint64_t marked = 0, unmarked = 0, bounded = 0, largest = 0;
+  double depth = 0;
+  run(true, 0, &marked, &largest, &depth);
+  run(false, 0, &unmarked, &largest, &depth);
+  EXPECT_LE(marked, 12u) << "rebuilds under marked appends";        // 8 here
+  EXPECT_GT(unmarked, 2 * marked) << marked << " vs " << unmarked;  // 120
+  // A bound of 200 pages: nodes past it stop being rebuilt and chain below each other, each
+  // taking some thousand entries (a chain node per thousand would leave a mean depth near 25).
+  run(true, 200, &bounded, &largest, &depth);
+  EXPECT_LE(largest, 200u) << "a rebuild past the bound";
+  EXPECT_LT(depth, 10.0);
 }
 
 TEST_F(InnerTest, PackedArraysPromoteToBranchesAndMixedNodes) {

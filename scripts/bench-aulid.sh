@@ -1,32 +1,38 @@
 #!/usr/bin/env bash
-# AULID figures of docs/benchmarks.md ("AULID: learned inner nodes"): aulid against btree,
-# btree with SHORTCUT prefetch and RocksDB, bulk loaded with the same 8-byte keys and 8-byte
-# values, at memory budgets (fractions of the records' bytes) where the B+-tree's inner nodes do
-# not fit, where they fit, and where AULID's fit too. The paper's workloads, one thread:
-#   W1 lookups (c, uniform)            W2 scans of 100 records (scan-100.yaml)
+# AULID figures of docs/benchmarks.md ("AULID: learned inner nodes"): aulid beside btree and
+# RocksDB on the same 8-byte keys with 8-byte values, in both regimes:
+#   min        the paper's setting: the smallest pool (1 MiB), nothing of the index cached;
+#   FRACTION   memory budgets as fractions of the records' bytes (0.5%, 2%, 5%, 20%): where
+#              btree's inner nodes fit, then aulid's, then part of the leaves.
+# on several key sets (KEYSETS; any key set grove-bench offers works). The paper's workloads,
+# one thread, uniform requests:
+#   W1 lookups (c)            W2 scans of 100 records (scan-100.yaml)
 #   W4/W5/W6 read/insert 90/10, 50/50, 10/90 (read-insert-*.yaml)
-#   W3 inserts of new keys (insert-only.yaml), random order; sorted order on its own data set.
-# Then the hard key sets (osm, fb) for btree and aulid: W1 and W3 at the smallest budget.
-# The raw device's random 4 KiB reads at queue depth 1 ride along (the physical ceiling).
+#   W3 inserts of new keys (insert-only.yaml), random order; sorted order (appends) on its own
+#   data set at the smallest budget and at 0.5%.
+# Each key set and target is bulk loaded once; every budget starts from a fresh copy of that
+# load, so the inserts of one budget never reach the next. The raw device's random 4 KiB reads
+# at queue depth 1 ride along (the physical ceiling of one read per lookup).
 #
-# PARTS (default "budgets sorted hard device") picks what runs; the results of a run without
-# `budgets` are added to the existing files.
+# PARTS (default "budgets sorted device") picks what runs; a run without `budgets` adds to the
+# existing results.
 #
 # Writes docs/bench-data/aulid.jsonl, aulid-commands.txt and the section aulid.md, then
-# regenerates docs/benchmarks.md. Not a test: 30-40 minutes at 50M records.
+# regenerates docs/benchmarks.md. Not a test: about 15 minutes per key set at 50M records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BENCH=${BENCH:-build-bench/client/bench/grove-bench}
 DATA=${DATA:-build-bench/data/aulid}   # on the disk under test (O_DIRECT: not tmpfs)
 RECORDS=${RECORDS:-50M}
-FRACTIONS=${FRACTIONS:-0.005 0.05 0.2}
-HARD_KEYS=${HARD_KEYS:-osm fb}
+KEYSETS=${KEYSETS:-sparse osm lognormal}
+BUDGETS=${BUDGETS:-min 0.005 0.02 0.05 0.2}
+MIN_CACHE=${MIN_CACHE:-1MiB}           # the smallest cache_bytes a database accepts
 DURATION=${DURATION:-8}
 WARMUP=${WARMUP:-2}
 INSERT_BUDGET=${INSERT_BUDGET:-8M}
-TARGETS=${TARGETS:-embedded:aulid embedded:btree embedded:btree?prefetch=shortcut rocksdb}
-PARTS=${PARTS:-budgets sorted hard device}
+TARGETS=${TARGETS:-embedded:aulid embedded:btree rocksdb}
+PARTS=${PARTS:-budgets sorted device}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
@@ -48,41 +54,43 @@ run() {
 }
 
 # The index is measured, not the log: wal.sync none (the paper's indexes have no log).
-common=(--records "$RECORDS" --value-size 8 --insert-budget "$INSERT_BUDGET" --load-method bulk
-  --duration "$DURATION" --warmup "$WARMUP" --direct-io true --wal-sync none --threads 1
-  --distribution uniform --json "$RESULTS" --progress off)
+common=(--records "$RECORDS" --value-size 8 --insert-budget "$INSERT_BUDGET" --direct-io true
+  --wal-sync none --threads 1 --distribution uniform --json "$RESULTS" --progress off)
+timed=(--duration "$DURATION" --warmup "$WARMUP")
 workloads="c,$W/scan-100.yaml,$W/read-insert-90.yaml,$W/read-insert-50.yaml,$W/read-insert-10.yaml,$W/insert-only.yaml"
 
-dir_of() { echo "$DATA/${1//[:?=&]/-}-$2"; }
+slug() { local t=${1//[:?=&]/-}; echo "$t"; }
+memory() { if [ "$1" = min ]; then echo "--cache-bytes $MIN_CACHE"; else echo "--cache-fraction $1"; fi; }
 
-# Every budget gets a fresh bulk load, so that the inserts of the budget before do not count.
-has budgets && for fraction in $FRACTIONS; do
+has budgets && for keys in $KEYSETS; do
   for target in $TARGETS; do
-    dir=$(dir_of "$target" sparse)
-    rm -rf "$dir"
-    run "$BENCH" --target "$target" --dir "$dir" --keys sparse --cache-fraction "$fraction" \
-      "${common[@]}" --workloads "load,$workloads" --label "aulid sparse $fraction"
-    rm -rf "$dir"
+    golden="$DATA/$(slug "$target")-$keys-golden"
+    rm -rf "$golden"
+    # The load's own budget is a middling one; the figures of the load are its shape and size.
+    run "$BENCH" --target "$target" --dir "$golden" --keys "$keys" --cache-fraction 0.05 \
+      --load-method bulk "${common[@]}" --workloads load --label "aulid $keys load"
+    for budget in $BUDGETS; do
+      dir="$DATA/run"
+      rm -rf "$dir"
+      cp -a "$golden" "$dir"
+      # shellcheck disable=SC2046
+      run "$BENCH" --target "$target" --dir "$dir" --keys "$keys" $(memory "$budget") \
+        "${common[@]}" "${timed[@]}" --workloads "$workloads" --label "aulid $keys $budget"
+      rm -rf "$dir"
+    done
+    rm -rf "$golden"
   done
 done
 
-# W3 in key order: appends above the loaded keys.
-fraction=${FRACTIONS%% *}
-has sorted && for target in $TARGETS; do
-  dir=$(dir_of "$target" sorted)
-  rm -rf "$dir"
-  run "$BENCH" --target "$target" --dir "$dir" --keys sparse --key-order sorted \
-    --cache-fraction "$fraction" "${common[@]}" --workloads "load,$W/insert-only.yaml" \
-    --label "aulid sparse-sorted $fraction"
-  rm -rf "$dir"
-done
-
-has hard && for keys in $HARD_KEYS; do
-  for target in embedded:aulid embedded:btree; do
-    dir=$(dir_of "$target" "$keys")
+# W3 in key order: appends above the loaded keys, from a fresh load.
+has sorted && for budget in min 0.005; do
+  for target in $TARGETS; do
+    dir="$DATA/$(slug "$target")-sorted"
     rm -rf "$dir"
-    run "$BENCH" --target "$target" --dir "$dir" --keys "$keys" --cache-fraction "$fraction" \
-      "${common[@]}" --workloads "load,c,$W/insert-only.yaml" --label "aulid $keys $fraction"
+    # shellcheck disable=SC2046
+    run "$BENCH" --target "$target" --dir "$dir" --keys sparse --key-order sorted \
+      $(memory "$budget") --load-method bulk "${common[@]}" "${timed[@]}" \
+      --workloads "load,$W/insert-only.yaml" --label "aulid sparse-sorted $budget"
     rm -rf "$dir"
   done
 done
@@ -96,7 +104,7 @@ print(int(load[-1]["gauges"]["data_file_bytes"]) if load else 1 << 30)
 PY
 )
   run "$BENCH" --target "device?file_bytes=$file_bytes" --dir "$DATA/device" --records "$RECORDS" \
-    --value-size 8 --duration "$DURATION" --warmup "$WARMUP" --direct-io true --threads 1 \
+    --value-size 8 "${timed[@]}" --direct-io true --threads 1 \
     --workloads c --distribution uniform --json "$RESULTS" --progress off --label "aulid device"
 fi
 rm -rf "$DATA"

@@ -146,6 +146,12 @@ class Aulid final : public Index {
   PageId last_ = kInvalidPageId;  // the last leaf (splits add leaves to the left; a merge may
                                   // fold it into its left neighbour); GUARDED_BY(inner_mu_)
   uint64_t last_entry_ = 0;       // the largest inner key (valid when the inner part is not empty)
+  // Changes of the leaf chain's shape (splits and merges; read under the inner lock): a cursor
+  // that carries its next leaf trusts it only while this stays the same.
+  uint64_t ChainVersion() const {
+    return splits_.load(std::memory_order_relaxed) + merges_.load(std::memory_order_relaxed);
+  }
+
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> leaf_pages_{0};
   std::atomic<uint64_t> splits_{0};

@@ -107,13 +107,25 @@ class Aulid::Cursor final : public core::BatchCursor {
  protected:
   // The entries >= from of the leaf `from` belongs to, or of the first leaf after it that has
   // any: the chain is read under the inner lock, so it cannot change meanwhile.
-  Status ReadForward(const std::string& from, bool, std::vector<Entry>* out,
+  //
+  // A batch is a leaf's whole rest, so the next one starts at the leaf to its right: the cursor
+  // carries that page instead of routing through the inner part again, unless a split or merge
+  // changed the chain meanwhile (then it locates `from` as the first batch did).
+  Status ReadForward(const std::string& from, bool first, std::vector<Entry>* out,
                      core::Fences* leaf) override {
     out->clear();
     leaf->has_high = false;  // an empty batch means the chain has nothing more
     std::shared_lock lock(t_->inner_mu_);
-    GROVE_ASSIGN_OR_RETURN(const Target target, t_->Locate(from, false, nullptr, nullptr));
-    PageId cur = target.leaf;
+    const uint64_t version = t_->ChainVersion();
+    PageId cur = kInvalidPageId;
+    if (!first && carried_ && version == version_ && from == resume_) {
+      cur = next_;
+      if (cur == kInvalidPageId) return Status::Ok();  // the chain ended there
+    } else {
+      GROVE_ASSIGN_OR_RETURN(const Target target, t_->Locate(from, false, nullptr, nullptr));
+      cur = target.leaf;
+    }
+    carried_ = false;
     while (cur != kInvalidPageId) {
       GROVE_ASSIGN_OR_RETURN(PageReadGuard g, t_->pool_->FetchRead(cur, IoCause::kScan));
       if (page::Type(g.data()) != static_cast<uint16_t>(core::kLeafPage)) return NotALeaf(cur);
@@ -122,7 +134,13 @@ class Aulid::Cursor final : public core::BatchCursor {
       for (int i = v.Find(from, &found); i < v.count(); ++i) {
         out->push_back({std::string(v.key(i)), std::string(v.cell(i))});
       }
-      if (!out->empty()) return Status::Ok();
+      if (!out->empty()) {
+        carried_ = true;
+        next_ = v.right();
+        version_ = version;
+        resume_ = out->back().key + std::string(1, '\0');  // what BatchCursor asks for next
+        return Status::Ok();
+      }
       cur = v.right();
     }
     return Status::Ok();
@@ -157,6 +175,12 @@ class Aulid::Cursor final : public core::BatchCursor {
 
  private:
   Aulid* const t_;
+  // Where the last forward batch ended: the leaf after it, the chain's version then, and the
+  // `from` that continues it.
+  bool carried_ = false;
+  PageId next_ = kInvalidPageId;
+  uint64_t version_ = 0;
+  std::string resume_;
 };
 
 StatusOr<std::unique_ptr<IndexCursor>> Aulid::NewCursor(const CursorOptions& options) {

@@ -27,8 +27,9 @@
 #   make bench-treeline-cache OLD_BENCH=...  TreeLine's record cache before and after, under perf
 #   make bench-aha        AHA-tree (down- and side-split) vs btree and RocksDB on a hot range:
 #                    load, range searches over time, hot writes, searches again (~20 min)
-#   make bench-aulid      AULID vs btree, btree+SHORTCUT and RocksDB at 50M keys, three memory
-#                    budgets, the paper's W1-W6 (~30 min): docs/benchmarks.md's AULID section
+#   make bench-aulid      AULID vs btree and RocksDB at 50M keys on sparse, osm and lognormal keys,
+#                    the smallest pool and four budgets, the paper's W1-W6 and sorted appends
+#                    (~45 min at DURATION=4): docs/benchmarks.md's AULID section
 #   make bench-cluster    YCSB C and A through etcd:// routing against 1 and 3 groved nodes beside
 #                    one groved without cluster mode, then a 1M-key range moved under YCSB A
 #                    (~12 min): docs/benchmarks.md's cluster section

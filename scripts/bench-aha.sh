@@ -20,7 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BENCH=${BENCH:-build-bench/client/bench/grove-bench}
-DATA=${DATA:-build-bench/data/aha}   # on the disk under test (O_DIRECT: not tmpfs)
+# Its own directory under DATA (on the disk under test; O_DIRECT: not tmpfs), removed at the end.
+DATA=${DATA:-build-bench/data}/aha
 RECORDS=${RECORDS:-2M}
 VALUE=${VALUE:-128}                   # the paper's 128-byte values
 FRACTION=${FRACTION:-0.1}             # memory budget: a tenth of the data

@@ -23,7 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BENCH=${BENCH:-build-bench/client/bench/grove-bench}
-DATA=${DATA:-build-bench/data/aulid}   # on the disk under test (O_DIRECT: not tmpfs)
+# Its own directory under DATA (on the disk under test; O_DIRECT: not tmpfs), removed at the end.
+DATA=${DATA:-build-bench/data}/aulid
 RECORDS=${RECORDS:-50M}
 KEYSETS=${KEYSETS:-sparse osm lognormal}
 BUDGETS=${BUDGETS:-min 0.005 0.02 0.05 0.2}

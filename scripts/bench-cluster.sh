@@ -17,7 +17,8 @@ BENCH=${BENCH:-build-bench/client/bench/grove-bench}
 GROVED=${GROVED:-build-bench/server/groved}
 GROVECTL=${GROVECTL:-build-bench/client/grovectl}
 ETCD=${ETCD:-$(command -v etcd || echo /usr/bin/etcd)}
-DATA=${DATA:-build-bench/data/cluster-bench}
+# Its own directory under DATA, removed at the end.
+DATA=${DATA:-build-bench/data}/cluster-bench
 RECORDS=${RECORDS:-500000}   # dense keys 1..RECORDS (8-byte big-endian)
 VALUE=${VALUE:-100}
 CACHE=${CACHE:-256MiB}       # per node

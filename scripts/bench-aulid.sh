@@ -11,7 +11,8 @@
 #   W3 inserts of new keys (insert-only.yaml), random order; sorted order (appends) on its own
 #   data set at the smallest budget and at 0.5%.
 # Each key set and target is bulk loaded once; every budget starts from a fresh copy of that
-# load, so the inserts of one budget never reach the next. The raw device's random 4 KiB reads
+# load, so the inserts of one budget never reach the next, and the targets of one budget run
+# back to back. The raw device's random 4 KiB reads
 # at queue depth 1 ride along (the physical ceiling of one read per lookup).
 #
 # PARTS (default "budgets sorted device") picks what runs; a run without `budgets` adds to the
@@ -63,24 +64,30 @@ workloads="c,$W/scan-100.yaml,$W/read-insert-90.yaml,$W/read-insert-50.yaml,$W/r
 slug() { local t=${1//[:?=&]/-}; echo "$t"; }
 memory() { if [ "$1" = min ]; then echo "--cache-bytes $MIN_CACHE"; else echo "--cache-fraction $1"; fi; }
 
+golden() { echo "$DATA/$(slug "$1")-$2-golden"; }
+
+# Budget-major: the targets of one budget run one after another, so that each ratio compares
+# runs minutes apart at most on a device whose speed drifts.
 has budgets && for keys in $KEYSETS; do
   for target in $TARGETS; do
-    golden="$DATA/$(slug "$target")-$keys-golden"
-    rm -rf "$golden"
+    rm -rf "$(golden "$target" "$keys")"
     # The load's own budget is a middling one; the figures of the load are its shape and size.
-    run "$BENCH" --target "$target" --dir "$golden" --keys "$keys" --cache-fraction 0.05 \
-      --load-method bulk "${common[@]}" --workloads load --label "aulid $keys load"
-    for budget in $BUDGETS; do
+    run "$BENCH" --target "$target" --dir "$(golden "$target" "$keys")" --keys "$keys" \
+      --cache-fraction 0.05 --load-method bulk "${common[@]}" --workloads load \
+      --label "aulid $keys load"
+  done
+  for budget in $BUDGETS; do
+    for target in $TARGETS; do
       dir="$DATA/run"
       rm -rf "$dir"
-      cp -a "$golden" "$dir"
+      cp -a "$(golden "$target" "$keys")" "$dir"
       # shellcheck disable=SC2046
       run "$BENCH" --target "$target" --dir "$dir" --keys "$keys" $(memory "$budget") \
         "${common[@]}" "${timed[@]}" --workloads "$workloads" --label "aulid $keys $budget"
       rm -rf "$dir"
     done
-    rm -rf "$golden"
   done
+  for target in $TARGETS; do rm -rf "$(golden "$target" "$keys")"; done
 done
 
 # W3 in key order: appends above the loaded keys, from a fresh load.

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "index/aulid/prefix.h"
 #include "index/core/tree.h"
 #include "util/coding.h"
 
@@ -162,11 +163,7 @@ std::string Aulid::SerializeMetadata() {
 }
 
 uint64_t Aulid::ProjWith(const std::string& prefix, Slice key) {
-  if (prefix.empty()) return Project(key);
-  const Slice head = key.substr(0, prefix.size());
-  if (head < Slice(prefix)) return 0;
-  if (head > Slice(prefix)) return UINT64_MAX;
-  return Project(key.substr(prefix.size()));
+  return aulid::ProjectPast(prefix, key);
 }
 
 uint64_t Aulid::Proj(Slice key) const { return ProjWith(prefix_, key); }
@@ -194,6 +191,7 @@ IndexStats Aulid::GetStats() {
     s.inner_pages = sp.mixed_pages() + sp.slab_pages() + sp.branch_pages();
     s.inner_bytes = s.inner_pages * kPageSize;
     x["inner_entries"] = static_cast<double>(inner_.size());
+    x["prefix_bytes"] = static_cast<double>(prefix_.size());
     x["slab_pages"] = static_cast<double>(sp.slab_pages());
     x["branch_pages"] = static_cast<double>(sp.branch_pages());
     // Figures of the last full walk (bulk load or Verify): walking on every scrape would read

@@ -5,9 +5,9 @@
 // upper bound of each leaf. docs/variants.md tells the design; docs/formats/aulid.md the pages.
 //
 // Keys are variable-length byte strings; the inner part works on an 8-byte projection:
-// Proj(k) = the 8 bytes of k after the tree's key prefix P (the prefix the first and last key
-// share, taken at bulk load and again when a split finds a long run: TryReindex), 0 for keys
-// below P's range and UINT64_MAX above it.
+// Proj(k) = the 8 bytes of k after the tree's key prefix P (the prefix that makes lookups walk
+// the fewest leaves, prefix.h: chosen at bulk load and again when a split finds a long run,
+// TryReindex), 0 for keys below P's range and UINT64_MAX above it.
 // Proj is monotone but not injective, so leaves are grouped into *runs*:
 //
 //   * Leaves form one chain in key order (left/right links). A run is a maximal stretch of the

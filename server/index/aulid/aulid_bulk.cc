@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "index/aulid/aulid.h"
+#include "index/aulid/prefix.h"
 #include "index/core/tree.h"
 
 namespace grove {
@@ -23,11 +24,8 @@ Status Aulid::BulkLoad(const BulkSource& source) {
   const size_t target = static_cast<size_t>(
       cfg_.fill * (kPageSize - core::kLeafSlotBase - SlottedPageView::kRegionHeader));
 
-  struct LeafInfo {
-    PageId id;
-    std::string first, last;
-  };
-  std::vector<LeafInfo> leaves;
+  std::vector<PageId> ids;
+  std::vector<aulid::LeafKeys> leaves;  // each leaf's first and last key
   uint64_t entries = 0;
   {
     core::RunWriter run(ctx_);
@@ -37,7 +35,7 @@ Status Aulid::BulkLoad(const BulkSource& source) {
       GROVE_ASSIGN_OR_RETURN(const bool more, source(&key, &cell));
       if (!more) break;
       GROVE_RETURN_IF_ERROR(CheckBulkEntry(entries,
-                                           entries > 0 ? Slice(leaves.back().last) : Slice(), key,
+                                           entries > 0 ? Slice(leaves.back().max) : Slice(), key,
                                            cell.size(), max_key_, max_cell_));
       const size_t need = SlottedPageView::CellBytes(key.size(), cell.size());
       if (leaf == nullptr ||
@@ -48,50 +46,52 @@ Status Aulid::BulkLoad(const BulkSource& source) {
         Leaf::Format(next.second);
         if (leaf != nullptr) {
           Leaf(leaf).set_right(next.first);
-          Leaf(next.second).set_left(leaves.back().id);
+          Leaf(next.second).set_left(ids.back());
         }
         leaf = next.second;
-        leaves.push_back({next.first, key, key});
+        ids.push_back(next.first);
+        leaves.push_back({key, key});
       }
       SlottedPage sp = Leaf(leaf).mutable_slots();
       sp.Insert(sp.count(), key, cell);
-      leaves.back().last = key;
+      leaves.back().max = key;
       ++entries;
     }
     GROVE_RETURN_IF_ERROR(run.Finish());
   }
   if (leaves.empty()) return Status::Ok();
 
-  // The key prefix every key shares (the first and last key's common prefix), so that the 8
-  // projected bytes are the ones that tell keys apart.
-  const std::string& lo = leaves.front().first;
-  const std::string& hi = leaves.back().last;
+  // The key prefix: the one every key shares (the first and last key's common prefix), so that
+  // the 8 projected bytes are the ones that tell keys apart, unless another makes lookups walk
+  // fewer leaves (clustered keys: prefix.h).
+  const std::string& lo = leaves.front().min;
+  const std::string& hi = leaves.back().max;
   size_t common = 0;
   while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
-  prefix_ = lo.substr(0, common);
+  prefix_ = aulid::ChoosePrefix(leaves, lo.substr(0, common));
 
   // Runs: a boundary between two leaves whose keys project apart starts a new run; the leaves
   // before the others are flagged, rewritten in place (the bulk-loaded pages are in no durable
   // checkpoint yet).
   std::vector<aulid::Entry> inner;
-  PageId run_start = leaves[0].id;
+  PageId run_start = ids[0];
   AlignedBuffer img(kPageSize);
   for (size_t i = 0; i + 1 < leaves.size(); ++i) {
-    if (Proj(leaves[i].last) < Proj(leaves[i + 1].first)) {
-      inner.push_back({Proj(leaves[i].last), run_start});
-      run_start = leaves[i + 1].id;
+    if (Proj(leaves[i].max) < Proj(leaves[i + 1].min)) {
+      inner.push_back({Proj(leaves[i].max), run_start});
+      run_start = ids[i + 1];
       continue;
     }
-    GROVE_RETURN_IF_ERROR(pool_->ReadCopy(leaves[i].id, img.data(), IoCause::kBulkLoad));
+    GROVE_RETURN_IF_ERROR(pool_->ReadCopy(ids[i], img.data(), IoCause::kBulkLoad));
     Leaf(img.data()).set_flags(kRunContinues);
-    GROVE_RETURN_IF_ERROR(ctx_.direct_writer->WriteRun(leaves[i].id, 1, img.data()));
+    GROVE_RETURN_IF_ERROR(ctx_.direct_writer->WriteRun(ids[i], 1, img.data()));
   }
 
   // The empty leaf of Create goes; the inner part is built over the runs.
   ctx_.allocator->Free(tail_, 1);
   pool_->Discard(tail_);
   tail_ = run_start;
-  last_ = leaves.back().id;
+  last_ = ids.back();
   aulid::ImageSink sink;
   GROVE_RETURN_IF_ERROR(inner_.Build(inner, &sink));
   GROVE_RETURN_IF_ERROR(sink.Flush(ctx_.direct_writer));

@@ -7,6 +7,7 @@
 
 #include "index/aulid/aulid.h"
 #include "index/aulid/inner_build.h"
+#include "index/aulid/prefix.h"
 
 namespace grove {
 
@@ -284,58 +285,48 @@ Status Aulid::TryReindex(const WriteContext& w) {
   if (leaves > kReindexMaxLeaves || leaves < 2 * reindex_tried_at_) return Status::Ok();
   reindex_tried_at_ = leaves;
   // The chain, from its first leaf: each leaf's smallest and largest key.
-  struct Info {
-    PageId id;
-    uint16_t flags;
-    std::string min, max;  // empty for an empty leaf
-  };
-  std::vector<Info> chain;
+  std::vector<PageId> ids;
+  std::vector<uint16_t> flags;
+  std::vector<aulid::LeafKeys> keys;
   GROVE_ASSIGN_OR_RETURN(const aulid::InnerPart::Routed first,
                          inner_.Route(0, IoCause::kDemand, nullptr, true));
   PageId cur = first.kind == aulid::InnerPart::Routed::kEntry ? first.entry.leaf : tail_;
-  while (cur != kInvalidPageId && chain.size() <= leaves) {
+  while (cur != kInvalidPageId && ids.size() <= leaves) {
     GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool_->FetchRead(cur));
     const LeafView v(g.data());
-    Info in{cur, LeafView(g.data()).flags(), {}, {}};
+    ids.push_back(cur);
+    flags.push_back(v.flags());
+    aulid::LeafKeys& k = keys.emplace_back();
     if (v.count() > 0) {
-      in.min.assign(v.key(0));
-      in.max.assign(v.key(v.count() - 1));
+      k.min.assign(v.key(0));
+      k.max.assign(v.key(v.count() - 1));
     }
-    chain.push_back(std::move(in));
     cur = v.right();
   }
-  if (chain.size() != leaves) return Status::Internal("aulid: the leaf chain and count disagree");
-  std::string lo, hi;
-  for (const Info& in : chain) {
-    if (in.min.empty()) continue;
-    if (lo.empty()) lo = in.min;
-    hi = in.max;
-  }
-  size_t common = 0;
-  while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
-  const std::string prefix = lo.substr(0, common);
+  if (ids.size() != leaves) return Status::Internal("aulid: the leaf chain and count disagree");
+  const std::string prefix = aulid::ChoosePrefix(keys, prefix_);
   if (prefix == prefix_) return Status::Ok();
 
   // Runs under the new prefix: a boundary between two non-empty leaves whose keys project apart.
   std::vector<aulid::Entry> entries;
   std::vector<std::pair<size_t, uint16_t>> reflag;  // leaf, its new run flag
-  PageId run_start = chain[0].id;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    const bool last = i + 1 == chain.size();
-    const bool strict = !last && !chain[i].max.empty() && !chain[i + 1].min.empty() &&
-                        ProjWith(prefix, chain[i].max) < ProjWith(prefix, chain[i + 1].min);
+  PageId run_start = ids[0];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool last = i + 1 == ids.size();
+    const bool strict = !last && !keys[i].max.empty() && !keys[i + 1].min.empty() &&
+                        ProjWith(prefix, keys[i].max) < ProjWith(prefix, keys[i + 1].min);
     const uint16_t want = (last || strict) ? 0 : kRunContinues;
-    if ((chain[i].flags & kRunContinues) != want) reflag.emplace_back(i, want);
+    if ((flags[i] & kRunContinues) != want) reflag.emplace_back(i, want);
     if (strict) {
-      entries.push_back({ProjWith(prefix, chain[i].max), run_start});
-      run_start = chain[i + 1].id;
+      entries.push_back({ProjWith(prefix, keys[i].max), run_start});
+      run_start = ids[i + 1];
     }
   }
   const uint64_t pages = reflag.size() + inner_.space().mixed_pages() +
                          aulid::InnerBuilder::PagesForNode(entries, cfg_.inner) + 1;
   if (w.room != nullptr && !w.room->Extend(pages).ok()) return Status::Ok();
   for (const auto& [i, want] : reflag) {
-    GROVE_ASSIGN_OR_RETURN(PageWriteGuard g, pool_->FetchWrite(chain[i].id));
+    GROVE_ASSIGN_OR_RETURN(PageWriteGuard g, pool_->FetchWrite(ids[i]));
     Leaf(g.mutable_data())
         .set_flags(static_cast<uint16_t>((LeafView(g.data()).flags() & ~kRunContinues) | want));
   }

@@ -37,28 +37,73 @@ std::vector<Group> Groups(std::span<const Entry> entries, const learned::SlotMod
   return out;
 }
 
-// The most slots per page under which every page of the node has room for the descriptors its
-// slots need (BRANCH and MIXED slots); the smallest choice always has.
-uint32_t ChoosePerPage(const std::vector<Group>& groups, const InnerOptions& o) {
+// Slots per page for a node, and which descriptors go out of line. A page holds fewer
+// descriptors the more slots it holds (slot.h), and a node has one K for all its pages, so a few
+// dense pages (skewed keys: every slot of the dense end holds a branch or a child) would force the
+// smallest K on the whole node, most of whose slots are NULL: on SOSD's lognormal keys the root
+// took 32 slots per page, 7x the pages of 224. Instead each K is priced as its slot pages plus
+// the slab pages of the descriptors that overflow their page, and the cheapest wins. The groups
+// with the fewest entries go out of line first (a lookup routed there reads one page more), and
+// at most kOutOfLineEntryShare of the node's entries may sit behind one: the out-of-line
+// descriptors of a node are few pages (31 per slab page) that its lookups share, so a pool that
+// holds anything holds them, and the cap bounds the cost where nothing is cached to half a read
+// per lookup. The smallest K never puts one out of line.
+constexpr double kOutOfLineEntryShare = 1.0 / 2;
+
+struct PerPage {
+  uint32_t k = 0;
+  std::vector<bool> out_of_line;  // by group
+  uint64_t out_of_line_count = 0;
+};
+
+PerPage ChoosePerPage(const std::vector<Group>& groups, uint64_t slots, size_t entries,
+                      const InnerOptions& o) {
+  PerPage best;
+  double best_pages = 0;
+  std::vector<size_t> page_groups;  // groups with a descriptor in the page being priced
   for (uint32_t k : kPerPageChoices) {
     const uint32_t fit = LayoutFor(k).descriptors;
+    PerPage c;
+    c.k = k;
+    c.out_of_line.assign(groups.size(), false);
+    uint64_t moved_entries = 0;
+    auto settle = [&] {
+      if (page_groups.size() > fit) {
+        // The smallest groups leave the page.
+        std::sort(page_groups.begin(), page_groups.end(), [&](size_t a, size_t b) {
+          return groups[a].count != groups[b].count ? groups[a].count < groups[b].count : a < b;
+        });
+        for (size_t j = 0; j < page_groups.size() - fit; ++j) {
+          c.out_of_line[page_groups[j]] = true;
+          moved_entries += groups[page_groups[j]].count;
+          ++c.out_of_line_count;
+        }
+      }
+      page_groups.clear();
+    };
     uint64_t page = UINT64_MAX;
-    uint32_t need = 0;
-    bool ok = true;
-    for (const Group& g : groups) {
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      const Group& g = groups[gi];
       if (!NeedsDescriptor(g.count, o)) continue;
       if (g.slot / k != page) {
+        settle();
         page = g.slot / k;
-        need = 0;
       }
-      if (++need > fit) {
-        ok = false;
-        break;
-      }
+      page_groups.push_back(gi);
     }
-    if (ok) return k;
+    settle();
+    if (c.out_of_line_count > 0 &&
+        static_cast<double>(moved_entries) > kOutOfLineEntryShare * static_cast<double>(entries)) {
+      continue;
+    }
+    const double pages = static_cast<double>(PagesForSlots(slots, k)) +
+                         static_cast<double>(c.out_of_line_count) / PackedPerSlab(kDescriptorClass);
+    if (best.k == 0 || pages < best_pages) {
+      best_pages = pages;
+      best = std::move(c);
+    }
   }
-  return std::end(kPerPageChoices)[-1];
+  return best;
 }
 
 }  // namespace
@@ -93,7 +138,8 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
     return Status::Internal("aulid: a node model that separates no entries (keys not ascending)");
   }
   const std::vector<Group> groups = Groups(entries, model);
-  const uint32_t per_page = ChoosePerPage(groups, options_);
+  const PerPage layout = ChoosePerPage(groups, model.slots, entries.size(), options_);
+  const uint32_t per_page = layout.k;
   const uint64_t pages = PagesForSlots(model.slots, per_page);
   GROVE_ASSIGN_OR_RETURN(const PageId first, space_->AllocateMixed(pages));
   Built out;
@@ -135,7 +181,8 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
     return Status::Ok();
   };
   start_page(0);
-  for (const Group& g : groups) {
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const Group& g = groups[gi];
     while (SlotPageIndex(g.slot, per_page) > cur) {
       GROVE_RETURN_IF_ERROR(emit(cur));
       start_page(++cur);
@@ -143,6 +190,9 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
     GROVE_ASSIGN_OR_RETURN(Built b, ForSlot(entries.subspan(g.first, g.count), depth));
     out.l3 += b.l3;
     out.nodes += b.nodes;
+    if (layout.out_of_line[gi] && b.slot.HasDescriptor()) {
+      GROVE_RETURN_IF_ERROR(OutOfLine(&b.slot));
+    }
     GROVE_RETURN_IF_ERROR(place(g.slot, b.slot));
   }
   for (;;) {
@@ -160,6 +210,21 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
   r.init_size = r.size;
   r.l3_items = static_cast<uint32_t>(out.l3);
   return out;
+}
+
+Status InnerBuilder::OutOfLine(Slot* slot) {
+  GROVE_ASSIGN_OR_RETURN(const NodeSpace::Object o,
+                         space_->AllocatePacked(kDescriptorClass, &open_[kDescriptorClass]));
+  char* p = nullptr;
+  if (o.fresh) {
+    GROVE_ASSIGN_OR_RETURN(p, sink_->Fresh(o.slab, kSlabPage));
+    FormatSlabPage(p, kDescriptorClass);
+  } else {
+    GROVE_ASSIGN_OR_RETURN(p, sink_->Existing(o.slab));
+  }
+  slot->place = DescriptorPlace{DescriptorPlace::kOutOfLine, 0, o.slab, o.object};
+  StoreDescriptor(p + SlabObjectOffset(kDescriptorClass, o.object), *slot);
+  return Status::Ok();
 }
 
 StatusOr<InnerBuilder::Built> InnerBuilder::ForSlot(std::span<const Entry> entries,
@@ -257,7 +322,9 @@ void InnerBuilder::Count(std::span<const Entry> entries, const InnerOptions& opt
   const std::vector<uint64_t> keys = KeysOf(entries);
   const learned::SlotModel model = Fit(keys, options, room);
   const std::vector<Group> groups = Groups(entries, model);
-  t->slot_pages += PagesForSlots(model.slots, ChoosePerPage(groups, options));
+  const PerPage layout = ChoosePerPage(groups, model.slots, n, options);
+  t->slot_pages += PagesForSlots(model.slots, layout.k);
+  t->objects[kDescriptorClass] += layout.out_of_line_count;
   if (n >= 2 && model.Slot(keys.front()) == model.Slot(keys.back())) return;  // Node() refuses
   for (const Group& g : groups) {
     Count(entries.subspan(g.first, g.count), options, false, 0, t);

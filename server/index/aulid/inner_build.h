@@ -42,6 +42,8 @@ class InnerBuilder {
   StatusOr<Slot> Branch(std::span<const Entry> entries);
   // Rewrites the child pages of `branch` (kept, same count) with `entries` spread evenly.
   Status Respread(Slot* branch, std::span<const Entry> entries);
+  // Moves the descriptor of a BRANCH or MIXED slot into a class-0 slab object (the _EXT tags).
+  Status OutOfLine(Slot* slot);
 
   // Pages Node(entries, _, room) would dirty at most (slot pages, packed slabs, branch pages).
   static uint64_t PagesForNode(std::span<const Entry> entries, const InnerOptions& options,

@@ -22,9 +22,10 @@
 //
 //   B = 64 + the tag array (ceil(3K / 8) bytes) rounded up to 16. Descriptors that fit after the
 //   slots: 6 at K = 224, 15 at 192, 34 at 128, 53 at 64, 62 at 32 (every slot can have one). A
-//   build takes the largest K whose pages each fit the descriptors their slots need; a later
-//   change that needs one more than the page has puts that descriptor out of line (the _EXT
-//   tags), in an object of a class-0 slab, at the cost of one more read for that slot only.
+//   descriptor its page has no room for goes out of line (the _EXT tags), in an object of a
+//   class-0 slab, at the cost of one more read for that slot only: a build picks the K with the
+//   fewest pages counting those slabs (inner_build.cc), and a later change that needs one more
+//   descriptor than its page has puts it there too.
 //
 // Tags and slots (16 bytes; integers little-endian):
 //

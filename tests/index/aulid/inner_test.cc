@@ -6,6 +6,7 @@
 #include "index/aulid/inner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -49,6 +50,9 @@ std::vector<uint64_t> Keys(const std::string& kind, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; ++i) s.insert(1000 + 7 * i);
   } else if (kind == "uniform") {
     while (s.size() < n) s.insert(rng());
+  } else if (kind == "lognormal") {  // SOSD's: round(exp(N(0, 2)) * 1e9)
+    std::lognormal_distribution<double> d(0, 2);
+    while (s.size() < n) s.insert(static_cast<uint64_t>(std::llround(d(rng) * 1e9)));
   } else {
     uint64_t base = 0;
     while (s.size() < n) {
@@ -394,6 +398,51 @@ TEST_F(InnerTest, PackedArraysPromoteToBranchesAndMixedNodes) {
 
 // A slot page holds the descriptors of a few BRANCH and MIXED slots (6 at 224 slots per page);
 // promotions past that put theirs out of line, in slab objects, which go when the slots do.
+// Skewed keys: the dense end of the root has a branch or child in every slot, more than a page
+// of 224 slots has descriptors for. The build keeps large pages and moves the descriptors of the
+// smallest groups out of line, instead of taking 32 slots per page for the whole node.
+TEST_F(InnerTest, SkewedKeysKeepLargePagesAndMoveFewDescriptorsOutOfLine) {
+  auto part = NewPart();
+  const Reference ref = Ref(Keys("lognormal", 200000, 5));
+  BulkBuild(part.get(), ref);
+  ExpectClean(*part, ref);
+  double mean = 0;
+  ExpectRoutes(*part, ref, Probes(ref, 5000, 6), &mean);
+  // One page per mixed level, a packed array or branch page, and for some an out-of-line
+  // descriptor (2.28 here, 1.92 with every descriptor in its page).
+  EXPECT_LE(mean, 3.0);
+  ASSERT_OK_AND_ASSIGN(const InnerPart::Shape sh, part->Measure());
+  EXPECT_EQ(part->root().per_page, aulid::kMaxPerPage);
+  EXPECT_GT(sh.descriptors_out_of_line, 0u);
+  // 1,786 slot pages here, where 32 slots per page took 12,500.
+  const uint64_t at_32 = (part->root().model.slots + 31) / 32;
+  EXPECT_LT(sh.slot_pages * 4, at_32);
+  // Inserts and removals among the out-of-line descriptors.
+  std::mt19937_64 rng(9);
+  Reference changed = ref;
+  const std::vector<uint64_t> more = Keys("lognormal", 3000, 10);
+  for (uint64_t k : more) {
+    if (changed.count(k)) continue;
+    aulid::LiveSink sink(h_.pool());
+    ASSERT_OK_AND_ASSIGN(const uint64_t bound, part->PagesForInsert(k));
+    InnerPart::AdjustHint hint;
+    ASSERT_OK(part->Insert(Entry{k, 5000 + k % 1000}, &sink, &hint));
+    EXPECT_LE(sink.dirtied(), bound);
+    changed[k] = 5000 + k % 1000;
+  }
+  std::vector<uint64_t> gone;
+  for (const auto& [k, leaf] : changed) {
+    if (rng() % 60 == 0) gone.push_back(k);
+  }
+  for (uint64_t k : gone) {
+    aulid::LiveSink sink(h_.pool());
+    ASSERT_OK(part->Remove(k, &sink));
+    changed.erase(k);
+  }
+  ExpectClean(*part, changed);
+  ExpectRoutes(*part, changed, Probes(changed, 3000, 8));
+}
+
 TEST_F(InnerTest, DescriptorsBeyondAPagesRoomGoOutOfLine) {
   auto part = NewPart();
   Reference ref;

@@ -187,6 +187,7 @@ class DbImpl final : public Db, private IndexServices {
   void ReleaseCell(Slice cell) override;
   void FailStop(const Status& cause) override { SetBackgroundError(cause); }
   bool HoldsBlob(Slice cell) const override;
+  uint64_t LogBytesFrom(Lsn lsn) const override;
   void MaybeScheduleCheckpoint();
 
   // --- online backup (backup.cc) ---

@@ -424,6 +424,11 @@ void DbImpl::FreeCell(const std::optional<std::string>& old_cell) {
 
 bool DbImpl::HoldsBlob(Slice cell) const { return IsBlobCell(cell); }
 
+uint64_t DbImpl::LogBytesFrom(Lsn lsn) const {
+  // Before opened_ the log is not open yet (recovery is replaying it).
+  return opened_.load() && wal_ ? wal_->RetainedBytes(lsn) : 0;
+}
+
 void DbImpl::ReleaseCell(Slice cell) {
   if (IsBlobCell(cell)) values_->Free(DecodeBlobCell(cell));
 }

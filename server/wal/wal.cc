@@ -444,6 +444,15 @@ LogExtent Wal::BackupExtent(Lsn from_lsn) const {
   return e;
 }
 
+uint64_t Wal::RetainedBytes(Lsn from_lsn) const {
+  MutexLock lock(&mu_);
+  if (segments_.empty()) return 0;
+  size_t k = 0;
+  while (k + 1 < segments_.size() && segments_[k + 1].first_lsn <= from_lsn) ++k;
+  const uint64_t sealed = segments_.size() - 1 - k;
+  return sealed * options_.segment_bytes + active_written_;
+}
+
 WalStats Wal::GetStats() const {
   WalStats stats;
   {

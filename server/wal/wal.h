@@ -142,6 +142,9 @@ class Wal {
   // below from_lsn are left out. The caller keeps them from being removed meanwhile
   // (RemoveObsoleteSegments with a redo LSN no higher than from_lsn).
   LogExtent BackupExtent(Lsn from_lsn) const EXCLUDES(mu_);
+  // Log bytes a redo point at `from_lsn` keeps on disk: the segments from the one holding it to
+  // the active one (sealed segments counted at segment_bytes).
+  uint64_t RetainedBytes(Lsn from_lsn) const EXCLUDES(mu_);
   // Total framed bytes appended since Open (the engine triggers checkpoints on deltas).
   uint64_t appended_bytes() const { return appended_bytes_.load(std::memory_order_relaxed); }
   WalStats GetStats() const EXCLUDES(mu_);

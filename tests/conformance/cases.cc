@@ -198,6 +198,15 @@ uint64_t BatchEntriesThatFit(const VariantCase& c, const Options& o) {
   return room > 8 + per_op ? (room - 8) / per_op : 1;
 }
 
+bool RoomHoldsOperations(const VariantCase& c, const Options& o, uint64_t times) {
+  const IndexRegistry builtins = *IndexRegistry::Builtins();
+  const IndexRegistry& r = c.registry ? *c.registry : builtins;
+  const uint64_t per_op = WorstCaseWritePages(1, 0, r.PagesPerOp(c.variant, c.params));
+  Options pool_view = o;
+  pool_view.cache_bytes = r.BufferPoolBytes(c.variant, c.params, o.cache_bytes);
+  return WriteRoomPages(pool_view) >= times * per_op;
+}
+
 void ExpectVerifyClean(Db* db, size_t entries, const std::string& what) {
   VerifyReport report;
   ASSERT_OK(db->Verify(&report));

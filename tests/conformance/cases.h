@@ -63,6 +63,9 @@ Options ConformanceOptions(const VariantCase& c, const std::string& dir,
 // The operations a batch may hold and still be applied at once (larger ones, whose worst case
 // needs more than a quarter of the write room, are applied operation by operation).
 uint64_t BatchEntriesThatFit(const VariantCase& c, const Options& o);
+// Whether the write room under `o` holds `times` of the case's largest single operation (a
+// test that shrinks the room, with a small checkpoint.dirty_fraction, must keep it above one).
+bool RoomHoldsOperations(const VariantCase& c, const Options& o, uint64_t times);
 
 // gtest prints parameters with this.
 inline void PrintTo(const VariantCase& c, std::ostream* os) { *os << c.name; }

@@ -138,6 +138,12 @@ class IndexServices {
   // The one thing a variant may ask about a cell: ListMemoryOnlyCells needs only those, and a
   // variant that keeps many writes in memory lists them without copying every inline value.
   virtual bool HoldsBlob(Slice cell) const = 0;
+
+  // Log bytes that a redo point at `lsn` keeps on disk. A variant that holds writes in memory
+  // (OldestUnpersistedLsn) persists them once this passes its share of
+  // Options::checkpoint.wal_bytes, or the log grows without bound under overwrites that never
+  // fill its buffer. 0 when the engine has no log.
+  virtual uint64_t LogBytesFrom(Lsn lsn) const = 0;
 };
 
 // Everything a variant may use. Owned by the engine; outlives the index.

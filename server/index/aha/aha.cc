@@ -218,7 +218,7 @@ AhaTree::AhaTree(const IndexContext& ctx, const aha::Config& cfg)
   hot_ = cfg.hot_ranges;  // merged by ParseConfig
 }
 
-AhaTree::~AhaTree() { Shutdown(); }
+AhaTree::~AhaTree() { bg_.Stop(); }  // Shutdown ran before, while the engine was whole
 
 StatusOr<std::unique_ptr<Index>> AhaTree::Create(const IndexContext& ctx, const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const aha::Config cfg, aha::ParseConfig(params));
@@ -253,6 +253,16 @@ Status AhaTree::Restore(Slice* in) {
   }
   aha::OpenRunFn open = [&](const aha::RunMeta& m) -> StatusOr<std::shared_ptr<const Run>> {
     GROVE_ASSIGN_OR_RETURN(std::shared_ptr<Run> run, Run::Open(pool_, m));
+    if (run->index_rebuilt()) {
+      run_index_rebuilds_.fetch_add(1, std::memory_order_relaxed);
+      if (ctx_.logger != nullptr) {
+        ctx_.logger->Log(LogLevel::kWarn,
+                         fmt::format("aha: the index of the run at page {} is damaged; its fences "
+                                     "were read from its data pages (grovectl verify names the "
+                                     "page; the next compaction of the run rewrites it)",
+                                     m.first));
+      }
+    }
     return std::shared_ptr<const Run>(std::move(run));
   };
   std::shared_ptr<const Node> decoded;
@@ -460,6 +470,7 @@ IndexStats AhaTree::GetStats() {
   x["run_index_pages"] = static_cast<double>(index);
   x["retired_runs"] = static_cast<double>(space_.retired_runs());
   x["flushes_total"] = static_cast<double>(flushes_.load());
+  x["run_index_rebuilds_total"] = static_cast<double>(run_index_rebuilds_.load());
   x["flush_bytes_total"] = static_cast<double>(flush_bytes_.load());
   x["compactions_total"] = static_cast<double>(compactions_.load());
   x["compaction_bytes_read_total"] = static_cast<double>(compaction_bytes_read_.load());

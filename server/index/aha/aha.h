@@ -28,7 +28,10 @@
 //               per step, parents first (aha_hot.cc).
 //
 // Durability: the memtables are memory only; the WAL keeps their records (OldestUnpersistedLsn)
-// and their blob cells are listed for recovery. Runs are written outside the buffer pool
+// and their blob cells are listed for recovery. A memtable is flushed before it is full once it
+// holds back a quarter of checkpoint.wal_bytes of log (or 200,000 records), so the log stays
+// within about 1.25x checkpoint.wal_bytes, and Shutdown flushes them all, so a clean stop
+// replays nothing. Runs are written outside the buffer pool
 // (RunSpace tracks them in flight, retired and freed); the metadata names the live runs, and a
 // flush or compaction becomes visible to checkpoints in one maintenance unit that installs its
 // outputs, retires its inputs and releases the cells it dropped.
@@ -178,6 +181,9 @@ class AhaTree final : public Index {
   bool BackgroundRound();
   // One step of background work; whether it did anything.
   StatusOr<bool> Step();
+  // Whether a memtable whose oldest record is `first` holds the log back too far (records or
+  // bytes): it is then flushed before it is full.
+  bool HoldsTooMuchLog(Lsn first) const;
   Status Freeze();
   Status FlushOldest();
   // A compaction of the root's level `level`, or its push-down when it is the last.
@@ -299,6 +305,7 @@ class AhaTree final : public Index {
       compaction_bytes_written_{0}, flush_bytes_{0}, tombstones_dropped_{0}, cells_released_{0};
   std::atomic<uint64_t> gets_{0}, runs_probed_{0}, filter_skips_{0}, stalls_{0};
   std::atomic<uint64_t> bulk_load_us_{0};
+  std::atomic<uint64_t> run_index_rebuilds_{0};  // at open: runs whose index page was damaged
   std::atomic<uint64_t> bg_steps_{0};  // background steps that did work (Prepare's pacing)
 
   std::atomic<uint64_t> formations_{0}, pushdowns_{0}, runs_moved_{0}, runs_cut_{0},

@@ -23,8 +23,13 @@ using aha::Version;
 namespace {
 
 // A memtable whose oldest record is this many records behind the newest is flushed even when not
-// full, so that the WAL it holds back stays bounded.
+// full, so that recovery replays a bounded number of records ...
 constexpr uint64_t kWalWindowRecords = 200000;
+// ... and one that keeps more than this share of checkpoint.wal_bytes of log on disk, so that the
+// log stays within checkpoint.wal_bytes: the checkpoint after the flush moves the redo point past
+// it (overwrites of a small working set never fill a memtable, and records of large values
+// pass any record count's bytes).
+constexpr double kWalShare = 0.25;
 // After a failure, background work pauses this long (a failing disk would otherwise be retried in
 // a busy loop).
 constexpr auto kErrorPause = std::chrono::milliseconds(200);
@@ -50,7 +55,27 @@ void SortByKey(std::vector<std::shared_ptr<const Run>>* runs) {
 
 }  // namespace
 
-void AhaTree::Shutdown() { bg_.Stop(); }
+void AhaTree::Shutdown() {
+  bg_.Stop();
+  // A clean stop leaves nothing to replay: the memtables are written into runs (writes are
+  // refused by now; maintenance units still run). When units cannot run (an open that failed,
+  // a fail-stop), or a flush fails, the log keeps the rest.
+  if (ctx_.services == nullptr ||
+      !ctx_.services->RunMaintenance(0, [](WriteRoom*) { return Status::Ok(); }).ok()) {
+    return;
+  }
+  Status s = Freeze();
+  for (int i = 0; s.ok() && i < 4 && !current()->frozen.empty(); ++i) s = FlushOldest();
+  if (!s.ok() && !s.IsUnavailable()) NoteBackgroundError("flush at shutdown", s);
+}
+
+bool AhaTree::HoldsTooMuchLog(Lsn first) const {
+  if (first == kMaxLsn) return false;
+  if (first + kWalWindowRecords < latest_lsn_.load()) return true;
+  if (ctx_.services == nullptr || ctx_.options == nullptr) return false;
+  return static_cast<double>(ctx_.services->LogBytesFrom(first)) >
+         kWalShare * static_cast<double>(ctx_.options->checkpoint.wal_bytes);
+}
 
 bool AhaTree::BackgroundRound() {
   StatusOr<bool> did = Step();
@@ -70,8 +95,7 @@ StatusOr<bool> AhaTree::Step() {
   const uint64_t entries = snap.active->entries();
   const Lsn first = snap.active->first_lsn();
   const bool full = snap.active->bytes() >= FreezeBytes();
-  const bool old =
-      entries > 0 && first != kMaxLsn && first + kWalWindowRecords < latest_lsn_.load();
+  const bool old = entries > 0 && HoldsTooMuchLog(first);
   if ((full || old) && snap.version->frozen.size() < 2) {
     GROVE_RETURN_IF_ERROR(Freeze());
     return true;

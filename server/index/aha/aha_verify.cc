@@ -1,7 +1,7 @@
 // AHA-tree Verify: the tree's shape (routing keys, buffer levels, runs inside their node's range);
-// every run's pages, order, bounds and filter; the freshness invariant (a fresher buffer never
-// holds an older version of a key than a buffer below it); and the cells, live and shadowed, for
-// the engine's value store accounting.
+// every run's pages (filter and index pages included), order, bounds and filter; the freshness
+// invariant (a fresher buffer never holds an older version of a key than a buffer below it); and
+// the cells, live and shadowed, for the engine's value store accounting.
 
 #include <fmt/format.h>
 
@@ -22,6 +22,9 @@ namespace {
 // bounds of its descriptor, and no key its Bloom filter would turn away.
 void VerifyRun(BufferPool* pool, const Run& run, const std::string& where, IndexVerifier* v) {
   const auto& m = run.meta();
+  if (Status s = run.CheckFilterAndIndex(pool); !s.ok()) {
+    v->Problem(fmt::format("{}: {}", where, s.ToString()));
+  }
   std::vector<Entry> page;
   std::string prev;
   uint64_t entries = 0, tombstones = 0;

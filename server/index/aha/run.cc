@@ -79,13 +79,17 @@ Status RunMeta::DecodeFrom(Slice* in, RunMeta* m) {
 
 // ---- Run ----
 
-StatusOr<std::shared_ptr<Run>> Run::Open(BufferPool* pool, const RunMeta& meta) {
+namespace {
+
+// The fences as the run's index pages list them.
+StatusOr<std::vector<std::string>> FencesFromIndex(BufferPool* pool, const RunMeta& meta,
+                                                   IoCause cause) {
   AlignedBuffer buf(kPageSize);
   std::vector<std::string> fences;
   fences.reserve(meta.data_pages);
   for (uint32_t i = 0; i < meta.index_pages(); ++i) {
     const PageId id = meta.first + meta.data_pages + meta.filter_pages + i;
-    GROVE_RETURN_IF_ERROR(pool->ReadCopy(id, buf.data(), IoCause::kRecovery));
+    GROVE_RETURN_IF_ERROR(pool->ReadCopy(id, buf.data(), cause));
     GROVE_RETURN_IF_ERROR(CheckPage(buf.data(), kRunIndex, i, id));
     SlottedPageView v(buf.data(), kSlotBase);
     for (int s = 0; s < v.count(); ++s) {
@@ -100,7 +104,64 @@ StatusOr<std::shared_ptr<Run>> Run::Open(BufferPool* pool, const RunMeta& meta) 
     return Status::DataLoss(fmt::format("aha run at page {}: {} fences for {} data pages",
                                         meta.first, fences.size(), meta.data_pages));
   }
-  return std::make_shared<Run>(meta, std::move(fences));
+  return fences;
+}
+
+// The same fences read off the data pages (each one's first key), ascending.
+StatusOr<std::vector<std::string>> FencesFromData(BufferPool* pool, const RunMeta& meta) {
+  AlignedBuffer buf(kPageSize);
+  std::vector<std::string> fences;
+  fences.reserve(meta.data_pages);
+  for (uint32_t i = 0; i < meta.data_pages; ++i) {
+    const PageId id = meta.first + i;
+    GROVE_RETURN_IF_ERROR(pool->ReadCopy(id, buf.data(), IoCause::kRecovery));
+    GROVE_RETURN_IF_ERROR(CheckPage(buf.data(), kRunData, i, id));
+    SlottedPageView v(buf.data(), kSlotBase);
+    if (v.count() == 0 || (!fences.empty() && v.Key(0).compare(fences.back()) <= 0)) {
+      return Status::DataLoss(fmt::format("aha run data page {}: empty or out of order", id));
+    }
+    fences.emplace_back(v.Key(0));
+  }
+  if (fences.empty() || fences.front() != meta.min_key) {
+    return Status::DataLoss(
+        fmt::format("aha run at page {}: its first key is not its minimum", meta.first));
+  }
+  return fences;
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<Run>> Run::Open(BufferPool* pool, const RunMeta& meta) {
+  StatusOr<std::vector<std::string>> fences = FencesFromIndex(pool, meta, IoCause::kRecovery);
+  bool rebuilt = false;
+  if (!fences.ok() && fences.status().IsDataLoss()) {
+    // The index pages only repeat the data pages' first keys: a damaged one costs reading the
+    // data pages at open, not the run. Verify still reports the damaged page.
+    StatusOr<std::vector<std::string>> from_data = FencesFromData(pool, meta);
+    if (!from_data.ok()) return fences.status();  // the data is damaged too: the first problem
+    fences = std::move(from_data);
+    rebuilt = true;
+  }
+  if (!fences.ok()) return fences.status();
+  auto run = std::make_shared<Run>(meta, std::move(*fences));
+  run->index_rebuilt_ = rebuilt;
+  return run;
+}
+
+Status Run::CheckFilterAndIndex(BufferPool* pool) const {
+  AlignedBuffer buf(kPageSize);
+  for (uint32_t i = 0; i < meta_.filter_pages; ++i) {
+    const PageId id = meta_.first + meta_.data_pages + i;
+    GROVE_RETURN_IF_ERROR(pool->ReadCopy(id, buf.data(), IoCause::kScan));
+    GROVE_RETURN_IF_ERROR(CheckPage(buf.data(), kRunFilter, i, id));
+  }
+  GROVE_ASSIGN_OR_RETURN(const std::vector<std::string> fences,
+                         FencesFromIndex(pool, meta_, IoCause::kScan));
+  if (fences != fences_) {
+    return Status::DataLoss(fmt::format(
+        "aha run at page {}: its index pages disagree with its data pages", meta_.first));
+  }
+  return Status::Ok();
 }
 
 bool Run::Overlaps(Slice lo, Slice hi, bool has_hi) const {
@@ -128,9 +189,12 @@ StatusOr<bool> Run::Get(BufferPool* pool, Slice key, Entry* out, bool* filtered,
     const uint64_t h = Hash64(key);
     const uint32_t block = BloomBlockOf(h, meta_.filter_pages);
     const PageId id = meta_.first + meta_.data_pages + block;
-    GROVE_ASSIGN_OR_RETURN(PageReadGuard g, pool->FetchRead(id, cause, Retention::kHigh));
-    GROVE_RETURN_IF_ERROR(CheckPage(g.data(), kRunFilter, block, id));
-    if (!BloomMayContain(g.data() + kPageHeaderSize, h, BloomProbes(BloomBitsPerKey()))) {
+    StatusOr<PageReadGuard> g = pool->FetchRead(id, cause, Retention::kHigh);
+    Status s = g.ok() ? CheckPage(g->data(), kRunFilter, block, id) : g.status();
+    // A damaged filter page only loses its answers: the data page decides (Verify reports it).
+    if (!s.ok() && !s.IsDataLoss()) return s;
+    if (s.ok() &&
+        !BloomMayContain(g->data() + kPageHeaderSize, h, BloomProbes(BloomBitsPerKey()))) {
       *filtered = true;
       return false;
     }

@@ -17,6 +17,10 @@
 //   index page:  common header (type kRunIndex, aux = index page number)
 //                | slotted region at byte 24: first key of data page i -> i (u32), in order
 //
+// The filter and index pages are redundant: a damaged filter page reads as "may contain", and a
+// damaged index page makes Open read the fences off the data pages. Only a damaged data page
+// loses keys (its reads answer kDataLoss).
+//
 // A run holds at most one version of a key (the newest of its inputs). Its descriptor (RunMeta:
 // extent, page counts, key and LSN bounds) lives in the variant's metadata; the fence keys of its
 // data pages are read from the index pages when the run is opened and kept in memory.
@@ -89,11 +93,15 @@ struct RunMeta {
 class Run {
  public:
   // Reads the index pages of `meta`'s run (through `pool`, without caching them) and checks them.
+  // When one is damaged (kDataLoss), the fences are read off the data pages instead
+  // (index_rebuilt()); only damaged data as well fails the open.
   static StatusOr<std::shared_ptr<Run>> Open(BufferPool* pool, const RunMeta& meta);
   Run(RunMeta meta, std::vector<std::string> fences)
       : meta_(std::move(meta)), fences_(std::move(fences)) {}
 
   const RunMeta& meta() const { return meta_; }
+  // Open found an index page damaged and took the fences from the data pages.
+  bool index_rebuilt() const { return index_rebuilt_; }
   bool Covers(Slice key) const {
     return key.compare(meta_.min_key) >= 0 && key.compare(meta_.max_key) <= 0;
   }
@@ -109,6 +117,10 @@ class Run {
   StatusOr<bool> Get(BufferPool* pool, Slice key, Entry* out, bool* filtered,
                      IoCause cause = IoCause::kDemand) const;
 
+  // Reads the filter and index pages and checks them (Verify: Get and Open work around damage
+  // there, so only this finds it).
+  Status CheckFilterAndIndex(BufferPool* pool) const;
+
   // Every entry of data page `i`, decoded (the latch is held only while decoding).
   Status ReadPage(BufferPool* pool, uint32_t i, IoCause cause, std::vector<Entry>* out) const;
 
@@ -118,6 +130,7 @@ class Run {
 
   RunMeta meta_;
   std::vector<std::string> fences_;  // first key of each data page
+  bool index_rebuilt_ = false;
 };
 
 // Writes one run. Feed entries in strictly ascending key order while Fits(); Finish writes the

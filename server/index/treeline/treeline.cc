@@ -440,9 +440,16 @@ bool TreeLine::FlushRound() {
   // Eviction the writers could not do, and records too old to hold the WAL back: the redo point
   // stays behind the oldest dirty record.
   const uint64_t window = std::max<uint64_t>(100000, 4 * cache_.dirty_entries());
+  // Or by bytes: while the oldest dirty record keeps more than a quarter of checkpoint.wal_bytes
+  // of log on disk (checked once a round: the log's mutex is the writers'), so that the log stays
+  // within about checkpoint.wal_bytes whatever the record size.
+  const Lsn first = cache_.OldestDirtyLsn();
+  const bool log_heavy =
+      first != kMaxLsn && ctx_.services != nullptr && ctx_.options != nullptr &&
+      ctx_.services->LogBytesFrom(first) > ctx_.options->checkpoint.wal_bytes / 4;
   auto too_old = [&] {
     const Lsn oldest = cache_.OldestDirtyLsn();
-    return oldest != kMaxLsn && oldest + window < latest_lsn_.load();
+    return oldest != kMaxLsn && (log_heavy || oldest + window < latest_lsn_.load());
   };
   // Cold dirty records hold memory that reads could use: cleaned while too many are dirty.
   if (cache_.Excess() == 0 && !too_old() && !TooDirty()) return false;

@@ -18,8 +18,8 @@
 # PARTS (default "budgets sorted device") picks what runs; a run without `budgets` adds to the
 # existing results.
 #
-# Writes docs/bench-data/aulid.jsonl, aulid-commands.txt and the section aulid.md, then
-# regenerates docs/benchmarks.md. Not a test: about 15 minutes per key set at 50M records.
+# Writes docs/bench-data/$NAME.jsonl, $NAME-commands.txt and the section $NAME.md (NAME: aulid),
+# then regenerates docs/benchmarks.md. Not a test: about 15 minutes per key set at 50M records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,9 +38,13 @@ PARTS=${PARTS:-budgets sorted device}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
+# NAME: the results' base name under docs/bench-data (another name keeps aulid.md, e.g. for a
+# run of one key set after a layout change), TITLE the generated section's title.
+NAME=${NAME:-aulid}
+TITLE=${TITLE:-AULID: learned inner nodes}
 OUT=docs/bench-data
-RESULTS=$OUT/aulid.jsonl
-COMMANDS=$OUT/aulid-commands.txt
+RESULTS=$OUT/$NAME.jsonl
+COMMANDS=$OUT/$NAME-commands.txt
 W=config/workloads
 mkdir -p "$OUT" "$DATA"
 has() { [[ " $PARTS " == *" $1 "* ]]; }
@@ -117,6 +121,7 @@ PY
 fi
 rm -rf "$DATA"
 
-"$PYTHON" scripts/aulid_report.py "$RESULTS" "$COMMANDS" --img docs/img >"$OUT/aulid.md"
+"$PYTHON" scripts/aulid_report.py "$RESULTS" "$COMMANDS" --img docs/img --title "$TITLE" \
+  >"$OUT/$NAME.md"
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md
-echo "wrote $OUT/aulid.md and docs/benchmarks.md" >&2
+echo "wrote $OUT/$NAME.md and docs/benchmarks.md" >&2

@@ -64,11 +64,7 @@ Status Aulid::BulkLoad(const BulkSource& source) {
   // The key prefix: the one every key shares (the first and last key's common prefix), so that
   // the 8 projected bytes are the ones that tell keys apart, unless another makes lookups walk
   // fewer leaves (clustered keys: prefix.h).
-  const std::string& lo = leaves.front().min;
-  const std::string& hi = leaves.back().max;
-  size_t common = 0;
-  while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
-  prefix_ = aulid::ChoosePrefix(leaves, lo.substr(0, common));
+  prefix_ = aulid::ChoosePrefix(leaves, aulid::CommonPrefix(leaves.front().min, leaves.back().max));
 
   // Runs: a boundary between two leaves whose keys project apart starts a new run; the leaves
   // before the others are flagged, rewritten in place (the bulk-loaded pages are in no durable
@@ -77,7 +73,7 @@ Status Aulid::BulkLoad(const BulkSource& source) {
   PageId run_start = ids[0];
   AlignedBuffer img(kPageSize);
   for (size_t i = 0; i + 1 < leaves.size(); ++i) {
-    if (Proj(leaves[i].max) < Proj(leaves[i + 1].min)) {
+    if (aulid::ProjectsApart(leaves[i], leaves[i + 1], prefix_)) {
       inner.push_back({Proj(leaves[i].max), run_start});
       run_start = ids[i + 1];
       continue;

@@ -313,8 +313,7 @@ Status Aulid::TryReindex(const WriteContext& w) {
   PageId run_start = ids[0];
   for (size_t i = 0; i < ids.size(); ++i) {
     const bool last = i + 1 == ids.size();
-    const bool strict = !last && !keys[i].max.empty() && !keys[i + 1].min.empty() &&
-                        ProjWith(prefix, keys[i].max) < ProjWith(prefix, keys[i + 1].min);
+    const bool strict = !last && aulid::ProjectsApart(keys[i], keys[i + 1], prefix);
     const uint16_t want = (last || strict) ? 0 : kRunContinues;
     if ((flags[i] & kRunContinues) != want) reflag.emplace_back(i, want);
     if (strict) {

@@ -212,18 +212,23 @@ StatusOr<InnerBuilder::Built> InnerBuilder::Node(std::span<const Entry> entries,
   return out;
 }
 
-Status InnerBuilder::OutOfLine(Slot* slot) {
-  GROVE_ASSIGN_OR_RETURN(const NodeSpace::Object o,
-                         space_->AllocatePacked(kDescriptorClass, &open_[kDescriptorClass]));
+StatusOr<char*> InnerBuilder::NewObject(int cls, bool dense, NodeSpace::Object* o) {
+  GROVE_ASSIGN_OR_RETURN(*o, space_->AllocatePacked(cls, dense ? &open_[cls] : nullptr));
   char* p = nullptr;
-  if (o.fresh) {
-    GROVE_ASSIGN_OR_RETURN(p, sink_->Fresh(o.slab, kSlabPage));
-    FormatSlabPage(p, kDescriptorClass);
+  if (o->fresh) {
+    GROVE_ASSIGN_OR_RETURN(p, sink_->Fresh(o->slab, kSlabPage));
+    FormatSlabPage(p, cls);
   } else {
-    GROVE_ASSIGN_OR_RETURN(p, sink_->Existing(o.slab));
+    GROVE_ASSIGN_OR_RETURN(p, sink_->Existing(o->slab));
   }
+  return p + SlabObjectOffset(cls, o->object);
+}
+
+Status InnerBuilder::OutOfLine(Slot* slot) {
+  NodeSpace::Object o;
+  GROVE_ASSIGN_OR_RETURN(char* obj, NewObject(kDescriptorClass, /*dense=*/true, &o));
   slot->place = DescriptorPlace{DescriptorPlace::kOutOfLine, 0, o.slab, o.object};
-  StoreDescriptor(p + SlabObjectOffset(kDescriptorClass, o.object), *slot);
+  StoreDescriptor(obj, *slot);
   return Status::Ok();
 }
 
@@ -248,16 +253,8 @@ StatusOr<InnerBuilder::Built> InnerBuilder::ForSlot(std::span<const Entry> entri
 
 StatusOr<Slot> InnerBuilder::Packed(std::span<const Entry> entries, bool dense) {
   const int cls = PackedClassFor(static_cast<uint32_t>(entries.size()));
-  GROVE_ASSIGN_OR_RETURN(const NodeSpace::Object o,
-                         space_->AllocatePacked(cls, dense ? &open_[cls] : nullptr));
-  char* p = nullptr;
-  if (o.fresh) {
-    GROVE_ASSIGN_OR_RETURN(p, sink_->Fresh(o.slab, kSlabPage));
-    FormatSlabPage(p, cls);
-  } else {
-    GROVE_ASSIGN_OR_RETURN(p, sink_->Existing(o.slab));
-  }
-  char* obj = p + SlabObjectOffset(cls, o.object);
+  NodeSpace::Object o;
+  GROVE_ASSIGN_OR_RETURN(char* obj, NewObject(cls, dense, &o));
   std::memset(obj, 0, PackedObjectBytes(cls));
   for (size_t i = 0; i < entries.size(); ++i) EncodeEntry(obj + i * kEntryBytes, entries[i]);
   Slot s;

@@ -44,6 +44,9 @@ class InnerBuilder {
   Status Respread(Slot* branch, std::span<const Entry> entries);
   // Moves the descriptor of a BRANCH or MIXED slot into a class-0 slab object (the _EXT tags).
   Status OutOfLine(Slot* slot);
+  // A new slab object of class `cls` (`dense`: from this builder's own slabs), its page formatted
+  // when fresh; returns where the object's bytes start in the sink's page.
+  StatusOr<char*> NewObject(int cls, bool dense, NodeSpace::Object* o);
 
   // Pages Node(entries, _, room) would dirty at most (slot pages, packed slabs, branch pages).
   static uint64_t PagesForNode(std::span<const Entry> entries, const InnerOptions& options,

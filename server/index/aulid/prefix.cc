@@ -8,13 +8,6 @@ namespace grove::aulid {
 
 namespace {
 
-std::string CommonPrefix(std::string_view a, std::string_view b) {
-  const size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  while (i < n && a[i] == b[i]) ++i;
-  return std::string(a.substr(0, i));
-}
-
 struct RunCost {
   uint64_t cost = 0;
   size_t longest_first = 0, longest_last = 0;  // the longest run's leaves, inclusive
@@ -25,9 +18,7 @@ RunCost Measure(const std::vector<LeafKeys>& leaves, std::string_view prefix) {
   size_t start = 0;
   for (size_t i = 0; i < leaves.size(); ++i) {
     const bool last = i + 1 == leaves.size();
-    const bool ends =
-        last || (!leaves[i].max.empty() && !leaves[i + 1].min.empty() &&
-                 ProjectPast(prefix, leaves[i].max) < ProjectPast(prefix, leaves[i + 1].min));
+    const bool ends = last || ProjectsApart(leaves[i], leaves[i + 1], prefix);
     if (!ends) continue;
     const uint64_t n = i - start + 1;
     r.cost += n * n;
@@ -41,6 +32,18 @@ RunCost Measure(const std::vector<LeafKeys>& leaves, std::string_view prefix) {
 }
 
 }  // namespace
+
+std::string CommonPrefix(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return std::string(a.substr(0, i));
+}
+
+bool ProjectsApart(const LeafKeys& left, const LeafKeys& right, std::string_view prefix) {
+  return !left.max.empty() && !right.min.empty() &&
+         ProjectPast(prefix, left.max) < ProjectPast(prefix, right.min);
+}
 
 uint64_t ProjectPast(std::string_view prefix, Slice key) {
   if (prefix.empty()) return Project(key);

@@ -26,9 +26,15 @@ struct LeafKeys {
   std::string min, max;
 };
 
+// The longest prefix `a` and `b` share.
+std::string CommonPrefix(std::string_view a, std::string_view b);
+
+// Whether the boundary between two neighbouring leaves ends a run under `prefix`: both hold keys
+// and those keys project apart (the rule splits, bulk loads and reindexes use).
+bool ProjectsApart(const LeafKeys& left, const LeafKeys& right, std::string_view prefix);
+
 // Leaves a uniform lookup walks, summed over the leaves: the sum over runs of (run length)^2,
-// where a boundary between two non-empty leaves whose keys project apart under `prefix` ends a
-// run (the rule splits, bulk loads and reindexes use).
+// runs ending where ProjectsApart.
 uint64_t WalkCost(const std::vector<LeafKeys>& leaves, std::string_view prefix);
 
 // The prefix with the least WalkCost among: `current`, the common prefix of the smallest and the

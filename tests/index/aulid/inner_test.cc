@@ -396,8 +396,6 @@ TEST_F(InnerTest, PackedArraysPromoteToBranchesAndMixedNodes) {
   EXPECT_GE(part->counters().creates, 1u);  // the branch of 1,016 became a mixed node
 }
 
-// A slot page holds the descriptors of a few BRANCH and MIXED slots (6 at 224 slots per page);
-// promotions past that put theirs out of line, in slab objects, which go when the slots do.
 // Skewed keys: the dense end of the root has a branch or child in every slot, more than a page
 // of 224 slots has descriptors for. The build keeps large pages and moves the descriptors of the
 // smallest groups out of line, instead of taking 32 slots per page for the whole node.
@@ -443,6 +441,8 @@ TEST_F(InnerTest, SkewedKeysKeepLargePagesAndMoveFewDescriptorsOutOfLine) {
   ExpectRoutes(*part, changed, Probes(changed, 3000, 8));
 }
 
+// A slot page holds the descriptors of a few BRANCH and MIXED slots (6 at 224 slots per page);
+// promotions past that put theirs out of line, in slab objects, which go when the slots do.
 TEST_F(InnerTest, DescriptorsBeyondAPagesRoomGoOutOfLine) {
   auto part = NewPart();
   Reference ref;

@@ -205,7 +205,10 @@ TEST_P(ConformanceRecoveryTest, DamagedIndexPagesAreDataLossNeverWrongData) {
         VerifyReport report;
         const Status vs = (*db)->Verify(&report);
         detected |= !vs.ok() || !report.problems.empty();
-        EXPECT_TRUE(detected) << label << ": the damage went unnoticed";
+        // Background work started by the open that checked the page (a compaction after the
+        // flush of a clean stop) may have moved its contents before the damage was done: then
+        // nothing reads it now, and unnoticed is right.
+        EXPECT_TRUE(detected || !Holds(db->get(), page)) << label << ": the damage went unnoticed";
       }
     }
     // Undo the damage for the next sample.

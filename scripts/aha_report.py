@@ -11,6 +11,12 @@ them, one panel per workload; and docs/img/aha-oscillate.png, the oscillating mi
 Tables: throughput per workload and target with aha's ratios to btree and RocksDB, against the
 issue's targets; the oscillating mix phase by phase; aha's adaptation (time to converge, steps,
 leaves turned into pages, runs probed per search) for the two hotspot sizes; the device's ceiling.
+
+With --part oscillate (scripts/bench-aha.sh's oscillate part, aha-oscillate.jsonl), the section
+"AHA-tree: oscillating beyond memory" instead: per hotspot size (5%, 15%, 30%, and the 1% that
+fits in memory) the whole oscillation and each phase for aha, btree and RocksDB, with device
+reads and writes per operation, the hot-only updates over 30% of the keys, and with --img
+docs/img/aha-oscillate-beyond.png, ops/s over time, one panel per hotspot size.
 """
 import argparse
 import json
@@ -224,13 +230,147 @@ def plot(runs, out_dir):
     return paths
 
 
+OSC_WORKLOADS = [("oscillate-5pct", "5%"), ("oscillate-15pct", "15%"), ("oscillate-30pct", "30%"),
+                 ("oscillate", "1% (in memory)")]
+OSC_ORDER = ["embedded:aha", "embedded:btree", "rocksdb"]
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def io_cell(io):
+    """Device page reads and writes per operation, as "reads/writes"."""
+    if not io:
+        return "-"
+    return f"{io.get('page_reads_per_op', 0):.2f}/{io.get('page_writes_per_op', 0):.2f}"
+
+
+def phase_io(r, i):
+    """Device reads and writes per operation in phase i, from the timeline's counter deltas
+    (--timeline-counters page_reads,page_writes); None without them."""
+    tl, detail = r.get("timeline") or [], r.get("timeline_detail") or []
+    reads = writes = ops = 0.0
+    prev_t = 0.0
+    for point, d in zip(tl, detail):
+        dt = point[0] - prev_t
+        prev_t = point[0]
+        c = d.get("counters")
+        if point[2] != i or c is None:
+            continue
+        reads += c.get("page_reads", 0)
+        writes += c.get("page_writes", 0)
+        ops += point[1] * dt
+    if ops <= 0:
+        return None
+    return {"page_reads_per_op": reads / ops, "page_writes_per_op": writes / ops}
+
+
+def oscillate_beyond_tables(runs):
+    """One table per hotspot size: the whole oscillation, then each phase."""
+    out = []
+    by = {(r["target"], r["workload"]): r for r in runs if r.get("label") == "aha oscillate"}
+    targets = [t for t in OSC_ORDER if any(k[0] == t for k in by)]
+    for w, size in OSC_WORKLOADS:
+        rs = {t: by[(t, w)] for t in targets if (t, w) in by}
+        if not rs:
+            continue
+        out.append(f"**Hotspot {size}** (`config/workloads/{w}.yaml`)\n")
+        out.append("| phase | " + " | ".join(name(t) for t in targets) +
+                   " | aha / btree | aha / RocksDB | device reads/writes per op (" +
+                   ", ".join(name(t) for t in targets) + ") |")
+        out.append("|---|" + "--:|" * (len(targets) + 2) + "---|")
+        rows = [("whole oscillation", {t: r["throughput"] for t, r in rs.items()},
+                 {t: r.get("io") for t, r in rs.items()})]
+        phases = max(len(r.get("phases") or []) for r in rs.values())
+        for i in range(phases):
+            vals, ios, title = {}, {}, ""
+            for t, r in rs.items():
+                ph = r.get("phases") or []
+                if i < len(ph):
+                    title = f"{i + 1}. {ph[i]['name']}"
+                    vals[t] = ph[i]["throughput"]
+                    ios[t] = phase_io(r, i)
+            rows.append((title, vals, ios))
+        for title, vals, ios in rows:
+            cells = [f"{vals[t]:,.0f}" if t in vals else "-" for t in targets]
+            a, b, k = vals.get("embedded:aha"), vals.get("embedded:btree"), vals.get("rocksdb")
+            out.append(f"| {title} | " + " | ".join(cells) + f" | {ratio(a, b)} | {ratio(a, k)} | " +
+                       ", ".join(io_cell(ios.get(t)) for t in targets) + " |")
+        out.append("")
+    upd = {t: by[(t, "aha-wide-update")] for t in targets if (t, "aha-wide-update") in by}
+    if upd:
+        a = upd.get("embedded:aha", {}).get("throughput")
+        b = upd.get("embedded:btree", {}).get("throughput")
+        k = upd.get("rocksdb", {}).get("throughput")
+        out.append("Hot-only updates over 30% of the keys (`aha-wide-update.yaml`, 20 s): " +
+                   ", ".join(f"{name(t)} {r['throughput']:,.0f} ops/s ({io_cell(r.get('io'))} "
+                             "device reads/writes per op)" for t, r in upd.items()) +
+                   f"; aha / btree {ratio(a, b)}, aha / RocksDB {ratio(a, k)}.\n")
+    return "\n".join(out)
+
+
+def plot_beyond(runs, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sel = [r for r in runs if r.get("label") == "aha oscillate"]
+    panels = [(w, s) for w, s in OSC_WORKLOADS if any(r["workload"] == w for r in sel)]
+    if not panels:
+        return []
+    fig, axes = plt.subplots(len(panels), 1, figsize=(12, 2.6 * len(panels)), squeeze=False)
+    for ax, (w, size) in zip(axes[:, 0], panels):
+        for t in OSC_ORDER:
+            rs = [r for r in sel if r["target"] == t and r["workload"] == w and r.get("timeline")]
+            if rs:
+                tl = rs[-1]["timeline"]
+                ax.plot([p[0] for p in tl], [p[1] for p in tl], label=name(t))
+        ax.set_title(f"hotspot {size}: 90/10 then 10/90 range search/update, twice", fontsize=9)
+        ax.set_xlabel("s")
+        ax.set_ylabel("ops/s")
+        ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "aha-oscillate-beyond.png")
+    fig.savefig(path, dpi=90)
+    return [path]
+
+
+def main_oscillate(runs, a):
+    cfg = next((r["config"] for r in runs if r["workload"] == "load"), {})
+    print("## AHA-tree: oscillating beyond memory\n")
+    print(f"`PARTS=oscillate make bench-aha` (scripts/bench-aha.sh): {cfg.get('records', '?'):,} "
+          f"records of {cfg.get('value_bytes', '?')}-byte values loaded by random inserts, memory "
+          f"{cfg.get('cache_bytes', 0) / 1048576:.1f} MiB (a tenth of the data), one thread, direct "
+          "IO, `wal.sync: none`, aha, btree and RocksDB in the same run, each loaded once and then "
+          "run through the oscillations in this order. An oscillation is 90% range searches of "
+          "1000 keys and 10% updates, then 10/90, twice, each phase on a hotspot at a new random "
+          "start; the paper's regime is a hot range larger than the memory (5%, 15%, 30% of the "
+          "data), beside the 1% one that fits. Phases last 30 s (the 1%'s 60 s), the paper's 300.\n")
+    print(oscillate_beyond_tables(runs))
+    line = device_line(runs)
+    if line:
+        print(line + "\n")
+    if a.img:
+        for path in plot_beyond(runs, a.img):
+            print(f"![ops/s over time]({os.path.relpath(path, 'docs')})\n")
+    print("Commands:\n\n```")
+    print(open(a.commands).read().strip())
+    print("```\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
     ap.add_argument("commands")
     ap.add_argument("--img")
+    ap.add_argument("--part", choices=["hot", "oscillate"], default="hot")
     a = ap.parse_args()
     runs = load(a.results)
+    if a.part == "oscillate":
+        main_oscillate(runs, a)
+        return
     cfg = next((r["config"] for r in runs if r["workload"] == "load"), {})
     print("## AHA-tree: adapting to a hot range\n")
     print(f"`make bench-aha` (scripts/bench-aha.sh): {cfg.get('records', '?'):,} records of "

@@ -16,6 +16,15 @@
 #
 # Writes docs/bench-data/aha.jsonl, aha-commands.txt and the section aha.md (with
 # docs/img/aha-*.png), then regenerates docs/benchmarks.md. Not a test: about 50 minutes at 2M.
+#
+# PARTS selects what runs (default "hot oscillate"):
+#   hot         the above
+#   oscillate   the paper's regime, hot ranges larger than memory: OSC_TARGETS (aha, btree and
+#               RocksDB) each loaded once, then oscillate-{5,15,30}pct.yaml (90/10 <-> 10/90 on
+#               hotspots of 5%, 15% and 30% of the data, 30 s phases), oscillate.yaml (1%, in
+#               memory) and the updates over 30% of the keys, with the device beside them:
+#               aha-oscillate.jsonl, aha-oscillate-commands.txt, aha-oscillate.md and
+#               docs/img/aha-oscillate-*.png. About 35 minutes at 2M.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,16 +35,14 @@ RECORDS=${RECORDS:-2M}
 VALUE=${VALUE:-128}                   # the paper's 128-byte values
 FRACTION=${FRACTION:-0.1}             # memory budget: a tenth of the data
 TARGETS=${TARGETS:-embedded:aha embedded:aha?split=side embedded:aha?insert=tree embedded:btree rocksdb}
+OSC_TARGETS=${OSC_TARGETS:-embedded:aha embedded:btree rocksdb}
+PARTS=${PARTS:-hot oscillate}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
 OUT=docs/bench-data
-RESULTS=$OUT/aha.jsonl
-COMMANDS=$OUT/aha-commands.txt
 W=config/workloads
 mkdir -p "$OUT" "$DATA"
-rm -f "$RESULTS"
-: >"$COMMANDS"
 
 run() {
   echo "$*" >>"$COMMANDS"
@@ -43,39 +50,80 @@ run() {
   "$@"
 }
 
-common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
-  --direct-io true --wal-sync none --threads 1 --json "$RESULTS" --progress off)
 dir_of() { echo "$DATA/${1//[:?=&]/-}"; }
 
-for target in $TARGETS; do
-  dir=$(dir_of "$target")
-  rm -rf "$dir"
-  run "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
-    --workloads "load,$W/aha-hot-scan.yaml,$W/aha-hot-update.yaml,$W/aha-hot-scan-after.yaml,$W/oscillate.yaml,$W/aha-wide-update.yaml" \
-    --label "aha 1pct"
-  rm -rf "$dir"
-done
-
-for size in 2pct 4pct; do
-  dir=$(dir_of embedded:aha)-$size
-  rm -rf "$dir"
-  run "$BENCH" --target embedded:aha --dir "$dir" "${common[@]}" \
-    --workloads "load,$W/aha-hot-scan-$size.yaml" --label "aha $size"
-  rm -rf "$dir"
-done
-
-file_bytes=$("$PYTHON" - "$RESULTS" <<'PY'
+# The raw device's random reads over a file the size of btree's, in the same run.
+device() {
+  local file_bytes
+  file_bytes=$("$PYTHON" - "$RESULTS" <<'PY'
 import json, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 load = [r for r in runs if r["target"] == "embedded:btree" and r["workload"] == "load"]
 print(int(load[-1]["gauges"]["data_file_bytes"]) if load else 1 << 30)
 PY
 )
-run "$BENCH" --target "device?file_bytes=$file_bytes" --dir "$DATA/device" --records "$RECORDS" \
-  --value-size "$VALUE" --duration 8 --warmup 2 --direct-io true --threads 1 --workloads c \
-  --distribution uniform --json "$RESULTS" --progress off --label "aha device"
+  run "$BENCH" --target "device?file_bytes=$file_bytes" --dir "$DATA/device" --records "$RECORDS" \
+    --value-size "$VALUE" --duration 8 --warmup 2 --direct-io true --threads 1 --workloads c \
+    --distribution uniform --json "$RESULTS" --progress off --label "aha device"
+  rm -rf "$DATA/device"
+}
+
+hot_part() {
+  RESULTS=$OUT/aha.jsonl
+  COMMANDS=$OUT/aha-commands.txt
+  rm -f "$RESULTS"
+  : >"$COMMANDS"
+  common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
+    --direct-io true --wal-sync none --threads 1 --json "$RESULTS" --progress off)
+
+  for target in $TARGETS; do
+    dir=$(dir_of "$target")
+    rm -rf "$dir"
+    run "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
+      --workloads "load,$W/aha-hot-scan.yaml,$W/aha-hot-update.yaml,$W/aha-hot-scan-after.yaml,$W/oscillate.yaml,$W/aha-wide-update.yaml" \
+      --label "aha 1pct"
+    rm -rf "$dir"
+  done
+
+  for size in 2pct 4pct; do
+    dir=$(dir_of embedded:aha)-$size
+    rm -rf "$dir"
+    run "$BENCH" --target embedded:aha --dir "$dir" "${common[@]}" \
+      --workloads "load,$W/aha-hot-scan-$size.yaml" --label "aha $size"
+    rm -rf "$dir"
+  done
+  device
+  "$PYTHON" scripts/aha_report.py "$RESULTS" "$COMMANDS" --img docs/img >"$OUT/aha.md"
+}
+
+oscillate_part() {
+  RESULTS=$OUT/aha-oscillate.jsonl
+  COMMANDS=$OUT/aha-oscillate-commands.txt
+  rm -f "$RESULTS"
+  : >"$COMMANDS"
+  common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
+    --direct-io true --wal-sync none --threads 1 --json "$RESULTS" --progress off)
+  for target in $OSC_TARGETS; do
+    dir=$(dir_of "$target")
+    rm -rf "$dir"
+    run "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
+      --workloads "load,$W/oscillate-5pct.yaml,$W/oscillate-15pct.yaml,$W/oscillate-30pct.yaml,$W/oscillate.yaml,$W/aha-wide-update.yaml" \
+      --timeline-counters page_reads,page_writes --label "aha oscillate"
+    rm -rf "$dir"
+  done
+  device
+  "$PYTHON" scripts/aha_report.py "$RESULTS" "$COMMANDS" --img docs/img --part oscillate \
+    >"$OUT/aha-oscillate.md"
+}
+
+for part in $PARTS; do
+  case $part in
+    hot) hot_part ;;
+    oscillate) oscillate_part ;;
+    *) echo "unknown part $part (hot, oscillate)" >&2; exit 2 ;;
+  esac
+done
 rm -rf "$DATA"
 
-"$PYTHON" scripts/aha_report.py "$RESULTS" "$COMMANDS" --img docs/img >"$OUT/aha.md"
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md
-echo "wrote $OUT/aha.md and docs/benchmarks.md" >&2
+echo "wrote docs/benchmarks.md" >&2

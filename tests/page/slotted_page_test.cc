@@ -1,5 +1,6 @@
 #include "page/slotted_page.h"
 
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -102,6 +103,20 @@ TEST_F(SlottedPageTest, CheckStructureCatchesDisorder) {
   SlottedPage p = sp();
   p.Insert(0, "b", "1");
   p.Insert(1, "a", "2");  // violates the precondition on purpose
+  EXPECT_STRNE(p.CheckStructure(), "");
+  EXPECT_STREQ(p.CheckOffsets(), "") << "the order is not an offset problem";
+}
+
+TEST_F(SlottedPageTest, CheckOffsetsCatchesASlotOutsideTheCells) {
+  SlottedPage p = sp();
+  p.Insert(0, "a", "1");
+  p.Insert(1, "b", "2");
+  ASSERT_STREQ(p.CheckOffsets(), "");
+  // Point the second slot past the page's end.
+  char* slot = buf_ + kBase + SlottedPageView::kRegionHeader + SlottedPageView::kSlotSize;
+  const uint16_t bad = kPageSize - 2;
+  std::memcpy(slot, &bad, sizeof(bad));
+  EXPECT_STRNE(p.CheckOffsets(), "");
   EXPECT_STRNE(p.CheckStructure(), "");
 }
 

@@ -131,10 +131,14 @@ StatusOr<std::unique_ptr<IndexCursor>> AhaTree::NewCursor(const CursorOptions& o
   Snapshot snap = TakeSnapshot();
   const bool from_start = o.reverse && !o.has_upper;
   const Slice start = o.reverse ? Slice(o.upper) : Slice(o.lower);
+  // The memtables copy out nothing past the scan's far bound.
+  const Slice end = o.reverse ? Slice(o.lower) : Slice(o.upper);
+  const bool has_end = o.reverse || o.has_upper;
   std::vector<std::unique_ptr<aha::Source>> sources;
-  sources.push_back(aha::NewMemTableSource(snap.active, start, from_start, o.reverse));
+  sources.push_back(
+      aha::NewMemTableSource(snap.active, start, from_start, o.reverse, end, has_end));
   for (const auto& t : snap.version->frozen) {
-    sources.push_back(aha::NewMemTableSource(t, start, from_start, o.reverse));
+    sources.push_back(aha::NewMemTableSource(t, start, from_start, o.reverse, end, has_end));
   }
   // The tree, below the memtables: its nodes are opened as the scan reaches them.
   auto scan = std::make_unique<aha::ScanContext>(aha::ScanContext{

@@ -125,6 +125,13 @@ Status AhaTree::Verify(IndexVerifier* v) {
         continue;
       }
       const bool last = i + 1 == n.pages.size();
+      for (size_t j = 1; j < entries.size(); ++j) {
+        if (!(entries[j - 1].key < entries[j].key)) {
+          v->Problem(fmt::format("{} leaf page {} (page {}): keys not strictly ascending", name, i,
+                                 page.id));
+          break;
+        }
+      }
       for (const Entry& e : entries) {
         if (!f.range.Contains(e.key) || (i > 0 && e.key < page.low) ||
             (!last && e.key >= n.pages[i + 1]->low)) {

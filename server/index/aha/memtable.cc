@@ -41,23 +41,41 @@ bool MemTable::HasKeyIn(Slice lo, Slice hi) const {
   return it != map_.end() && Slice(it->first).compare(hi) < 0;
 }
 
+void MemTable::AssignEntry(const std::string& key, const Version& v, Entry* out) {
+  out->key.assign(key);
+  out->lsn = v.lsn;
+  out->tombstone = v.tombstone;
+  out->cell.assign(v.cell);
+}
+
 void MemTable::Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max,
-                       std::vector<Entry>* out) const {
-  out->clear();
-  MutexLock lock(&mu_);
-  const std::string_view f(from.data(), from.size());
-  if (!reverse) {
-    auto it = from_start ? map_.begin() : (inclusive ? map_.lower_bound(f) : map_.upper_bound(f));
-    for (; it != map_.end() && out->size() < max; ++it)
-      out->push_back(ToEntry(it->first, it->second));
-    return;
+                       Slice end, bool has_end, std::vector<Entry>* out) const {
+  // Entries are assigned over the old ones (their strings keep their capacity), then trimmed.
+  size_t n = 0;
+  auto add = [&](const std::string& k, const Version& v) {
+    if (n == out->size()) out->emplace_back();
+    AssignEntry(k, v, &(*out)[n++]);
+  };
+  {
+    MutexLock lock(&mu_);
+    const std::string_view f(from.data(), from.size());
+    if (!reverse) {
+      auto it = from_start ? map_.begin() : (inclusive ? map_.lower_bound(f) : map_.upper_bound(f));
+      for (; it != map_.end() && n < max; ++it) {
+        if (has_end && Slice(it->first).compare(end) >= 0) break;
+        add(it->first, it->second);
+      }
+    } else {
+      // Backward: start at the last key <= from (or < from when not inclusive).
+      auto it = from_start ? map_.end() : (inclusive ? map_.upper_bound(f) : map_.lower_bound(f));
+      while (it != map_.begin() && n < max) {
+        --it;
+        if (has_end && Slice(it->first).compare(end) < 0) break;
+        add(it->first, it->second);
+      }
+    }
   }
-  // Backward: start at the last key <= from (or < from when not inclusive).
-  auto it = from_start ? map_.end() : (inclusive ? map_.upper_bound(f) : map_.lower_bound(f));
-  while (it != map_.begin() && out->size() < max) {
-    --it;
-    out->push_back(ToEntry(it->first, it->second));
-  }
+  out->resize(n);
 }
 
 void MemTable::ValueCells(const std::function<bool(Slice)>& keep,

@@ -41,8 +41,10 @@ class MemTable {
 
   // Up to `max` entries in key order from `from` on (backward from it when `reverse`), `from`
   // itself included when `inclusive`; with `from_start`, from the first (reverse: last) entry.
-  void Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max,
-               std::vector<Entry>* out) const;
+  // With `has_end`, only keys before `end` (reverse: at or after it). `out` is overwritten; its
+  // entries' strings are reused, so a reader that collects batch after batch allocates little.
+  void Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max, Slice end,
+               bool has_end, std::vector<Entry>* out) const;
   // Whether a version of some key in [lo, hi) is held here.
   bool HasKeyIn(Slice lo, Slice hi) const;
   // Cells of the values held here that `keep` accepts (tombstones have none).
@@ -59,6 +61,7 @@ class MemTable {
     std::string cell;
   };
   static Entry ToEntry(const std::string& key, const Version& v);
+  static void AssignEntry(const std::string& key, const Version& v, Entry* out);
 
   mutable Mutex mu_;
   std::map<std::string, Version, std::less<>> map_ GUARDED_BY(mu_);

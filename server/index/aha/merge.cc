@@ -85,17 +85,25 @@ class LevelSource final : public Source {
 
 class MemTableSource final : public Source {
  public:
-  static constexpr size_t kBatch = 256;
-  MemTableSource(std::shared_ptr<const MemTable> table, Slice start, bool from_start, bool reverse)
-      : table_(std::move(table)), reverse_(reverse) {
-    table_->Collect(start, from_start, /*inclusive=*/true, reverse_, kBatch, &batch_);
+  static constexpr size_t kFirstBatch = 16;
+  static constexpr size_t kMaxBatch = 512;
+  MemTableSource(std::shared_ptr<const MemTable> table, Slice start, bool from_start, bool reverse,
+                 Slice end, bool has_end)
+      : table_(std::move(table)),
+        reverse_(reverse),
+        end_(end.data(), end.size()),
+        has_end_(has_end) {
+    table_->Collect(start, from_start, /*inclusive=*/true, reverse_, batch_size_, end_, has_end_,
+                    &batch_);
   }
   bool Valid() const override { return pos_ < batch_.size(); }
   const Entry& entry() const override { return batch_[pos_]; }
   void Next() override {
-    if (++pos_ < batch_.size() || batch_.size() < kBatch) return;
-    const std::string last = batch_.back().key;
-    table_->Collect(last, false, /*inclusive=*/false, reverse_, kBatch, &batch_);
+    if (++pos_ < batch_.size() || batch_.size() < batch_size_) return;
+    last_.assign(batch_.back().key);
+    batch_size_ = std::min(kMaxBatch, batch_size_ * 2);
+    table_->Collect(last_, false, /*inclusive=*/false, reverse_, batch_size_, end_, has_end_,
+                    &batch_);
     pos_ = 0;
   }
   Status status() const override { return Status::Ok(); }
@@ -103,7 +111,11 @@ class MemTableSource final : public Source {
  private:
   std::shared_ptr<const MemTable> table_;
   bool reverse_;
+  std::string end_;
+  bool has_end_;
+  size_t batch_size_ = kFirstBatch;
   std::vector<Entry> batch_;
+  std::string last_;
   size_t pos_ = 0;
 };
 
@@ -160,7 +172,13 @@ std::unique_ptr<Source> NewLevelSource(BufferPool* pool,
 
 std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
                                           bool from_start, bool reverse) {
-  return std::make_unique<MemTableSource>(std::move(table), start, from_start, reverse);
+  return NewMemTableSource(std::move(table), start, from_start, reverse, Slice(), false);
+}
+
+std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
+                                          bool from_start, bool reverse, Slice end, bool has_end) {
+  return std::make_unique<MemTableSource>(std::move(table), start, from_start, reverse, end,
+                                          has_end);
 }
 
 std::unique_ptr<Source> NewLazySource(std::string bound,

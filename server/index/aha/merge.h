@@ -51,9 +51,13 @@ std::unique_ptr<Source> NewLevelSource(BufferPool* pool,
                                        bool from_start, bool reverse, IoCause cause,
                                        uint32_t readahead);
 // A memtable, read in batches so that no lock is held between calls; writes made after the
-// source was created may or may not be seen.
+// source was created may or may not be seen. The batches grow from a few entries (a short scan
+// copies little) to a few hundred; with `has_end`, nothing at or past `end` (reverse: before it)
+// is copied out.
 std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
                                           bool from_start, bool reverse);
+std::unique_ptr<Source> NewMemTableSource(std::shared_ptr<const MemTable> table, Slice start,
+                                          bool from_start, bool reverse, Slice end, bool has_end);
 // A source made by `open` only when a merge reaches `bound` (see Source::Pending): a scan opens
 // (reads a page of) only the runs its range actually reaches, not every run that starts beyond
 // its first key.

@@ -157,7 +157,7 @@ Status ReadLeafPage(BufferPool* pool, const LeafPage& page, IoCause cause,
                                         static_cast<uint16_t>(core::kLeafPage)));
   }
   core::LeafView leaf(g.data());
-  if (const char* problem = leaf.slots().CheckStructure(); *problem != 0) {
+  if (const char* problem = leaf.slots().CheckOffsets(); *problem != 0) {
     return Status::DataLoss(fmt::format("aha leaf page {}: {}", page.id, problem));
   }
   out->resize(static_cast<size_t>(leaf.count()));
@@ -179,7 +179,7 @@ StatusOr<bool> GetFromPages(BufferPool* pool, const LeafPages& pages, Slice key,
     return Status::DataLoss(fmt::format("aha leaf page {}: not a leaf page", page.id));
   }
   core::LeafView leaf(g.data());
-  if (const char* problem = leaf.slots().CheckStructure(); *problem != 0) {
+  if (const char* problem = leaf.slots().CheckOffsets(); *problem != 0) {
     return Status::DataLoss(fmt::format("aha leaf page {}: {}", page.id, problem));
   }
   bool found = false;

@@ -32,7 +32,7 @@ Status CheckPage(const char* p, PageType type, uint32_t aux, PageId id) {
                     page::Aux(p), static_cast<uint16_t>(type), aux));
   }
   if (type != kRunFilter) {
-    if (const char* problem = SlottedPageView(p, kSlotBase).CheckStructure(); *problem != 0) {
+    if (const char* problem = SlottedPageView(p, kSlotBase).CheckOffsets(); *problem != 0) {
       return Status::DataLoss(fmt::format("aha run page {}: {}", id, problem));
     }
   }

@@ -13,32 +13,6 @@ using core::Fences;
 using core::InnerNodeView;
 using hln::SubnodeView;
 
-namespace {
-
-// The offset checks of SlottedPageView::CheckStructure without its bytewise order check, for
-// subnodes ordered by hash (the order is checked by the caller with the leaf order).
-class RegionCheck : public SlottedPageView {
- public:
-  using SlottedPageView::SlottedPageView;
-  const char* Offsets() const {
-    if (SlotsEnd() > kPageSize) return "slot array runs past the page";
-    if (cell_start() < SlotsEnd() || cell_start() > kPageSize)
-      return "cell area overlaps the slots";
-    size_t live = 0;
-    for (int i = 0; i < count(); ++i) {
-      const size_t off = SlotOffset(i);
-      if (off < cell_start() || off + kCellHeader > kPageSize) return "slot points outside cells";
-      const size_t len = kCellHeader + U16(off) + U16(off + 2);
-      if (off + len > kPageSize) return "cell runs past the page";
-      live += len;
-    }
-    if (live + frag_bytes() != kPageSize - cell_start()) return "cell accounting does not add up";
-    return "";
-  }
-};
-
-}  // namespace
-
 struct HlnTree::VerifyTotals {
   uint64_t entries = 0, leaves = 0, stash_leaves = 0, used = 0;
   uint64_t keys_guessed = 0, keys_misguessed = 0;
@@ -108,7 +82,7 @@ void HlnTree::VerifyLeaf(Slice payload, const Fences& f, IndexVerifier* v, Verif
                       static_cast<uint16_t>(hln::kSubnodePage), i, n, want_flags));
       continue;
     }
-    if (const char* why = RegionCheck(g->data(), hln::kSubSlotBase).Offsets(); *why) {
+    if (const char* why = SlottedPageView(g->data(), hln::kSubSlotBase).CheckOffsets(); *why) {
       v->Problem(fmt::format("{}: {}", where, why));
       continue;
     }

@@ -55,6 +55,41 @@ TEST(MemTableTest, CollectsInBatchesBothWays) {
   EXPECT_EQ(all->entry().key, "k0999");
 }
 
+// A scan's far bound stops the copying: the source ends at it, both ways, and batches that grow
+// from a few entries to hundreds see every key once, with writes between them.
+TEST(MemTableTest, SourcesStopAtTheScanBoundAndGrowTheirBatches) {
+  auto t = std::make_shared<MemTable>();
+  auto key = [](int i) {
+    char k[8];
+    std::snprintf(k, sizeof(k), "k%04d", i);
+    return std::string(k);
+  };
+  for (int i = 0; i < 3000; i += 2) t->Put(key(i), i + 1, false, std::string(40, 'v'));
+  for (bool reverse : {false, true}) {
+    // Forward [k0101, k2500); reverse from k2500 down to k0101.
+    auto src = reverse ? NewMemTableSource(t, key(2500), false, true, key(101), true)
+                       : NewMemTableSource(t, key(101), false, false, key(2500), true);
+    std::vector<std::string> seen;
+    for (; src->Valid(); src->Next()) {
+      seen.push_back(src->entry().key);
+      // Writes between batches (odd keys, behind or ahead of the scan) break nothing.
+      if (seen.size() % 100 == 0) t->Put(key(2 * static_cast<int>(seen.size()) + 1), 1, false, "w");
+    }
+    ASSERT_FALSE(seen.empty());
+    for (size_t i = 1; i < seen.size(); ++i) {
+      ASSERT_EQ(seen[i] < seen[i - 1], reverse) << seen[i];
+      ASSERT_NE(seen[i], seen[i - 1]);
+    }
+    const std::string lo = reverse ? seen.back() : seen.front();
+    const std::string hi = reverse ? seen.front() : seen.back();
+    EXPECT_EQ(lo, key(102)) << "reverse: nothing below the bound";
+    // Forward, nothing at or past the bound; reverse, the start is inclusive.
+    EXPECT_EQ(hi, reverse ? key(2500) : key(2498));
+  }
+  // An empty range collects nothing.
+  EXPECT_FALSE(NewMemTableSource(t, key(11), false, false, key(12), true)->Valid());
+}
+
 TEST(MemTableTest, MergeLetsTheFresherSourceWinEqualLsns) {
   auto t = std::make_shared<MemTable>();
   t->Put("b", 3, false, "replayed");

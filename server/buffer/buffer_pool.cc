@@ -780,8 +780,15 @@ PrefetchBatch::~PrefetchBatch() {
 }
 
 size_t PrefetchBatch::Issue(const std::vector<PageId>& ids) {
+  size_t considered;
+  return Issue(ids.data(), ids.size(), &considered);
+}
+
+size_t PrefetchBatch::Issue(const PageId* ids, size_t n, size_t* considered) {
   size_t issued = 0;
-  for (PageId id : ids) {
+  *considered = 0;
+  for (; *considered < n; ++*considered) {
+    const PageId id = ids[*considered];
     if (id == kInvalidPageId || pool_->IsResident(id)) continue;
     bool dup = false;
     for (const auto& e : entries_) dup |= e->id == id;

@@ -337,6 +337,9 @@ class PrefetchBatch {
 
   // Returns how many reads were issued (side-pool exhaustion or residency may reduce it).
   size_t Issue(const std::vector<PageId>& ids);
+  // The same for ids[0, n); *considered receives how many of them were looked at (issued, found
+  // resident or already in flight) before the side pool ran out: the rest may be offered again.
+  size_t Issue(const PageId* ids, size_t n, size_t* considered);
   size_t issued() const { return entries_.size(); }
   // Whether a read of `id` was issued by this batch.
   bool Has(PageId id) const;

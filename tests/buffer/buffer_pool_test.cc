@@ -842,6 +842,24 @@ TEST_P(BufferPoolTest, ResidentPagesAreNotPrefetched) {
   EXPECT_EQ(io_->reads() - reads_before, 2u);
 }
 
+// A batch that runs out of side-pool buffers says how far it got, so a scan can offer the rest
+// again (ScanReadahead looks only at pages past the last one looked at).
+TEST_P(BufferPoolTest, IssueSaysHowFarItGotWhenTheSidePoolRunsOut) {
+  const std::vector<PageId> ids = OnDiskPages(20);  // the side pool has 16 buffers
+  ASSERT_TRUE(pool_->FetchRead(ids[1]).ok());       // resident: looked at, not read
+  size_t considered = 0;
+  PrefetchBatch batch(pool_.get());
+  EXPECT_EQ(batch.Issue(ids.data(), ids.size(), &considered), 16u);
+  EXPECT_EQ(considered, 17u) << "16 reads and one resident page, then no buffer for the 18th";
+  // Once the batch gives its buffers back, the rest can be offered.
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(pool_->FetchRead(ids[i], IoCause::kDemand, Retention::kNormal, &batch).ok());
+  }
+  batch.Retain([&](PageId id) { return id >= ids[4]; });
+  EXPECT_EQ(batch.Issue(ids.data() + considered, ids.size() - considered, &considered), 3u);
+  EXPECT_EQ(considered, 3u);
+}
+
 // Readers, a writer and a checkpointer on a working set ten times the cache: every read sees a
 // consistent image of the page it asked for (a pinned frame is never reused), and at the end the
 // disk holds the newest version of every page.

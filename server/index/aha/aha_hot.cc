@@ -142,6 +142,7 @@ void AhaTree::NoteScan(Slice first, Slice last, uint64_t runs_opened) {
   scan_runs_.fetch_add(runs_opened, std::memory_order_relaxed);
   if (cfg_.adapt == aha::Config::Adapt::kOff) return;
   bool meets = false;
+  bool changed = false;
   {
     MutexLock lock(&hot_mu_);
     if (cfg_.hot_detect) {
@@ -159,13 +160,18 @@ void AhaTree::NoteScan(Slice first, Slice last, uint64_t runs_opened) {
           all.insert(all.end(), detected_.begin(), detected_.end());
           hot_ = aha::MergeHotRanges(std::move(all));
           detections_.fetch_add(1, std::memory_order_relaxed);
+          changed = true;
         }
       }
     }
     for (const HotRange& h : hot_) meets = meets || Meets(first, last, h);
   }
-  // Query-triggered (§5): a search that meets a hot range starts (or continues) adaptation.
-  if (meets && !adapt_requested_.exchange(true)) bg_.Kick();
+  // Query-triggered (§5): a search that meets a hot range starts (or continues) adaptation. The
+  // background looks at the request within its idle period (10 ms); only a hot range that has
+  // just changed wakes it at once. Waking it on every search cost a futex wake per search and a
+  // background round per search once the range had converged (a few percent of a read-heavy
+  // phase's CPU on each side).
+  if (meets && !adapt_requested_.exchange(true) && changed) bg_.Kick();
 }
 
 std::vector<HotRange> AhaTree::DetectLocked(const Version& v) const {

@@ -55,9 +55,8 @@ class BTreeCursor final : public core::BatchCursor {
     ahead_.clear();
     const core::ParentVisitor note = [this](const core::ParentLatch& p) {
       if (!readahead_.enabled()) return;
-      for (Slice payload : core::NextChildren(p, options(), readahead_.budget())) {
-        ahead_.push_back(DecodeFixed64(payload.data()));
-      }
+      core::NextChildren(p, options(), readahead_.budget(), &children_);
+      for (Slice payload : children_) ahead_.push_back(DecodeFixed64(payload.data()));
     };
     if (first) {
       return tree_->DescendPredicted(key, mode, IoCause::kScan, leaf, readahead_.batch(), &note);
@@ -73,8 +72,9 @@ class BTreeCursor final : public core::BatchCursor {
 
   BTree* const tree_;
   core::ScanReadahead readahead_;
-  std::vector<PageId> ahead_;  // the sibling leaves noted by the last descent, nearest first
-  bool started_ = false;       // reverse: the first read was made
+  std::vector<PageId> ahead_;    // the sibling leaves noted by the last descent, nearest first
+  std::vector<Slice> children_;  // scratch for NextChildren
+  bool started_ = false;         // reverse: the first read was made
 };
 
 }  // namespace

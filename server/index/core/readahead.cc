@@ -1,7 +1,6 @@
 #include "index/core/readahead.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 namespace grove::core {
 
@@ -34,27 +33,40 @@ size_t ScanReadahead::Window() const {
 void ScanReadahead::Issue(const std::vector<PageId>& next) {
   if (!batch_) return;
   const size_t n = std::min(next.size(), Window());
-  const std::unordered_set<PageId> wanted(next.begin(), next.begin() + static_cast<long>(n));
-  batch_->Retain([&](PageId id) { return wanted.count(id) > 0; });
+  const auto window_end = next.begin() + static_cast<std::ptrdiff_t>(n);
+  if (batch_->issued() > 0) {
+    batch_->Retain(
+        [&](PageId id) { return std::find(next.begin(), window_end, id) != window_end; });
+  }
   if (n == 0) return;
-  batch_->Issue(std::vector<PageId>(next.begin(), next.begin() + static_cast<long>(n)));
+  // Past the last page looked at (not found: a new parent, or the scan jumped: all are new).
+  size_t from = 0;
+  if (last_looked_at_ != kInvalidPageId) {
+    const auto it = std::find(next.begin(), next.end(), last_looked_at_);
+    if (it != next.end()) from = std::min(n, static_cast<size_t>(it - next.begin()) + 1);
+  }
+  if (from == n) return;
+  size_t considered = 0;
+  batch_->Issue(next.data() + from, n - from, &considered);
+  // Pages left out because the side pool ran out are offered again next time.
+  if (considered > 0) last_looked_at_ = next[from + considered - 1];
 }
 
-std::vector<Slice> NextChildren(const ParentLatch& p, const CursorOptions& options, size_t max) {
-  std::vector<Slice> out;
+void NextChildren(const ParentLatch& p, const CursorOptions& options, size_t max,
+                  std::vector<Slice>* out) {
+  out->clear();
   const InnerNodeView n(p.data());
   if (!options.reverse) {
-    for (int j = p.child + 1; j < n.count() && out.size() < max; ++j) {
+    for (int j = p.child + 1; j < n.count() && out->size() < max; ++j) {
       if (options.has_upper && n.key(j) >= Slice(options.upper)) break;  // j starts at key(j)
-      out.push_back(n.payload(j));
+      out->push_back(n.payload(j));
     }
   } else {
-    for (int j = p.child - 1; j >= 0 && out.size() < max; --j) {
+    for (int j = p.child - 1; j >= 0 && out->size() < max; --j) {
       if (!options.lower.empty() && n.key(j + 1) <= Slice(options.lower)) break;  // ends there
-      out.push_back(n.payload(j));
+      out->push_back(n.payload(j));
     }
   }
-  return out;
 }
 
 }  // namespace grove::core

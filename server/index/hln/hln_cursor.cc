@@ -104,7 +104,8 @@ class HlnCursor final : public core::BatchCursor {
       }
     };
     add_leaf_from(ref, reverse ? sub - 1 : sub + 1);
-    for (Slice payload : core::NextChildren(p, options(), want)) {
+    core::NextChildren(p, options(), want, &children_);
+    for (Slice payload : children_) {
       if (next.size() >= want) break;
       const hln::LeafRef r = tree_->DecodeLeafRef(payload);
       if (r.stash) next.push_back(r.leaf);
@@ -267,6 +268,7 @@ class HlnCursor final : public core::BatchCursor {
 
   HlnTree* const tree_;
   core::ScanReadahead readahead_;
+  std::vector<Slice> children_;  // scratch for NextChildren
 };
 
 }  // namespace

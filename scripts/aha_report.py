@@ -310,7 +310,7 @@ def oscillate_beyond_tables(runs):
     return "\n".join(out)
 
 
-def plot_beyond(runs, out_dir):
+def plot_beyond(runs, out_dir, name_):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -332,14 +332,14 @@ def plot_beyond(runs, out_dir):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    path = os.path.join(out_dir, "aha-oscillate-beyond.png")
+    path = os.path.join(out_dir, f"{name_}-beyond.png" if name_ == "aha-oscillate" else f"{name_}.png")
     fig.savefig(path, dpi=90)
     return [path]
 
 
 def main_oscillate(runs, a):
     cfg = next((r["config"] for r in runs if r["workload"] == "load"), {})
-    print("## AHA-tree: oscillating beyond memory\n")
+    print(f"## {a.title}\n")
     print(f"`PARTS=oscillate make bench-aha` (scripts/bench-aha.sh): {cfg.get('records', '?'):,} "
           f"records of {cfg.get('value_bytes', '?')}-byte values loaded by random inserts, memory "
           f"{cfg.get('cache_bytes', 0) / 1048576:.1f} MiB (a tenth of the data), one thread, direct "
@@ -353,7 +353,7 @@ def main_oscillate(runs, a):
     if line:
         print(line + "\n")
     if a.img:
-        for path in plot_beyond(runs, a.img):
+        for path in plot_beyond(runs, a.img, a.name):
             print(f"![ops/s over time]({os.path.relpath(path, 'docs')})\n")
     print("Commands:\n\n```")
     print(open(a.commands).read().strip())
@@ -366,6 +366,8 @@ def main():
     ap.add_argument("commands")
     ap.add_argument("--img")
     ap.add_argument("--part", choices=["hot", "oscillate"], default="hot")
+    ap.add_argument("--title", default="AHA-tree: oscillating beyond memory")
+    ap.add_argument("--name", default="aha-oscillate", help="the plot's file name, without .png")
     a = ap.parse_args()
     runs = load(a.results)
     if a.part == "oscillate":

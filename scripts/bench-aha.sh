@@ -36,6 +36,11 @@ VALUE=${VALUE:-128}                   # the paper's 128-byte values
 FRACTION=${FRACTION:-0.1}             # memory budget: a tenth of the data
 TARGETS=${TARGETS:-embedded:aha embedded:aha?split=side embedded:aha?insert=tree embedded:btree rocksdb}
 OSC_TARGETS=${OSC_TARGETS:-embedded:aha embedded:btree rocksdb}
+# The oscillate part's workloads (names under config/workloads), and the name and title of its
+# results, so that a partial rerun can sit beside the full one.
+OSC_WORKLOADS=${OSC_WORKLOADS:-oscillate-5pct oscillate-15pct oscillate-30pct oscillate aha-wide-update}
+OSC_NAME=${OSC_NAME:-aha-oscillate}
+OSC_TITLE=${OSC_TITLE:-AHA-tree: oscillating beyond memory}
 PARTS=${PARTS:-hot oscillate}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
@@ -97,8 +102,10 @@ hot_part() {
 }
 
 oscillate_part() {
-  RESULTS=$OUT/aha-oscillate.jsonl
-  COMMANDS=$OUT/aha-oscillate-commands.txt
+  RESULTS=$OUT/$OSC_NAME.jsonl
+  COMMANDS=$OUT/$OSC_NAME-commands.txt
+  local workloads="load" w
+  for w in $OSC_WORKLOADS; do workloads="$workloads,$W/$w.yaml"; done
   rm -f "$RESULTS"
   : >"$COMMANDS"
   common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
@@ -107,13 +114,12 @@ oscillate_part() {
     dir=$(dir_of "$target")
     rm -rf "$dir"
     run "$BENCH" --target "$target" --dir "$dir" "${common[@]}" \
-      --workloads "load,$W/oscillate-5pct.yaml,$W/oscillate-15pct.yaml,$W/oscillate-30pct.yaml,$W/oscillate.yaml,$W/aha-wide-update.yaml" \
-      --timeline-counters page_reads,page_writes --label "aha oscillate"
+      --workloads "$workloads" --timeline-counters page_reads,page_writes --label "aha oscillate"
     rm -rf "$dir"
   done
   device
   "$PYTHON" scripts/aha_report.py "$RESULTS" "$COMMANDS" --img docs/img --part oscillate \
-    >"$OUT/aha-oscillate.md"
+    --title "$OSC_TITLE" --name "$OSC_NAME" >"$OUT/$OSC_NAME.md"
 }
 
 for part in $PARTS; do

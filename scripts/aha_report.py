@@ -184,6 +184,15 @@ def device_line(runs):
             "queue depth 1.")
 
 
+def timeline_axis(ax, title):
+    """The look every ops/s-over-time panel shares."""
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("s")
+    ax.set_ylabel("ops/s")
+    ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+
+
 def plot(runs, out_dir):
     import matplotlib
     matplotlib.use("Agg")
@@ -198,11 +207,7 @@ def plot(runs, out_dir):
                 continue
             tl = rs[-1]["timeline"]
             ax.plot([p[0] for p in tl], [p[1] for p in tl], label=name(t))
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("s")
-        ax.set_ylabel("ops/s")
-        ax.set_yscale("log")
-        ax.grid(True, alpha=0.3)
+        timeline_axis(ax, title)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     path = os.path.join(out_dir, "aha-timeline.png")
@@ -216,12 +221,7 @@ def plot(runs, out_dir):
             if rs:
                 tl = rs[-1]["timeline"]
                 ax.plot([p[0] for p in tl], [p[1] for p in tl], label=name(t))
-        ax.set_title("oscillating mix: 90/10 then 10/90 range search/update, twice, 60 s phases",
-                     fontsize=9)
-        ax.set_xlabel("s")
-        ax.set_ylabel("ops/s")
-        ax.set_yscale("log")
-        ax.grid(True, alpha=0.3)
+        timeline_axis(ax, "oscillating mix: 90/10 then 10/90 range search/update, twice, 60 s phases")
         ax.legend(fontsize=8)
         fig.tight_layout()
         path = os.path.join(out_dir, "aha-oscillate.png")
@@ -325,11 +325,7 @@ def plot_beyond(runs, out_dir, name_):
             if rs:
                 tl = rs[-1]["timeline"]
                 ax.plot([p[0] for p in tl], [p[1] for p in tl], label=name(t))
-        ax.set_title(f"hotspot {size}: 90/10 then 10/90 range search/update, twice", fontsize=9)
-        ax.set_xlabel("s")
-        ax.set_ylabel("ops/s")
-        ax.set_yscale("log")
-        ax.grid(True, alpha=0.3)
+        timeline_axis(ax, f"hotspot {size}: 90/10 then 10/90 range search/update, twice")
         ax.legend(fontsize=8)
     fig.tight_layout()
     path = os.path.join(out_dir, f"{name_}-beyond.png" if name_ == "aha-oscillate" else f"{name_}.png")
@@ -347,7 +343,9 @@ def main_oscillate(runs, a):
           "run through the oscillations in this order. An oscillation is 90% range searches of "
           "1000 keys and 10% updates, then 10/90, twice, each phase on a hotspot at a new random "
           "start; the paper's regime is a hot range larger than the memory (5%, 15%, 30% of the "
-          "data), beside the 1% one that fits. Phases last 30 s (the 1%'s 60 s), the paper's 300.\n")
+          "data), the 1% one fits. Phases last 30 s (the 1%'s 60 s), the paper's 300. Hotspots "
+          "in this run: " + ", ".join(size for w, size in OSC_WORKLOADS
+                                      if any(r["workload"] == w for r in runs)) + ".\n")
     print(oscillate_beyond_tables(runs))
     line = device_line(runs)
     if line:

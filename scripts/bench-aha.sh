@@ -73,13 +73,18 @@ PY
   rm -rf "$DATA/device"
 }
 
-hot_part() {
-  RESULTS=$OUT/aha.jsonl
-  COMMANDS=$OUT/aha-commands.txt
+# Starts the results NAME.jsonl and NAME-commands.txt, and the options every run of them shares.
+begin_results() {
+  RESULTS=$OUT/$1.jsonl
+  COMMANDS=$OUT/$1-commands.txt
   rm -f "$RESULTS"
   : >"$COMMANDS"
   common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
     --direct-io true --wal-sync none --threads 1 --json "$RESULTS" --progress off)
+}
+
+hot_part() {
+  begin_results aha
 
   for target in $TARGETS; do
     dir=$(dir_of "$target")
@@ -102,14 +107,9 @@ hot_part() {
 }
 
 oscillate_part() {
-  RESULTS=$OUT/$OSC_NAME.jsonl
-  COMMANDS=$OUT/$OSC_NAME-commands.txt
+  begin_results "$OSC_NAME"
   local workloads="load" w
   for w in $OSC_WORKLOADS; do workloads="$workloads,$W/$w.yaml"; done
-  rm -f "$RESULTS"
-  : >"$COMMANDS"
-  common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
-    --direct-io true --wal-sync none --threads 1 --json "$RESULTS" --progress off)
   for target in $OSC_TARGETS; do
     dir=$(dir_of "$target")
     rm -rf "$dir"

@@ -4,8 +4,11 @@
 
 namespace grove::aha {
 
-Entry MemTable::ToEntry(const std::string& key, const Version& v) {
-  return Entry{key, v.lsn, v.tombstone, v.cell};
+void MemTable::AssignEntry(const std::string& key, const Version& v, Entry* out) {
+  out->key.assign(key);
+  out->lsn = v.lsn;
+  out->tombstone = v.tombstone;
+  out->cell.assign(v.cell);
 }
 
 std::optional<std::string> MemTable::Put(Slice key, Lsn lsn, bool tombstone, Slice cell) {
@@ -31,7 +34,7 @@ bool MemTable::Get(Slice key, Entry* out) const {
   MutexLock lock(&mu_);
   auto it = map_.find(std::string_view(key.data(), key.size()));
   if (it == map_.end()) return false;
-  *out = ToEntry(it->first, it->second);
+  AssignEntry(it->first, it->second, out);
   return true;
 }
 
@@ -39,13 +42,6 @@ bool MemTable::HasKeyIn(Slice lo, Slice hi) const {
   MutexLock lock(&mu_);
   auto it = map_.lower_bound(std::string_view(lo.data(), lo.size()));
   return it != map_.end() && Slice(it->first).compare(hi) < 0;
-}
-
-void MemTable::AssignEntry(const std::string& key, const Version& v, Entry* out) {
-  out->key.assign(key);
-  out->lsn = v.lsn;
-  out->tombstone = v.tombstone;
-  out->cell.assign(v.cell);
 }
 
 void MemTable::Collect(Slice from, bool from_start, bool inclusive, bool reverse, size_t max,

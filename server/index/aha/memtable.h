@@ -60,7 +60,6 @@ class MemTable {
     bool tombstone;
     std::string cell;
   };
-  static Entry ToEntry(const std::string& key, const Version& v);
   static void AssignEntry(const std::string& key, const Version& v, Entry* out);
 
   mutable Mutex mu_;

@@ -310,6 +310,32 @@ def oscillate_beyond_tables(runs):
     return "\n".join(out)
 
 
+def oscillate_bounds(runs):
+    """Which resource bounds each target on each hotspot: the device when its page reads per
+    second come near the device's random-read ceiling measured in the run, else the CPU."""
+    dev = [r for r in runs if r["target"].startswith("device")]
+    if not dev:
+        return ""
+    ceiling = dev[-1]["throughput"]
+    parts = []
+    for w, size in OSC_WORKLOADS:
+        cells = []
+        for t in OSC_ORDER:
+            r = next((r for r in runs if r["target"] == t and r["workload"] == w), None)
+            if r is None:
+                continue
+            per_s = (r.get("io") or {}).get("page_reads_per_op", 0) * r["throughput"]
+            what = "the device" if per_s >= 0.5 * ceiling else "the CPU"
+            cells.append(f"{name(t)} {what} ({per_s:,.0f} page reads/s)")
+        if cells:
+            parts.append(f"{size}: " + ", ".join(cells))
+    return ("What bounds each target over the whole oscillation, from its device page reads per "
+            f"second against the ceiling of {ceiling:,.0f} random reads/s measured in this run "
+            "(at least half of it: the device; reads run ahead in batches, so a target can pass "
+            "the queue-depth-1 ceiling; aha's and RocksDB's include their compactions' sequential "
+            "reads, so for them the device is an upper estimate): " + "; ".join(parts) + ".\n")
+
+
 def plot_beyond(runs, out_dir, name_):
     import matplotlib
     matplotlib.use("Agg")
@@ -350,6 +376,7 @@ def main_oscillate(runs, a):
     line = device_line(runs)
     if line:
         print(line + "\n")
+        print(oscillate_bounds(runs))
     if a.img:
         for path in plot_beyond(runs, a.img, a.name):
             print(f"![ops/s over time]({os.path.relpath(path, 'docs')})\n")

@@ -43,13 +43,16 @@ std::unique_ptr<EtcdProcess> EtcdProcess::Start(const std::string& dir,
   p->client_tls_ = std::move(client_tls);
   p->dir_ = dir;
   p->log_path_ = dir + "/etcd.log";
-  p->client_port_ = PickFreePort();
-  p->peer_port_ = PickFreePort();
-  if (!p->Launch(timeout)) {
-    ADD_FAILURE() << "etcd did not start (" << ETCD_PATH << "):\n" << p->Log();
-    return nullptr;
+  // A port picked free can be taken by another test before etcd binds it; etcd then exits at
+  // once, and a fresh pair of ports is tried.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    p->client_port_ = PickFreePort();
+    p->peer_port_ = PickFreePort();
+    if (p->Launch(timeout)) return p;
+    if (p->pid_ > 0) break;  // still running but not answering: not a port clash
   }
-  return p;
+  ADD_FAILURE() << "etcd did not start (" << ETCD_PATH << "):\n" << p->Log();
+  return nullptr;
 }
 
 EtcdProcess::~EtcdProcess() { Kill(); }
@@ -89,6 +92,7 @@ bool EtcdProcess::Launch(std::chrono::seconds timeout) {
   if (pid_ < 0) return false;
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   while (!Accepts(client_port_) && std::chrono::steady_clock::now() < give_up) {
+    if (Exited()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   cluster::EtcdOptions eo{.endpoints = {endpoint()}, .call_timeout_seconds = 1};
@@ -103,14 +107,16 @@ bool EtcdProcess::Launch(std::chrono::seconds timeout) {
     // First the port (a client channel that met a refused connection backs off for seconds),
     // then a read.
     if (Accepts(client_port_) && (*etcd)->Get("/grove-test/ready").ok()) return true;
-    int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
+    if (Exited()) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+bool EtcdProcess::Exited() {
+  int status;
+  if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+  return pid_ <= 0;
 }
 
 void EtcdProcess::Kill() {

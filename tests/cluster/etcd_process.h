@@ -44,6 +44,8 @@ class EtcdProcess {
  private:
   EtcdProcess() = default;
   bool Launch(std::chrono::seconds timeout);
+  // Whether the child has exited (reaped; pid_ becomes -1).
+  bool Exited();
 
   std::optional<EtcdTls> tls_;
   EtcdTls client_tls_;

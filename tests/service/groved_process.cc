@@ -1,8 +1,10 @@
 #include "service/groved_process.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -21,19 +23,49 @@ extern char** environ;
 
 namespace grove::testing {
 
-int PickFreePort() {
+namespace {
+
+// Whether a loopback TCP socket can bind `port` now (0: any port; the bound one is returned).
+int TryBind(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return 0;
+  int bound = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    bound = ntohs(addr.sin_port);
   }
   close(fd);
-  return ntohs(addr.sin_port);
+  return bound;
+}
+
+// The lowest port the kernel hands out for outgoing connections and port-0 binds.
+int EphemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  return in >> low && low > 1024 ? low : 32768;
+}
+
+}  // namespace
+
+int PickFreePort() {
+  // Ports below the ephemeral range: a port the kernel chose would be free only until an
+  // outgoing connection of another test took it as its source port, before the server binds it.
+  const int low = std::min(EphemeralLow(), 65536);
+  const int first = std::max(10000, low / 2);
+  if (low - first > 1000) {
+    std::mt19937 pick(std::random_device{}());
+    std::uniform_int_distribution<int> port(first, low - 1);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const int p = port(pick);
+      if (TryBind(p) == p) return p;
+    }
+  }
+  return TryBind(0);
 }
 
 std::string GrovedYaml(const GrovedConfig& c, int grpc_port, int metrics_port) {

@@ -17,7 +17,8 @@
 
 namespace grove::testing {
 
-// A loopback port the OS reported free a moment ago.
+// A loopback port free a moment ago, chosen at random below the kernel's ephemeral range so that
+// no outgoing connection takes it before the server binds it.
 int PickFreePort();
 
 struct GrovedConfig {

@@ -299,7 +299,11 @@ std::shared_ptr<const Version> AhaTree::current() const {
 }
 
 void AhaTree::Publish(std::shared_ptr<const Version> v) {
+  uint64_t frozen = 0;
+  for (const auto& t : v->frozen) frozen += t->bytes();
   MutexLock lock(&state_mu_);
+  frozen_bytes_.store(frozen, std::memory_order_relaxed);
+  root_l0_runs_.store(v->root->levels[0].runs.size(), std::memory_order_relaxed);
   version_ = std::move(v);
 }
 

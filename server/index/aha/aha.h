@@ -307,6 +307,9 @@ class AhaTree final : public Index {
   std::atomic<uint64_t> bulk_load_us_{0};
   std::atomic<uint64_t> run_index_rebuilds_{0};  // at open: runs whose index page was damaged
   std::atomic<uint64_t> bg_steps_{0};  // background steps that did work (Prepare's pacing)
+  // Admission control's inputs, kept where they change (Write, Freeze, Publish) so that Prepare
+  // takes no lock: the active memtable's bytes, the frozen ones', the root's level 0 runs.
+  std::atomic<uint64_t> active_bytes_{0}, frozen_bytes_{0}, root_l0_runs_{0};
 
   std::atomic<uint64_t> formations_{0}, pushdowns_{0}, runs_moved_{0}, runs_cut_{0},
       leaf_splits_{0}, inner_splits_{0}, node_compactions_{0};

@@ -169,6 +169,7 @@ Status AhaTree::Freeze() {
   auto next = std::make_shared<Version>(*current());
   next->frozen.insert(next->frozen.begin(), active_);
   active_ = std::make_shared<aha::MemTable>();
+  active_bytes_.store(0, std::memory_order_relaxed);
   Publish(std::move(next));
   return Status::Ok();
 }

@@ -28,8 +28,9 @@ Status AhaTree::Write(const WriteContext& w, Slice key, bool tombstone, Slice ce
   uint64_t bytes;
   {
     std::shared_lock<std::shared_mutex> lock(mem_mu_);
-    *old_cell = active_->Put(key, w.lsn, tombstone, cell);
-    bytes = active_->bytes();
+    *old_cell = active_->Put(key, w.lsn, tombstone, cell, &bytes);
+    // Under the lock, so that Freeze's reset is never overwritten by a write to the old table.
+    active_bytes_.store(bytes, std::memory_order_relaxed);
   }
   Lsn seen = latest_lsn_.load(std::memory_order_relaxed);
   while (w.lsn > seen && !latest_lsn_.compare_exchange_weak(seen, w.lsn)) {
@@ -92,12 +93,12 @@ Status AhaTree::Prepare(Slice key) {
   // ends once the background thread finishes a step (so a batch's keys, each prepared in turn, are
   // paced by the background work rather than each waiting it out), and after 2 s at most: a stuck
   // background thread (a full disk) slows writes down but does not stop them.
+  // Read from counters that writes, freezes and Publish keep: this runs before every write.
   auto over = [&] {
-    const Snapshot snap = TakeSnapshot();
-    uint64_t bytes = snap.active->bytes();
-    for (const auto& t : snap.version->frozen) bytes += t->bytes();
+    const uint64_t bytes = active_bytes_.load(std::memory_order_relaxed) +
+                           frozen_bytes_.load(std::memory_order_relaxed);
     return bytes > 4 * FreezeBytes() ||
-           snap.version->root->levels[0].runs.size() >= 3 * static_cast<size_t>(cfg_.l0_runs);
+           root_l0_runs_.load(std::memory_order_relaxed) >= 3 * static_cast<size_t>(cfg_.l0_runs);
   };
   if (!over()) return Status::Ok();
   stalls_.fetch_add(1, std::memory_order_relaxed);

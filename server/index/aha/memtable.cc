@@ -11,7 +11,8 @@ void MemTable::AssignEntry(const std::string& key, const Version& v, Entry* out)
   out->cell.assign(v.cell);
 }
 
-std::optional<std::string> MemTable::Put(Slice key, Lsn lsn, bool tombstone, Slice cell) {
+std::optional<std::string> MemTable::Put(Slice key, Lsn lsn, bool tombstone, Slice cell,
+                                         uint64_t* bytes) {
   MutexLock lock(&mu_);
   first_lsn_ = std::min(first_lsn_, lsn);
   const std::string_view k(key.data(), key.size());
@@ -20,6 +21,7 @@ std::optional<std::string> MemTable::Put(Slice key, Lsn lsn, bool tombstone, Sli
   if (it == map_.end()) {
     bytes_ += key.size() + stored.size() + kEntryOverhead;
     map_.emplace(std::string(k), Version{lsn, tombstone, std::move(stored)});
+    if (bytes != nullptr) *bytes = bytes_;
     return std::nullopt;
   }
   std::optional<std::string> replaced;
@@ -27,6 +29,7 @@ std::optional<std::string> MemTable::Put(Slice key, Lsn lsn, bool tombstone, Sli
   bytes_ -= replaced ? replaced->size() : 0;
   bytes_ += stored.size();
   it->second = Version{lsn, tombstone, std::move(stored)};
+  if (bytes != nullptr) *bytes = bytes_;
   return replaced;
 }
 

@@ -34,8 +34,10 @@ class MemTable {
   // Per-entry bookkeeping counted against the table's budget besides key and cell bytes.
   static constexpr uint64_t kEntryOverhead = 64;
 
-  // Writes a version; returns the cell of the value it replaced here, if any.
-  std::optional<std::string> Put(Slice key, Lsn lsn, bool tombstone, Slice cell);
+  // Writes a version; returns the cell of the value it replaced here, if any. *bytes: the
+  // table's bytes() just after (one lock round trip per write, not two).
+  std::optional<std::string> Put(Slice key, Lsn lsn, bool tombstone, Slice cell,
+                                 uint64_t* bytes = nullptr);
   // The version of `key` held here.
   bool Get(Slice key, Entry* out) const;
 

@@ -24,7 +24,13 @@ const char* TypeName(grpc::experimental::ServerRpcInfo::Type type) {
 
 class MetricsInterceptor final : public grpc::experimental::Interceptor {
  public:
-  explicit MetricsInterceptor(metrics::MethodMetrics* method) : method_(method) {}
+  MetricsInterceptor(metrics::MethodMetrics* method, std::atomic<int64_t>* in_flight)
+      : method_(method), in_flight_(in_flight) {
+    in_flight_->fetch_add(1, std::memory_order_relaxed);
+  }
+  ~MetricsInterceptor() override { in_flight_->fetch_sub(1, std::memory_order_relaxed); }
+  MetricsInterceptor(const MetricsInterceptor&) = delete;
+  MetricsInterceptor& operator=(const MetricsInterceptor&) = delete;
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
@@ -40,6 +46,7 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
 
  private:
   metrics::MethodMetrics* method_;
+  std::atomic<int64_t>* in_flight_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
@@ -47,7 +54,8 @@ class MetricsInterceptor final : public grpc::experimental::Interceptor {
 
 grpc::experimental::Interceptor* MetricsInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
-  return new MetricsInterceptor(metrics_->ForMethod(info->method(), TypeName(info->type())));
+  return new MetricsInterceptor(metrics_->ForMethod(info->method(), TypeName(info->type())),
+                                in_flight_);
 }
 
 }  // namespace grove::service

@@ -1,8 +1,10 @@
 #include "service/server.h"
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
@@ -20,6 +22,8 @@ namespace {
 
 // gRPC needs a few threads besides the ones running handlers (pollers, health watches).
 constexpr int kSpareThreads = 16;
+// How often the drain looks whether calls are still in flight.
+constexpr auto kIdleCheck = std::chrono::milliseconds(20);
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -132,7 +136,8 @@ Status GroveServer::BuildGrpcServer() {
   builder.SetResourceQuota(quota);
 
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  interceptors.push_back(std::make_unique<MetricsInterceptorFactory>(grpc_metrics_.get()));
+  interceptors.push_back(
+      std::make_unique<MetricsInterceptorFactory>(grpc_metrics_.get(), &calls_in_flight_));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
 
   grpc_ = builder.BuildAndStart();
@@ -267,7 +272,24 @@ Status GroveServer::Drain() {
     std::this_thread::sleep_for(std::chrono::duration<double>(so.shutdown_delay_seconds));
   }
   health_.Shutdown();
+  // gRPC's graceful shutdown ends once every call is done *and* every client connection has
+  // closed after its GOAWAY. A client that does not read its idle connection (a C++ channel with
+  // no call pending) closes it late: groved waited 5 s for one. So once no call is in flight
+  // the connections left are closed from this side; calls still running keep theirs until they
+  // end or drain_seconds passes.
+  std::atomic<bool> drained{false};
+  std::thread idle_closer([&] {
+    while (!drained.load()) {
+      std::this_thread::sleep_for(kIdleCheck);
+      if (calls_in_flight_.load() == 0) {
+        grpc_server_cancel_all_calls(grpc_->c_server());
+        return;
+      }
+    }
+  });
   grpc_->Shutdown(std::chrono::system_clock::now() + SecondsToDuration(so.drain_seconds));
+  drained = true;
+  idle_closer.join();
   log_->info("gRPC drained in {:.3f}s", SecondsSince(start));
   if (map_watcher_) map_watcher_->Stop();
 

@@ -18,6 +18,7 @@
 // Thread safety: RequestStop() may be called from any thread (the signal thread) at any time,
 // also before or during Run(); everything else from one thread.
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -91,6 +92,9 @@ class GroveServer {
   HealthService health_;
   std::unique_ptr<KvService> kv_;
   std::unique_ptr<AdminService> admin_;
+  // Calls the gRPC server holds, of every service (MetricsInterceptorFactory); before grpc_, so
+  // that it outlives the calls.
+  std::atomic<int64_t> calls_in_flight_{0};
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<metrics::HttpServer> http_;
   std::unique_ptr<metrics::ClusterMetrics> cluster_metrics_;

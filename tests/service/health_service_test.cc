@@ -2,6 +2,7 @@
 
 #include "service/health_service.h"
 
+#include <atomic>
 #include <thread>
 
 #include <grpcpp/create_channel.h>
@@ -27,7 +28,7 @@ class HealthServiceTest : public ::testing::Test {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&health_);
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;
-    f.push_back(std::make_unique<MetricsInterceptorFactory>(grpc_metrics_.get()));
+    f.push_back(std::make_unique<MetricsInterceptorFactory>(grpc_metrics_.get(), &in_flight_));
     builder.experimental().SetInterceptorCreators(std::move(f));
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -49,6 +50,7 @@ class HealthServiceTest : public ::testing::Test {
 
   prometheus::Registry registry_;
   std::unique_ptr<metrics::GrpcMetrics> grpc_metrics_;
+  std::atomic<int64_t> in_flight_{0};
   HealthService health_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -153,12 +153,11 @@ rm -f "$CACHED_RESULTS"
 ccommon=("${common[@]/$RESULTS/$CACHED_RESULTS}")
 inner_pages=$(load_inner_pages "$HLN_RESULTS")
 fraction=$(inner_fraction 100 "$inner_pages")
-# A first run after a pause reads slower (the device warms up); it is not counted.
-warmup_json=$(mktemp)
+# A first run after a pause reads slower (the device warms up); it is not counted (its JSON line
+# goes nowhere).
 run "$BENCH" --target "embedded:hln?inner_cache_fraction=$fraction&prefetch=none" \
-  --dir "$DATA/hln" "${ccommon[@]/$CACHED_RESULTS/$warmup_json}" -w c --distribution uniform \
+  --dir "$DATA/hln" "${ccommon[@]/$CACHED_RESULTS//dev/null}" -w c --distribution uniform \
   --threads 1 --duration "$DURATION" --warmup "$WARMUP" --label "shortcut-hln cached warm-up"
-rm -f "$warmup_json"
 # Round r runs the three configurations starting with the r-th, so that drift does not favour
 # one of them.
 order=(none shortcut shortcut_base)

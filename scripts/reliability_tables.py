@@ -7,8 +7,18 @@ Lines come from tests/reliability/report.h (EmitReport) and scripts/fuzz.sh; see
 docs/reliability.md for what each field means.
 """
 import json
+import re
 import sys
 from collections import defaultdict
+
+
+# Tests run in temporary directories; their paths say nothing about Grove.
+TEST_DIR = re.compile(r"/tmp/grove-test-[A-Za-z0-9]+")
+
+
+def cell(v):
+    """A table cell: one line, test directories named as such."""
+    return TEST_DIR.sub("<test dir>", str(v)).replace("\n", " ").replace("|", "\\|")
 
 
 def table(rows, columns):
@@ -24,7 +34,7 @@ def table(rows, columns):
                 v = f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
             elif isinstance(v, (dict, list)):
                 v = json.dumps(v, separators=(",", ":"))
-            cells.append(str(v))
+            cells.append(cell(v))
         print("| " + " | ".join(cells) + " |")
     print()
 

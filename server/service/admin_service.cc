@@ -102,7 +102,8 @@ grpc::Status AdminService::MoveChanges(grpc::ServerContext* context,
   if (request->move_id() == 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "move_id: must not be 0");
   }
-  return ownership_->TakeChanges(context, request->move_id(), request->token(),
+  ContextMetadata md(context);
+  return ownership_->TakeChanges(&md, request->move_id(), request->token(),
                                  std::min<uint32_t>(request->max_keys(), 100000), response);
 }
 

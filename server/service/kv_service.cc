@@ -50,7 +50,7 @@ WriteCondition ToCondition(const std::string& key, const v1::Precondition& p) {
 class KvService::Call {
  public:
   Call(KvService* service, grpc::ServerContext* context, Role role, std::string_view method)
-      : service_(service), context_(context), lease_(service->engine_) {
+      : service_(service), context_(context), md_(context), lease_(service->engine_) {
     const uint32_t now_inflight = service_->inflight_.fetch_add(1, std::memory_order_relaxed) + 1;
     service_->metrics_->RequestStarted();
     if (now_inflight > service_->options_.max_inflight_requests) {
@@ -67,7 +67,7 @@ class KvService::Call {
     if (db_ == nullptr) {
       // Refused before anything was applied: clients may retry writes on this UNAVAILABLE, unlike
       // one from a broken connection (docs/server.md, "Retrying writes").
-      context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
+      md_.AddTrailer(v1::kNotAppliedMetadata, "1");
       status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                              "the engine is not open (starting, recovering or shutting down)");
       return;
@@ -78,7 +78,7 @@ class KvService::Call {
       return;
     }
     if (service_->ownership_ != nullptr && role != Role::kAdmin) {
-      status_ = service_->ownership_->Admit(context, role == Role::kWrite, &ticket_);
+      status_ = service_->ownership_->Admit(&md_, role == Role::kWrite, &ticket_);
     }
   }
 
@@ -93,6 +93,8 @@ class KvService::Call {
   bool ok() const { return status_.ok(); }
   const grpc::Status& status() const { return status_; }
   Db* db() const { return db_; }
+  // Where the call's checks read client metadata and write trailers.
+  CallMetadata* metadata() const { return &md_; }
   bool Expired() const { return Clock::now() >= deadline_; }
   // Time left until the effective deadline (0 when passed).
   std::chrono::milliseconds Remaining() const {
@@ -104,11 +106,11 @@ class KvService::Call {
   // Cluster mode: OK when this node owns `key` (see service/ownership.h); always OK otherwise.
   grpc::Status Owns(std::string_view key, std::string_view field) const {
     if (ticket_.map() == nullptr) return grpc::Status::OK;
-    return ticket_.CheckKey(context_, key, field);
+    return ticket_.CheckKey(&md_, key, field);
   }
   grpc::Status OwnsSpan(std::string_view start, std::string_view end) const {
     if (ticket_.map() == nullptr) return grpc::Status::OK;
-    return ticket_.CheckSpan(context_, start, end);
+    return ticket_.CheckSpan(&md_, start, end);
   }
   // Cluster mode: after a write was applied, its keys for the change records of moves.
   void Applied(const std::vector<std::string_view>& keys) const {
@@ -118,7 +120,7 @@ class KvService::Call {
   grpc::Status ClipScan(ScanOptions* scan, std::string* stopped_at) const {
     stopped_at->clear();
     if (ticket_.map() == nullptr) return grpc::Status::OK;
-    return ticket_.ClipScan(context_, scan->reverse, &scan->lower, &scan->upper, &scan->has_upper,
+    return ticket_.ClipScan(&md_, scan->reverse, &scan->lower, &scan->upper, &scan->has_upper,
                             stopped_at);
   }
 
@@ -132,6 +134,7 @@ class KvService::Call {
  private:
   KvService* const service_;
   grpc::ServerContext* const context_;
+  mutable ContextMetadata md_;  // the checks' trailers; const methods add them too
   grpc::Status status_;
   EngineHandle::Lease lease_;  // held for the whole call
   Db* db_ = nullptr;
@@ -161,8 +164,8 @@ grpc::Status KvService::Reject(const CheckResult& r) {
   return r.status;
 }
 
-grpc::Status KvService::ConditionalWrite(grpc::ServerContext* context, Db* db,
-                                         const WriteBatch& batch, const WriteOptions& options,
+grpc::Status KvService::ConditionalWrite(CallMetadata* md, Db* db, const WriteBatch& batch,
+                                         const WriteOptions& options,
                                          const std::vector<std::string>& fields,
                                          const std::vector<int>& mutations, bool return_current,
                                          WriteResult* result, std::string_view what) {
@@ -176,14 +179,13 @@ grpc::Status KvService::ConditionalWrite(grpc::ServerContext* context, Db* db,
   if (const size_t colon = message.find(": "); colon != std::string::npos) {
     message = message.substr(colon + 2);
   }
-  context->AddTrailingMetadata("grove-current-found", result->current_found ? "1" : "0");
+  md->AddTrailer("grove-current-found", result->current_found ? "1" : "0");
   if (result->current_found) {
-    context->AddTrailingMetadata("grove-current-version", std::to_string(result->current_version));
-    if (return_current)
-      context->AddTrailingMetadata("grove-current-value-bin", result->current_value);
+    md->AddTrailer("grove-current-version", std::to_string(result->current_version));
+    if (return_current) md->AddTrailer("grove-current-value-bin", result->current_value);
   }
   if (i < mutations.size()) {
-    context->AddTrailingMetadata("grove-failed-mutation", std::to_string(mutations[i]));
+    md->AddTrailer("grove-failed-mutation", std::to_string(mutations[i]));
   }
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                       (i < fields.size() ? fields[i] : "precondition") + ": " + message);
@@ -265,8 +267,8 @@ grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* 
     options.conditions.push_back(ToCondition(request->key(), request->precondition()));
   }
   WriteResult result;
-  grpc::Status s = ConditionalWrite(context, call.db(), batch, options, {"precondition"}, {},
-                                    request->return_current(), &result, "put");
+  grpc::Status s = ConditionalWrite(call.metadata(), call.db(), batch, options, {"precondition"},
+                                    {}, request->return_current(), &result, "put");
   if (s.ok()) {
     response->set_version(result.version);
     call.Applied({request->key()});
@@ -288,8 +290,8 @@ grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteReq
     options.conditions.push_back(ToCondition(request->key(), request->precondition()));
   }
   WriteResult result;
-  grpc::Status s = ConditionalWrite(context, call.db(), batch, options, {"precondition"}, {},
-                                    request->return_current(), &result, "delete");
+  grpc::Status s = ConditionalWrite(call.metadata(), call.db(), batch, options, {"precondition"},
+                                    {}, request->return_current(), &result, "delete");
   if (s.ok()) {
     response->set_version(result.version);
     call.Applied({request->key()});
@@ -330,7 +332,7 @@ grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
     }
   }
   WriteResult result;
-  grpc::Status s = ConditionalWrite(context, call.db(), batch, options, fields, mutations,
+  grpc::Status s = ConditionalWrite(call.metadata(), call.db(), batch, options, fields, mutations,
                                     request->return_current(), &result, "batch_insert");
   if (!s.ok()) return s;
   std::vector<std::string_view> keys;

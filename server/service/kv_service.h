@@ -29,6 +29,7 @@
 
 #include "metrics/server_metrics.h"
 #include "service/auth.h"
+#include "service/call_metadata.h"
 #include "service/deadline.h"
 #include "service/engine_handle.h"
 #include "service/ownership.h"
@@ -80,7 +81,7 @@ class KvService final : public v1::KV::Service {
   // Runs a write whose `options` may hold conditions; `fields[i]` names condition i in the
   // request, `mutations[i]` the mutation it belongs to (BatchInsert; empty otherwise). A failed
   // condition becomes FAILED_PRECONDITION with the key's current state in trailing metadata.
-  grpc::Status ConditionalWrite(grpc::ServerContext* context, Db* db, const WriteBatch& batch,
+  grpc::Status ConditionalWrite(CallMetadata* md, Db* db, const WriteBatch& batch,
                                 const WriteOptions& options, const std::vector<std::string>& fields,
                                 const std::vector<int>& mutations, bool return_current,
                                 WriteResult* result, std::string_view what);

@@ -33,14 +33,6 @@ bool Loses(const cluster::ShardMap& previous, const cluster::ShardMap& next,
   return false;
 }
 
-uint64_t ParseMetadataNumber(const grpc::ServerContext& context, const char* key) {
-  const auto& md = context.client_metadata();
-  auto it = md.find(key);
-  if (it == md.end()) return 0;
-  const std::string text(it->second.data(), it->second.size());
-  return std::strtoull(text.c_str(), nullptr, 10);
-}
-
 }  // namespace
 
 Ownership::Ownership(cluster::ShardMapWatcher* watcher, std::string cluster, std::string node,
@@ -53,10 +45,10 @@ Ownership::Ownership(cluster::ShardMapWatcher* watcher, std::string cluster, std
 
 Ownership::~Ownership() = default;
 
-grpc::Status Ownership::Admit(grpc::ServerContext* context, bool write, Ticket* ticket) {
-  const uint64_t wanted = ParseMetadataNumber(*context, v1::kMapVersionMetadata);
-  ticket->ingest_ = ParseMetadataNumber(*context, v1::kMoveIngestMetadata);
-  ticket->drop_foreign_ = ParseMetadataNumber(*context, v1::kDropForeignMetadata) == 1;
+grpc::Status Ownership::Admit(CallMetadata* md, bool write, Ticket* ticket) {
+  const uint64_t wanted = md->ClientNumber(v1::kMapVersionMetadata);
+  ticket->ingest_ = md->ClientNumber(v1::kMoveIngestMetadata);
+  ticket->drop_foreign_ = md->ClientNumber(v1::kDropForeignMetadata) == 1;
   std::shared_ptr<Generation> g;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -67,7 +59,7 @@ grpc::Status Ownership::Admit(grpc::ServerContext* context, bool write, Ticket* 
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (current_ == nullptr) {
-    context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
+    md->AddTrailer(v1::kNotAppliedMetadata, "1");
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         fmt::format("cluster '{}': no shard map known yet (etcd unreachable since "
                                     "this node started, or no map: grovectl cluster init)",
@@ -92,12 +84,11 @@ const cluster::ShardMap* Ownership::Ticket::map() const {
   return generation_ == nullptr ? nullptr : generation_->map.get();
 }
 
-grpc::Status Ownership::Ticket::NotOwner(grpc::ServerContext* context,
-                                         const cluster::ShardRange& range,
+grpc::Status Ownership::Ticket::NotOwner(CallMetadata* md, const cluster::ShardRange& range,
                                          std::string_view what) const {
   const uint64_t version = generation_->map->version();
-  context->AddTrailingMetadata(v1::kNotOwnerMetadata, "1");
-  context->AddTrailingMetadata(v1::kMapVersionMetadata, std::to_string(version));
+  md->AddTrailer(v1::kNotOwnerMetadata, "1");
+  md->AddTrailer(v1::kMapVersionMetadata, std::to_string(version));
   if (owner_->metrics_ != nullptr) owner_->metrics_->NotOwner();
   return grpc::Status(
       grpc::StatusCode::OUT_OF_RANGE,
@@ -106,29 +97,29 @@ grpc::Status Ownership::Ticket::NotOwner(grpc::ServerContext* context,
                   what, range.Describe(), range.owner, version, owner_->node_));
 }
 
-grpc::Status Ownership::Ticket::CheckKey(grpc::ServerContext* context, std::string_view key,
+grpc::Status Ownership::Ticket::CheckKey(CallMetadata* md, std::string_view key,
                                          std::string_view field) const {
   const cluster::ShardRange& r = generation_->map->Find(key);
   if (r.owner == owner_->node_) {
-    if (write_ && r.fenced) return Switching(context, r);
+    if (write_ && r.fenced) return Switching(md, r);
     return grpc::Status::OK;
   }
   if (write_ && ingest_ != 0 && r.moving_to == owner_->node_ && r.move_id == ingest_) {
     return grpc::Status::OK;  // the copy of a range this node receives
   }
-  return NotOwner(context, r, fmt::format("{} '{}'", field, cluster::PrintableKey(key)));
+  return NotOwner(md, r, fmt::format("{} '{}'", field, cluster::PrintableKey(key)));
 }
 
-grpc::Status Ownership::Ticket::Switching(grpc::ServerContext* context,
+grpc::Status Ownership::Ticket::Switching(CallMetadata* md,
                                           const cluster::ShardRange& range) const {
-  context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
+  md->AddTrailer(v1::kNotAppliedMetadata, "1");
   return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                       fmt::format("range {} is switching to node '{}' (move {}); nothing was "
                                   "applied: retry in a moment",
                                   range.Describe(), range.moving_to, range.move_id));
 }
 
-grpc::Status Ownership::Ticket::CheckSpan(grpc::ServerContext* context, std::string_view start,
+grpc::Status Ownership::Ticket::CheckSpan(CallMetadata* md, std::string_view start,
                                           std::string_view end) const {
   const cluster::ShardMap& m = *generation_->map;
   const std::string& me = owner_->node_;
@@ -147,9 +138,9 @@ grpc::Status Ownership::Ticket::CheckSpan(grpc::ServerContext* context, std::str
       continue;
     }
     if (r.owner == me) {
-      if (r.fenced) return Switching(context, r);
+      if (r.fenced) return Switching(md, r);
       if (r.moving()) {
-        context->AddTrailingMetadata(v1::kNotAppliedMetadata, "1");
+        md->AddTrailer(v1::kNotAppliedMetadata, "1");
         return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             fmt::format("{} is in range {}, which is moving to node '{}': a "
                                         "DeleteRange there waits for the move; retry later",
@@ -158,20 +149,20 @@ grpc::Status Ownership::Ticket::CheckSpan(grpc::ServerContext* context, std::str
       continue;
     }
     if (ingest_ != 0 && r.moving_to == me && r.move_id == ingest_) continue;
-    return NotOwner(context, r, what);
+    return NotOwner(md, r, what);
   }
   return grpc::Status::OK;
 }
 
-grpc::Status Ownership::Ticket::ClipScan(grpc::ServerContext* context, bool reverse,
-                                         std::string* lower, std::string* upper, bool* has_upper,
+grpc::Status Ownership::Ticket::ClipScan(CallMetadata* md, bool reverse, std::string* lower,
+                                         std::string* upper, bool* has_upper,
                                          std::string* stopped_at) const {
   const cluster::ShardMap& m = *generation_->map;
   stopped_at->clear();
   if (!reverse) {
     const cluster::ShardRange& r = m.Find(*lower);
     if (r.owner != owner_->node_) {
-      return NotOwner(context, r, fmt::format("scan start '{}'", cluster::PrintableKey(*lower)));
+      return NotOwner(md, r, fmt::format("scan start '{}'", cluster::PrintableKey(*lower)));
     }
     if (!r.end.empty() && (!*has_upper || *upper > r.end)) {
       *upper = r.end;
@@ -189,7 +180,7 @@ grpc::Status Ownership::Ticket::ClipScan(grpc::ServerContext* context, bool reve
   }
   const cluster::ShardRange& r = m.ranges()[i];
   if (r.owner != owner_->node_) {
-    return NotOwner(context, r,
+    return NotOwner(md, r,
                     fmt::format("reverse scan end '{}'", cluster::PrintableKey(*upper, true)));
   }
   if (*lower < r.start) {
@@ -267,9 +258,9 @@ void Ownership::RecordWrites(const std::vector<std::string_view>& keys) {
   if (changed && metrics_ != nullptr) metrics_->SetMoves(records_.size(), RecordedKeysLocked());
 }
 
-grpc::Status Ownership::TakeChanges(grpc::ServerContext* context, uint64_t move_id, uint64_t token,
+grpc::Status Ownership::TakeChanges(CallMetadata* md, uint64_t move_id, uint64_t token,
                                     uint32_t max_keys, v1::MoveChangesResponse* response) {
-  const uint64_t wanted = ParseMetadataNumber(*context, v1::kMapVersionMetadata);
+  const uint64_t wanted = md->ClientNumber(v1::kMapVersionMetadata);
   if (wanted > 0) watcher_->RefreshTo(wanted);
   std::unique_lock<std::mutex> lock(mu_);
   if (wanted > 0 && !drained_.wait_for(lock, std::chrono::seconds(30),

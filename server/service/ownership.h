@@ -49,6 +49,7 @@
 #include "cluster/map_watcher.h"
 #include "cluster/shard_map.h"
 #include "metrics/cluster_metrics.h"
+#include "service/call_metadata.h"
 
 namespace grove::service {
 
@@ -71,27 +72,25 @@ class Ownership final : public cluster::ShardMapWatcher::Listener {
 
     // OK when `key` is in a range this node owns (a write: and that is not fenced), or, for a
     // move's copy, in the range this node receives; else OUT_OF_RANGE naming `field`.
-    grpc::Status CheckKey(grpc::ServerContext* context, std::string_view key,
-                          std::string_view field) const;
+    grpc::Status CheckKey(CallMetadata* md, std::string_view key, std::string_view field) const;
     // OK when every key of [start, end) (end "": no end) is in ranges this node owns and that
     // are not moving (or, for a move's copy, receives; or, with drop-foreign, neither owns nor
     // receives).
-    grpc::Status CheckSpan(grpc::ServerContext* context, std::string_view start,
-                           std::string_view end) const;
+    grpc::Status CheckSpan(CallMetadata* md, std::string_view start, std::string_view end) const;
     // A scan from its first key: OK when that key's range is this node's, and then narrows
     // [*lower, *upper) to the range. *stopped_at gets the boundary where the scan must go on
     // at the next range's owner (empty: the range holds the rest of the scan).
-    grpc::Status ClipScan(grpc::ServerContext* context, bool reverse, std::string* lower,
-                          std::string* upper, bool* has_upper, std::string* stopped_at) const;
+    grpc::Status ClipScan(CallMetadata* md, bool reverse, std::string* lower, std::string* upper,
+                          bool* has_upper, std::string* stopped_at) const;
 
     const cluster::ShardMap* map() const;
 
    private:
     friend class Ownership;
-    grpc::Status NotOwner(grpc::ServerContext* context, const cluster::ShardRange& range,
+    grpc::Status NotOwner(CallMetadata* md, const cluster::ShardRange& range,
                           std::string_view what) const;
     // UNAVAILABLE (not applied) for a write into a fenced range.
-    grpc::Status Switching(grpc::ServerContext* context, const cluster::ShardRange& range) const;
+    grpc::Status Switching(CallMetadata* md, const cluster::ShardRange& range) const;
     const Ownership* owner_ = nullptr;
     std::shared_ptr<Generation> generation_;
     bool write_ = false;
@@ -100,7 +99,7 @@ class Ownership final : public cluster::ShardMapWatcher::Listener {
   };
 
   // Fills `ticket` for a call (see "Which map decides"); UNAVAILABLE when no map is known.
-  grpc::Status Admit(grpc::ServerContext* context, bool write, Ticket* ticket);
+  grpc::Status Admit(CallMetadata* md, bool write, Ticket* ticket);
 
   // After a write was applied: records its keys that fall in a range this node owns and is
   // moving (by the map in force now: see "Moves" above).
@@ -110,8 +109,8 @@ class Ownership final : public cluster::ShardMapWatcher::Listener {
   // the record's: it restarted since, so keys written meanwhile may be missing.
   // First brings the node to the map version the caller names (grove-map-version) and waits
   // until that map is settled: every write admitted under an older one has finished.
-  grpc::Status TakeChanges(grpc::ServerContext* context, uint64_t move_id, uint64_t token,
-                           uint32_t max_keys, v1::MoveChangesResponse* response);
+  grpc::Status TakeChanges(CallMetadata* md, uint64_t move_id, uint64_t token, uint32_t max_keys,
+                           v1::MoveChangesResponse* response);
 
   // At most this many keys recorded per move; beyond it the record is dropped and restarted
   // (the mover then copies the range again).

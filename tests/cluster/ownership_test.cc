@@ -53,7 +53,8 @@ class OwnershipTest : public ::testing::Test {
   struct CallContext {
     grpc::ServerContext context;
     grpc::testing::ServerContextTestSpouse spouse{&context};
-    grpc::ServerContext* get() { return &context; }
+    ContextMetadata md{&context};
+    CallMetadata* get() { return &md; }
   };
   static std::unique_ptr<CallContext> Context(uint64_t version) {
     auto ctx = std::make_unique<CallContext>();
@@ -86,8 +87,8 @@ TEST_F(OwnershipTest, KeysOfOtherNodesAreRefusedWithTheMapVersion) {
                                    "node 'node-2' at shard map version 3"),
             std::string::npos)
       << s.error_message();
-  EXPECT_EQ(Trailer(ctx->get(), v1::kNotOwnerMetadata), "1");
-  EXPECT_EQ(Trailer(ctx->get(), v1::kMapVersionMetadata), "3");
+  EXPECT_EQ(Trailer(&ctx->context, v1::kNotOwnerMetadata), "1");
+  EXPECT_EQ(Trailer(&ctx->context, v1::kMapVersionMetadata), "3");
 
   EXPECT_TRUE(t.CheckSpan(ctx->get(), "a", "m").ok());
   EXPECT_EQ(t.CheckSpan(ctx->get(), "a", std::string("m\0", 2)).error_code(),
@@ -117,7 +118,7 @@ TEST_F(OwnershipTest, AStaleNodeReadsTheMapAClientRoutesByBeforeDeciding) {
   EXPECT_EQ(t.map()->version(), 5u);
   grpc::Status s = t.CheckKey(ctx->get(), "h", "key");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE) << s.error_message();
-  EXPECT_EQ(Trailer(ctx->get(), v1::kMapVersionMetadata), "5");
+  EXPECT_EQ(Trailer(&ctx->context, v1::kMapVersionMetadata), "5");
   EXPECT_TRUE(t.CheckKey(ctx->get(), "f", "key").ok());
 }
 
@@ -191,7 +192,7 @@ TEST_F(OwnershipTest, WithoutAMapEveryCallIsRefusedAsNotApplied) {
   grpc::Status s = o.Admit(ctx->get(), true, &t);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(s.error_message().find("no shard map known yet"), std::string::npos);
-  EXPECT_EQ(Trailer(ctx->get(), v1::kNotAppliedMetadata), "1");
+  EXPECT_EQ(Trailer(&ctx->context, v1::kNotAppliedMetadata), "1");
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+#pragma once
+
+// CallMetadata: what the handling of a call reads from its client's metadata and adds to its
+// trailing metadata, whatever carries them. A unary call's are its ServerContext's
+// (ContextMetadata). The checks that refuse a call (ownership, preconditions, not-applied marks)
+// write through this interface, so that a call carried inside another one (a sub-request of a
+// stream, which answers with its own status and metadata) can run the same code.
+//
+// Thread safety: one call's, used by the thread handling it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <grpcpp/server_context.h>
+
+namespace grove::service {
+
+class CallMetadata {
+ public:
+  virtual ~CallMetadata() = default;
+  // The client's value for `key` (the first, if sent more than once), or nullopt.
+  virtual std::optional<std::string_view> Client(std::string_view key) const = 0;
+  virtual void AddTrailer(const std::string& key, const std::string& value) = 0;
+
+  // The client's value for `key` read as a decimal number; 0 when absent or not a number.
+  uint64_t ClientNumber(std::string_view key) const;
+};
+
+// A unary or streaming call's own metadata.
+class ContextMetadata final : public CallMetadata {
+ public:
+  explicit ContextMetadata(grpc::ServerContext* context) : context_(context) {}
+  std::optional<std::string_view> Client(std::string_view key) const override;
+  void AddTrailer(const std::string& key, const std::string& value) override;
+
+ private:
+  grpc::ServerContext* const context_;
+};
+
+}  // namespace grove::service

@@ -84,6 +84,37 @@ def budget_table(runs, keys, budget):
     return out + [""]
 
 
+def bounds(runs, labels, ceiling):
+    """Which resource bounds each target's lookups (W1), per key set and budget: its device page
+    reads per second against the queue-depth-1 ceiling measured in the same run (at least half of
+    it: the device; else the CPU)."""
+    parts = []
+    for label in labels:
+        words = (label or "").split()
+        if len(words) != 3 or words[0] != "aulid" or words[1] == "device" or words[2] == "load":
+            continue
+        cells = []
+        for t in ORDER:
+            r = next((r for r in runs if r.get("label") == label and r["target"] == t
+                      and r["workload"] == "c"), None)
+            per_op = ((r or {}).get("io") or {}).get("page_reads_per_op")
+            if per_op is None:
+                continue
+            rate = r["throughput"] * per_op
+            what = "the device" if rate >= ceiling / 2 else "the CPU"
+            cells.append(f"{name(t)} {what} ({rate:,.0f} page reads/s, {rate / ceiling:.0%})")
+        if cells:
+            parts.append(f"{words[1]} {words[2]}: " + ", ".join(cells))
+    if not parts:
+        return []
+    return [f"What bounds the lookups (W1), from each target's device page reads per second "
+            f"against the ceiling of {ceiling:,.0f} random reads/s at queue depth 1 measured in "
+            "this run: with one thread, that share is the share of its time spent waiting for "
+            "reads (at least half: the device, else the CPU; RocksDB's reads are block-cache "
+            "misses, and the ceiling was measured once, at the end of the run): "
+            + "; ".join(parts) + ".", ""]
+
+
 def shape_table(runs):
     loads = [r for r in runs if r["workload"] == "load" and r["target"].startswith("embedded:")]
     seen = set()
@@ -275,6 +306,7 @@ def main():
                 "queue depth 1 (p50 "
                 f"{dev[-1]['latency_us']['p50_us']:.0f} µs): the ceiling of one page read per "
                 "operation.", ""]
+        out += bounds(runs, labels, dev[-1]["throughput"])
     if args.img and plot(runs, args.img):
         out += ["![AULID vs btree, btree+SHORTCUT and RocksDB](img/aulid-sparse.png)", ""]
     out += ["Inner parts after each bulk load:", ""] + shape_table(runs)

@@ -55,7 +55,7 @@ int EphemeralLow() {
 int PickFreePort() {
   // Ports below the ephemeral range: a port the kernel chose would be free only until an
   // outgoing connection of another test took it as its source port, before the server binds it.
-  const int low = std::min(EphemeralLow(), 65536);
+  const int low = EphemeralLow();
   const int first = std::max(10000, low / 2);
   if (low - first > 1000) {
     std::mt19937 pick(std::random_device{}());

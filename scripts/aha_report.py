@@ -363,8 +363,9 @@ def main_oscillate(runs, a):
     cfg = next((r["config"] for r in runs if r["workload"] == "load"), {})
     print(f"## {a.title}\n")
     print(f"`PARTS=oscillate make bench-aha` (scripts/bench-aha.sh): {cfg.get('records', '?'):,} "
-          f"records of {cfg.get('value_bytes', '?')}-byte values loaded by random inserts, memory "
-          f"{cfg.get('cache_bytes', 0) / 1048576:.1f} MiB (a tenth of the data), one thread, direct "
+          f"records of {cfg.get('value_bytes', '?')}-byte values with `{cfg.get('key_set', '?')}` "
+          f"keys loaded by random inserts, memory {cfg.get('cache_bytes', 0) / 1048576:.1f} MiB "
+          f"({cfg.get('cache_fraction_of_data', 0):.0%} of the data), one thread, direct "
           "IO, `wal.sync: none`, aha, btree and RocksDB in the same run, each loaded once and then "
           "run through the oscillations in this order. An oscillation is 90% range searches of "
           "1000 keys and 10% updates, then 10/90, twice, each phase on a hotspot at a new random "

@@ -34,6 +34,7 @@ DATA=${DATA:-build-bench/data}/aha
 RECORDS=${RECORDS:-2M}
 VALUE=${VALUE:-128}                   # the paper's 128-byte values
 FRACTION=${FRACTION:-0.1}             # memory budget: a tenth of the data
+KEYS=${KEYS:-dense}                   # any key set grove-bench offers
 TARGETS=${TARGETS:-embedded:aha embedded:aha?split=side embedded:aha?insert=tree embedded:btree rocksdb}
 OSC_TARGETS=${OSC_TARGETS:-embedded:aha embedded:btree rocksdb}
 # The oscillate part's workloads (names under config/workloads), and the name and title of its
@@ -79,8 +80,9 @@ begin_results() {
   COMMANDS=$OUT/$1-commands.txt
   rm -f "$RESULTS"
   : >"$COMMANDS"
-  common=(--records "$RECORDS" --value-size "$VALUE" --load-method put --cache-fraction "$FRACTION"
-    --direct-io true --wal-sync none --threads 1 --json "$RESULTS" --progress off)
+  common=(--records "$RECORDS" --value-size "$VALUE" --keys "$KEYS" --load-method put
+    --cache-fraction "$FRACTION" --direct-io true --wal-sync none --threads 1 --json "$RESULTS"
+    --progress off)
 }
 
 hot_part() {

@@ -69,6 +69,7 @@ class DbImpl final : public Db, private IndexServices {
   Status Delete(Slice key) override;
   Status Write(const WriteBatch& batch) override;
   Status Write(const WriteBatch& batch, const WriteOptions& options, WriteResult* result) override;
+  void WriteMany(std::span<WriteRequest> writes) override;
   Status DeleteRange(Slice start, Slice end, uint64_t limit, DeleteRangeResult* result) override;
   StatusOr<std::unique_ptr<Iterator>> NewIterator(const ScanOptions& options) override;
   Status Backup(const std::string& dir, const BackupOptions& options, BackupInfo* info) override;
@@ -129,6 +130,25 @@ class DbImpl final : public Db, private IndexServices {
     uint64_t total = 0, first = 0, largest = 0;
   };
   BatchPages PagesNeeded(const WriteBatch& batch) const;
+  // What CheckWrite learned about a write before it locks anything.
+  struct CheckedWrite {
+    bool empty = false;       // no operation and no condition: nothing to do
+    std::vector<Slice> keys;  // the batch's keys, then its conditions' keys: what it locks
+    BatchPages need;
+    bool stepwise = false;  // room reserved operation by operation (a large batch)
+    uint32_t puts = 0, deletes = 0;
+  };
+  // Validates a write against the limits, faults in its pages and sizes its room; nothing is
+  // locked or logged.
+  Status CheckWrite(const WriteBatch& batch, const WriteOptions& options, CheckedWrite* out);
+  // Locks, checks the conditions, logs and applies one checked write.
+  Status CommitWrite(const WriteBatch& batch, const WriteOptions& options, const CheckedWrite& w,
+                     WriteResult* result);
+  void CountWrite(const CheckedWrite& w);
+  static Clock::time_point RoomDeadline(const WriteOptions& options);
+  // WriteMany's group: writes on distinct keys, checked, logged in one AppendMany and applied.
+  struct GroupedWrite;
+  void CommitWriteGroup(std::vector<GroupedWrite>* group);
   Status BulkLoadLocked(const BulkLoadSource& source) REQUIRES(checkpoint_mu_);
   // The most frames writes may keep dirty (WriteRoomPages), and the most an Extend may push them
   // to (nine tenths of the cache: the rest stays evictable for readers).

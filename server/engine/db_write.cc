@@ -230,13 +230,14 @@ Status DbImpl::CheckConditions(const WriteOptions& options, WriteResult* result)
   return Status::Ok();
 }
 
-Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, WriteResult* result) {
+Status DbImpl::CheckWrite(const WriteBatch& batch, const WriteOptions& options, CheckedWrite* out) {
   GROVE_RETURN_IF_ERROR(CheckWritable());
   for (size_t i = 0; i < options.conditions.size(); ++i) {
     GROVE_RETURN_IF_ERROR(
         CheckKey(options.conditions[i].key, fmt::format("conditions[{}].key", i).c_str()));
   }
-  if (batch.Count() == 0 && options.conditions.empty()) return Status::Ok();
+  out->empty = batch.Count() == 0 && options.conditions.empty();
+  if (out->empty) return Status::Ok();
   if (batch.Count() > options_.max_batch_entries) {
     return Status::ResourceExhausted(
         fmt::format("batch of {} operations exceeds "
@@ -249,9 +250,10 @@ Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, Write
                     "({})",
                     batch.PayloadBytes(), options_.max_batch_bytes));
   }
-  std::vector<Slice> keys;
-  keys.reserve(batch.Count());
-  uint32_t n = 0, puts = 0, deletes = 0;
+  std::vector<Slice>& keys = out->keys;
+  keys.clear();
+  keys.reserve(batch.Count() + options.conditions.size());
+  uint32_t n = 0;
   const bool single = batch.Count() == 1;
   GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) {
     // Field names match the API: "key"/"value" for one operation, "operations[i].key" otherwise.
@@ -272,7 +274,7 @@ Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, Write
                                                  field("value"), op.value.size(),
                                                  options_.max_value_bytes));
     }
-    (put ? puts : deletes)++;
+    (put ? out->puts : out->deletes)++;
     keys.push_back(op.key);
     ++n;
     return Status::Ok();
@@ -283,37 +285,55 @@ Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, Write
   // Room for the whole batch when its worst case fits a quarter of the write room; otherwise for
   // its first operation, and the rest operation by operation as it is applied. An operation that
   // could never fit is refused here, before anything is logged.
-  const BatchPages need = PagesNeeded(batch);
-  if (need.largest > RoomCap()) {
+  out->need = PagesNeeded(batch);
+  if (out->need.largest > RoomCap()) {
     return Status::ResourceExhausted(fmt::format(
         "an operation of this batch may change up to {} pages, more than the cache can hold "
         "between checkpoints ({} pages of cache_bytes); send smaller values or raise cache_bytes",
-        need.largest, RoomCap()));
+        out->need.largest, RoomCap()));
   }
   // A batch that would need a large share of the room at once is applied stepwise too, so that
   // concurrent writers do not queue behind each other's big reservations.
-  const bool stepwise = need.total > RoomCap() / 4;
-
+  out->stepwise = out->need.total > RoomCap() / 4;
   // Condition keys are locked too: nobody may change them between the check and the apply.
   for (const WriteCondition& c : options.conditions) keys.push_back(c.key);
-  const std::vector<uint32_t> stripes = KeyLocks::StripesOf(keys);
+  return Status::Ok();
+}
+
+void DbImpl::CountWrite(const CheckedWrite& w) {
+  writes_.fetch_add(1, std::memory_order_relaxed);
+  puts_.fetch_add(w.puts, std::memory_order_relaxed);
+  deletes_.fetch_add(w.deletes, std::memory_order_relaxed);
+}
+
+Status DbImpl::Write(const WriteBatch& batch, const WriteOptions& options, WriteResult* result) {
+  CheckedWrite w;
+  GROVE_RETURN_IF_ERROR(CheckWrite(batch, options, &w));
+  if (w.empty) return Status::Ok();
+  return CommitWrite(batch, options, w, result);
+}
+
+Status DbImpl::CommitWrite(const WriteBatch& batch, const WriteOptions& options,
+                           const CheckedWrite& w, WriteResult* result) {
+  const std::vector<uint32_t> stripes = KeyLocks::StripesOf(w.keys);
   key_locks_.Lock(stripes);
   Status s = CheckConditions(options, result);
   if (s.ok() && batch.Count() > 0) {
     Lsn lsn = 0;
-    s = LogAndApply(batch, stepwise, stepwise ? need.first : need.total,
-                    Clock::now() + std::min<std::chrono::milliseconds>(options.room_wait,
-                                                                       std::chrono::hours(1)),
-                    &lsn);
+    s = LogAndApply(batch, w.stepwise, w.stepwise ? w.need.first : w.need.total,
+                    RoomDeadline(options), &lsn);
     if (s.ok() && result != nullptr) result->version = lsn;
   }
   key_locks_.Unlock(stripes);
   GROVE_RETURN_IF_ERROR(s);
-  writes_.fetch_add(1, std::memory_order_relaxed);
-  puts_.fetch_add(puts, std::memory_order_relaxed);
-  deletes_.fetch_add(deletes, std::memory_order_relaxed);
+  CountWrite(w);
   MaybeScheduleCheckpoint();
   return Status::Ok();
+}
+
+DbImpl::Clock::time_point DbImpl::RoomDeadline(const WriteOptions& options) {
+  return Clock::now() +
+         std::min<std::chrono::milliseconds>(options.room_wait, std::chrono::hours(1));
 }
 
 Status DbImpl::LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,

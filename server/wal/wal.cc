@@ -168,6 +168,45 @@ StatusOr<Lsn> Wal::Append(Slice payload) {
   return w.lsn;
 }
 
+std::vector<StatusOr<Lsn>> Wal::AppendMany(const std::vector<Slice>& payloads) {
+  std::vector<StatusOr<Lsn>> out(payloads.size(), StatusOr<Lsn>(Lsn{0}));
+  std::deque<Writer> writers;  // a deque: queued writers must not move
+  std::vector<size_t> index;   // writers[k] carries payloads[index[k]]
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    if (payloads[i].size() > MaxPayloadBytes(options_)) {
+      out[i] = Status::InvalidArgument(fmt::format(
+          "wal: record of {} bytes exceeds the limit of {} bytes (wal.max_unsynced_bytes / 2)",
+          payloads[i].size(), MaxPayloadBytes(options_)));
+      continue;
+    }
+    writers.emplace_back(&mu_).payload = payloads[i];
+    index.push_back(i);
+  }
+  if (writers.empty()) return out;
+
+  MutexLock lock(&mu_);
+  Status refused;
+  if (closed_) {
+    refused = Status::Unavailable("wal: closed");
+  } else if (!stopped_.ok()) {
+    refused = stopped_;
+  }
+  if (!refused.ok()) {
+    for (size_t i : index) out[i] = refused;
+    return out;
+  }
+  // Queued back to back, so a leader takes them into one group as far as its bound allows. Each
+  // is waited for in turn: the one at the head of the queue leads the next group itself.
+  for (Writer& w : writers) queue_.push_back(&w);
+  for (size_t k = 0; k < writers.size(); ++k) {
+    Writer& w = writers[k];
+    while (!w.done && &w != queue_.front()) w.cv.Wait();
+    if (!w.done) CommitGroup();
+    out[index[k]] = w.status.ok() ? StatusOr<Lsn>(w.lsn) : StatusOr<Lsn>(w.status);
+  }
+  return out;
+}
+
 void Wal::CommitGroup() {
   Writer* const leader = queue_.front();
   GroupPlan plan;

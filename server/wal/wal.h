@@ -128,6 +128,11 @@ class Wal {
   // Appends one record and returns its LSN once it is as durable as options.sync requires.
   // kInvalidArgument if the payload exceeds max_unsynced_bytes / 2.
   StatusOr<Lsn> Append(Slice payload) EXCLUDES(mu_);
+  // Appends `payloads` as consecutive records, in order, sharing group commits (one fdatasync
+  // under kAlways unless they exceed one group's bytes), and returns once all are as durable as
+  // options.sync requires. Each record has its own outcome: its LSN, or the error of the group
+  // that carried it (or kInvalidArgument for an oversized payload, which is not appended).
+  std::vector<StatusOr<Lsn>> AppendMany(const std::vector<Slice>& payloads) EXCLUDES(mu_);
 
   // Makes everything appended so far durable.
   Status Sync() EXCLUDES(mu_);

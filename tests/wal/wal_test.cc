@@ -123,6 +123,80 @@ TEST_P(WalTest, AppendReplayRoundTrip) {
   EXPECT_EQ(again.result.next_lsn, payloads.size() + 11);
 }
 
+// AppendMany logs its records in order with consecutive LSNs, in one group when they fit (one
+// sync under kAlways), interleaves correctly with single Appends from other threads, and replays.
+TEST_P(WalTest, AppendManySharesOneGroupAndReplays) {
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 20; ++i) payloads.push_back(MakePayload("m", i, 100 + i * 37));
+  std::vector<Slice> slices(payloads.begin(), payloads.end());
+  {
+    std::unique_ptr<Wal> wal = OpenWal(1);
+    ASSERT_NE(wal, nullptr);
+    ASSERT_TRUE(wal->Append("before").ok());
+    const WalStats before = wal->GetStats();
+    const std::vector<StatusOr<Lsn>> lsns = wal->AppendMany(slices);
+    ASSERT_EQ(lsns.size(), payloads.size());
+    for (size_t i = 0; i < lsns.size(); ++i) {
+      ASSERT_TRUE(lsns[i].ok()) << lsns[i].status().ToString();
+      EXPECT_EQ(*lsns[i], i + 2);
+    }
+    const WalStats after = wal->GetStats();
+    EXPECT_EQ(after.records - before.records, payloads.size());
+    EXPECT_EQ(after.groups - before.groups, 1u) << "one caller's records: one group";
+    if (std::get<1>(GetParam()) == SyncMode::kAlways) {
+      EXPECT_EQ(after.syncs - before.syncs, 1u);
+    }
+    EXPECT_TRUE(wal->AppendMany({}).empty());
+    ASSERT_TRUE(wal->Close().ok());
+  }
+  Replayed all = ReplayAll(io_.get(), dir_.path(), 1, options_);
+  ASSERT_TRUE(all.status.ok()) << all.status.ToString();
+  ASSERT_EQ(all.records.size(), payloads.size() + 1);
+  for (size_t i = 0; i < payloads.size(); ++i) EXPECT_EQ(all.records[i + 1].second, payloads[i]);
+}
+
+// Several AppendMany callers and single appenders at once: every record is acknowledged with a
+// unique LSN, each caller's records keep their order, and all replay. Records larger than one
+// group's bound split across groups without losing order.
+TEST_P(WalTest, ConcurrentAppendManyKeepsEachCallersOrder) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 30;
+  std::mutex mu;
+  std::map<Lsn, std::string> acked;
+  {
+    std::unique_ptr<Wal> wal = OpenWal(1);
+    ASSERT_NE(wal, nullptr);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < kRounds; ++r) {
+          std::vector<std::string> payloads;
+          // Thread 0 appends one at a time; the others up to 8 records, some of 20 KiB.
+          const int n = t == 0 ? 1 : 1 + (r * 3 + t) % 8;
+          for (int i = 0; i < n; ++i) {
+            payloads.push_back(MakePayload("t" + std::to_string(t) + "r" + std::to_string(r), i,
+                                           (i + r) % 5 == 0 ? 20 << 10 : 64));
+          }
+          std::vector<Slice> slices(payloads.begin(), payloads.end());
+          const std::vector<StatusOr<Lsn>> lsns = wal->AppendMany(slices);
+          std::lock_guard<std::mutex> lock(mu);
+          for (size_t i = 0; i < lsns.size(); ++i) {
+            ASSERT_TRUE(lsns[i].ok()) << lsns[i].status().ToString();
+            if (i > 0) EXPECT_GT(*lsns[i], *lsns[i - 1]);
+            EXPECT_TRUE(acked.emplace(*lsns[i], payloads[i]).second) << "LSN twice";
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_TRUE(wal->Close().ok());
+  }
+  Replayed all = ReplayAll(io_.get(), dir_.path(), 1, options_);
+  ASSERT_TRUE(all.status.ok()) << all.status.ToString();
+  ASSERT_EQ(all.records.size(), acked.size());
+  for (const auto& [lsn, payload] : all.records) EXPECT_EQ(acked.at(lsn), payload);
+}
+
 // Several threads append at once: LSNs are gap-free and unique, each thread sees its own LSNs grow,
 // every acknowledged record replays with its payload, and commits were grouped (never more groups
 // than records).
@@ -303,6 +377,21 @@ TEST_F(WalApiTest, OversizePayloadIsInvalidArgument) {
   StatusOr<Lsn> at_limit = (*wal)->Append(std::string(limit, 'y'));
   ASSERT_TRUE(at_limit.ok()) << at_limit.status().ToString();
   EXPECT_EQ(*at_limit, 1u);  // the rejected payload consumed no LSN
+}
+
+TEST_F(WalApiTest, AppendManyRefusesAnOversizePayloadAlone) {
+  StatusOr<std::unique_ptr<Wal>> wal = Wal::Open(io_.get(), dir_.path(), options_, 1, nullptr);
+  ASSERT_TRUE(wal.ok());
+  const std::string big(options_.max_unsynced_bytes / 2 + 1, 'x');
+  const std::vector<StatusOr<Lsn>> lsns = (*wal)->AppendMany({"a", big, "b"});
+  ASSERT_EQ(lsns.size(), 3u);
+  ASSERT_TRUE(lsns[0].ok());
+  EXPECT_EQ(*lsns[0], 1u);
+  EXPECT_EQ(lsns[1].status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(lsns[2].ok());
+  EXPECT_EQ(*lsns[2], 2u);  // the refused record consumed no LSN
+  ASSERT_TRUE((*wal)->Close().ok());
+  EXPECT_EQ((*wal)->AppendMany({"c"})[0].status().code(), StatusCode::kUnavailable);
 }
 
 TEST_F(WalApiTest, RejectsBadOptions) {

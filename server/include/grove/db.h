@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,14 @@ struct WriteResult {
   bool current_found = false;
   uint64_t current_version = 0;
   std::string current_value;
+};
+
+// One write of Db::WriteMany: Write(*batch, *options, result), its outcome in `status`.
+struct WriteRequest {
+  const WriteBatch* batch = nullptr;
+  const WriteOptions* options = nullptr;  // null: no conditions, the default room wait
+  WriteResult* result = nullptr;          // may be null
+  Status status;                          // set by WriteMany
 };
 
 // What DeleteRange() did.
@@ -181,6 +190,19 @@ class Db {
   // the key of a failed condition holds.
   virtual Status Write(const WriteBatch& batch, const WriteOptions& options,
                        WriteResult* result) = 0;
+
+  // Runs each of `writes` as Write() would, in order, each atomic and succeeding or failing on its
+  // own (its own conditions, limits and status). What it adds is shared log syncs: consecutive
+  // writes on distinct keys (a write's keys include its conditions' keys) are logged in one group
+  // commit, so under wal.sync: always the call pays about one fdatasync, not one per write. A
+  // write on a key an earlier write of the call touched starts a new group after it: writes of one
+  // key apply in call order. Each write is as durable as Write()'s when WriteMany returns; writes
+  // of a call that were not yet acknowledged may survive a crash independently of each other.
+  virtual void WriteMany(std::span<WriteRequest> writes) {
+    for (WriteRequest& w : writes) {
+      w.status = Write(*w.batch, w.options != nullptr ? *w.options : WriteOptions(), w.result);
+    }
+  }
 
   // Removes the keys of [start, end) (end empty: to the last key), at most `limit` of them (0, or
   // more than limits.max_batch_entries: that many). Atomic, and one log record however many keys

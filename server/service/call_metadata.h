@@ -15,6 +15,8 @@
 
 #include <grpcpp/server_context.h>
 
+#include "grove/v1/kv.pb.h"
+
 namespace grove::service {
 
 class CallMetadata {
@@ -37,6 +39,24 @@ class ContextMetadata final : public CallMetadata {
 
  private:
   grpc::ServerContext* const context_;
+};
+
+// A sub-request of a Batch stream: the client metadata is the stream's; the trailers go into the
+// sub-request's own status.
+class SubRequestMetadata final : public CallMetadata {
+ public:
+  SubRequestMetadata(grpc::ServerContext* stream, v1::SubStatus* status)
+      : stream_(stream), status_(status) {}
+  std::optional<std::string_view> Client(std::string_view key) const override {
+    return stream_.Client(key);
+  }
+  void AddTrailer(const std::string& key, const std::string& value) override {
+    (*status_->mutable_metadata())[key] = value;
+  }
+
+ private:
+  ContextMetadata stream_;  // read only
+  v1::SubStatus* const status_;
 };
 
 }  // namespace grove::service

@@ -8,6 +8,7 @@
 #include "grove/write_batch.h"
 
 #include "metrics/engine_metrics.h"
+#include "service/kv_call.h"
 #include "service/status_mapping.h"
 #include "service/version.h"
 #include "util/clock.h"
@@ -18,11 +19,6 @@ namespace {
 // BatchGet reads this many keys per engine call, checking the response size and the deadline in
 // between, so that memory stays bounded by max_batch_bytes plus one chunk.
 constexpr int kBatchGetChunk = 128;
-
-grpc::Status DeadlineExceeded(std::string_view when) {
-  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                      "deadline exceeded " + std::string(when));
-}
 
 // A validated precondition (request_checks.h) on `key`.
 WriteCondition ToCondition(const std::string& key, const v1::Precondition& p) {
@@ -46,110 +42,16 @@ WriteCondition ToCondition(const std::string& key, const v1::Precondition& p) {
 
 }  // namespace
 
-// The gate every call passes (see kv_service.h); releases its admission slot when destroyed.
-class KvService::Call {
- public:
-  Call(KvService* service, grpc::ServerContext* context, Role role, std::string_view method)
-      : service_(service), context_(context), md_(context), lease_(service->engine_) {
-    const uint32_t now_inflight = service_->inflight_.fetch_add(1, std::memory_order_relaxed) + 1;
-    service_->metrics_->RequestStarted();
-    if (now_inflight > service_->options_.max_inflight_requests) {
-      service_->metrics_->LimitRejected("max_inflight_requests");
-      status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                             "server busy: limits.max_inflight_requests (" +
-                                 std::to_string(service_->options_.max_inflight_requests) +
-                                 ") calls in flight; retry with backoff");
-      return;
-    }
-    status_ = service_->auth_->Check(*context, role, method);
-    if (!status_.ok()) return;
-    db_ = lease_.db();
-    if (db_ == nullptr) {
-      // Refused before anything was applied: clients may retry writes on this UNAVAILABLE, unlike
-      // one from a broken connection (docs/server.md, "Retrying writes").
-      md_.AddTrailer(v1::kNotAppliedMetadata, "1");
-      status_ = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                             "the engine is not open (starting, recovering or shutting down)");
-      return;
-    }
-    deadline_ = EffectiveDeadline(context->deadline(), Clock::now(), service_->options_.deadlines);
-    if (Expired()) {
-      status_ = DeadlineExceeded("before the call started");
-      return;
-    }
-    if (service_->ownership_ != nullptr && role != Role::kAdmin) {
-      status_ = service_->ownership_->Admit(&md_, role == Role::kWrite, &ticket_);
-    }
-  }
-
-  ~Call() {
-    service_->inflight_.fetch_sub(1, std::memory_order_relaxed);
-    service_->metrics_->RequestFinished();
-  }
-
-  Call(const Call&) = delete;
-  Call& operator=(const Call&) = delete;
-
-  bool ok() const { return status_.ok(); }
-  const grpc::Status& status() const { return status_; }
-  Db* db() const { return db_; }
-  // Where the call's checks read client metadata and write trailers.
-  CallMetadata* metadata() const { return &md_; }
-  bool Expired() const { return Clock::now() >= deadline_; }
-  // Time left until the effective deadline (0 when passed).
-  std::chrono::milliseconds Remaining() const {
-    const auto left = deadline_ - Clock::now();
-    return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
-                    std::chrono::milliseconds(0));
-  }
-
-  // Cluster mode: OK when this node owns `key` (see service/ownership.h); always OK otherwise.
-  grpc::Status Owns(std::string_view key, std::string_view field) const {
-    if (ticket_.map() == nullptr) return grpc::Status::OK;
-    return ticket_.CheckKey(&md_, key, field);
-  }
-  grpc::Status OwnsSpan(std::string_view start, std::string_view end) const {
-    if (ticket_.map() == nullptr) return grpc::Status::OK;
-    return ticket_.CheckSpan(&md_, start, end);
-  }
-  // Cluster mode: after a write was applied, its keys for the change records of moves.
-  void Applied(const std::vector<std::string_view>& keys) const {
-    if (ticket_.map() != nullptr) service_->ownership_->RecordWrites(keys);
-  }
-  // Cluster mode: narrows a scan to this node's range (Ownership::Ticket::ClipScan).
-  grpc::Status ClipScan(ScanOptions* scan, std::string* stopped_at) const {
-    stopped_at->clear();
-    if (ticket_.map() == nullptr) return grpc::Status::OK;
-    return ticket_.ClipScan(&md_, scan->reverse, &scan->lower, &scan->upper, &scan->has_upper,
-                            stopped_at);
-  }
-
-  // DEADLINE_EXCEEDED or CANCELLED when the call should stop now, OK otherwise.
-  grpc::Status Continue(std::string_view when) const {
-    if (context_->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-    if (Expired()) return DeadlineExceeded(when);
-    return grpc::Status::OK;
-  }
-
- private:
-  KvService* const service_;
-  grpc::ServerContext* const context_;
-  mutable ContextMetadata md_;  // the checks' trailers; const methods add them too
-  grpc::Status status_;
-  EngineHandle::Lease lease_;  // held for the whole call
-  Db* db_ = nullptr;
-  Ownership::Ticket ticket_;  // cluster mode: the map deciding the call; held until it ends
-  Clock::time_point deadline_ = Clock::time_point::max();
-};
-
 KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
-                     metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership)
+                     metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership,
+                     metrics::GrpcMetrics* grpc_metrics)
     : options_(std::move(options)),
       engine_(engine),
       auth_(auth),
       metrics_(metrics),
       log_(log),
-      ownership_(ownership) {}
+      ownership_(ownership),
+      grpc_metrics_(grpc_metrics) {}
 
 grpc::Status KvService::EngineError(const Status& s, std::string_view what) {
   // Damage and IO failures are events an operator must see; everything else is the caller's.
@@ -164,41 +66,51 @@ grpc::Status KvService::Reject(const CheckResult& r) {
   return r.status;
 }
 
-grpc::Status KvService::ConditionalWrite(CallMetadata* md, Db* db, const WriteBatch& batch,
-                                         const WriteOptions& options,
-                                         const std::vector<std::string>& fields,
-                                         const std::vector<int>& mutations, bool return_current,
-                                         WriteResult* result, std::string_view what) {
-  const Status s = db->Write(batch, options, result);
-  if (s.code() != StatusCode::kFailedPrecondition || result->failed_condition < 0) {
-    return EngineError(s, what);
+grpc::Status KvService::FinishWrite(const Call& call, PendingWrite* w, const Status& s) {
+  if (s.ok()) {
+    call.Applied(w->keys);
+    return grpc::Status::OK;
   }
-  const auto i = static_cast<size_t>(result->failed_condition);
+  if (s.code() != StatusCode::kFailedPrecondition || w->result.failed_condition < 0) {
+    return EngineError(s, w->what);
+  }
+  const WriteResult& result = w->result;
+  const auto i = static_cast<size_t>(result.failed_condition);
   // The engine names "conditions[i]"; the client knows the field of its request.
   std::string message(s.message());
   if (const size_t colon = message.find(": "); colon != std::string::npos) {
     message = message.substr(colon + 2);
   }
-  md->AddTrailer("grove-current-found", result->current_found ? "1" : "0");
-  if (result->current_found) {
-    md->AddTrailer("grove-current-version", std::to_string(result->current_version));
-    if (return_current) md->AddTrailer("grove-current-value-bin", result->current_value);
+  CallMetadata* md = call.metadata();
+  md->AddTrailer("grove-current-found", result.current_found ? "1" : "0");
+  if (result.current_found) {
+    md->AddTrailer("grove-current-version", std::to_string(result.current_version));
+    if (w->return_current) md->AddTrailer("grove-current-value-bin", result.current_value);
   }
-  if (i < mutations.size()) {
-    md->AddTrailer("grove-failed-mutation", std::to_string(mutations[i]));
+  if (i < w->mutations.size()) {
+    md->AddTrailer("grove-failed-mutation", std::to_string(w->mutations[i]));
   }
   return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                      (i < fields.size() ? fields[i] : "precondition") + ": " + message);
+                      (i < w->fields.size() ? w->fields[i] : "precondition") + ": " + message);
+}
+
+grpc::Status KvService::RunWrite(const Call& call, PendingWrite* w) {
+  return FinishWrite(call, w, call.db()->Write(w->batch, w->options, &w->result));
 }
 
 grpc::Status KvService::Get(grpc::ServerContext* context, const v1::GetRequest* request,
                             v1::GetResponse* response) {
   Call call(this, context, Role::kRead, "Get");
   if (!call.ok()) return call.status();
-  if (CheckResult r = CheckGet(*request, options_.limits); !r.ok()) return Reject(r);
-  if (grpc::Status o = call.Owns(request->key(), "key"); !o.ok()) return o;
+  return DoGet(call, *request, response);
+}
+
+grpc::Status KvService::DoGet(const Call& call, const v1::GetRequest& request,
+                              v1::GetResponse* response) {
+  if (CheckResult r = CheckGet(request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.Owns(request.key(), "key"); !o.ok()) return o;
   ValueMeta meta;
-  StatusOr<bool> found = call.db()->GetWithMeta(request->key(), response->mutable_value(), &meta);
+  StatusOr<bool> found = call.db()->GetWithMeta(request.key(), response->mutable_value(), &meta);
   if (!found.ok()) return EngineError(found.status(), "get");
   response->set_found(*found);
   response->set_version(meta.version);
@@ -211,20 +123,25 @@ grpc::Status KvService::BatchGet(grpc::ServerContext* context, const v1::BatchGe
                                  v1::BatchGetResponse* response) {
   Call call(this, context, Role::kRead, "BatchGet");
   if (!call.ok()) return call.status();
-  if (CheckResult r = CheckBatchGet(*request, options_.limits); !r.ok()) return Reject(r);
-  for (int i = 0; i < request->keys_size(); ++i) {
-    grpc::Status o = call.Owns(request->keys(i), "keys[" + std::to_string(i) + "]");
+  return DoBatchGet(call, *request, response);
+}
+
+grpc::Status KvService::DoBatchGet(const Call& call, const v1::BatchGetRequest& request,
+                                   v1::BatchGetResponse* response) {
+  if (CheckResult r = CheckBatchGet(request, options_.limits); !r.ok()) return Reject(r);
+  for (int i = 0; i < request.keys_size(); ++i) {
+    grpc::Status o = call.Owns(request.keys(i), "keys[" + std::to_string(i) + "]");
     if (!o.ok()) return o;
   }
 
   uint64_t bytes = 0;
   std::vector<Slice> keys;
   std::vector<std::optional<std::string>> values;
-  for (int begin = 0; begin < request->keys_size(); begin += kBatchGetChunk) {
+  for (int begin = 0; begin < request.keys_size(); begin += kBatchGetChunk) {
     if (grpc::Status s = call.Continue("during BatchGet"); !s.ok()) return s;
-    const int end = std::min(request->keys_size(), begin + kBatchGetChunk);
+    const int end = std::min(request.keys_size(), begin + kBatchGetChunk);
     keys.clear();
-    for (int i = begin; i < end; ++i) keys.emplace_back(request->keys(i));
+    for (int i = begin; i < end; ++i) keys.emplace_back(request.keys(i));
     values.clear();
     if (Status s = call.db()->BatchGet(keys, &values); !s.ok()) {
       return EngineError(s, "batch_get");
@@ -253,50 +170,58 @@ grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* 
                             v1::PutResponse* response) {
   Call call(this, context, Role::kWrite, "Put");
   if (!call.ok()) return call.status();
-  if (CheckResult r = CheckPut(*request, options_.limits); !r.ok()) return Reject(r);
-  if (grpc::Status o = call.Owns(request->key(), "key"); !o.ok()) return o;
-  WriteBatch batch;
-  if (request->ttl_ms() > 0) {
-    batch.PutExpiring(request->key(), request->value(), NowUnixMillis() + request->ttl_ms());
-  } else {
-    batch.Put(request->key(), request->value());
-  }
-  WriteOptions options;
-  options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
-  if (request->has_precondition()) {
-    options.conditions.push_back(ToCondition(request->key(), request->precondition()));
-  }
-  WriteResult result;
-  grpc::Status s = ConditionalWrite(call.metadata(), call.db(), batch, options, {"precondition"},
-                                    {}, request->return_current(), &result, "put");
-  if (s.ok()) {
-    response->set_version(result.version);
-    call.Applied({request->key()});
-  }
+  PendingWrite w;
+  if (grpc::Status s = PreparePut(call, *request, &w); !s.ok()) return s;
+  grpc::Status s = RunWrite(call, &w);
+  if (s.ok()) response->set_version(w.result.version);
   return s;
+}
+
+grpc::Status KvService::PreparePut(const Call& call, const v1::PutRequest& request,
+                                   PendingWrite* w) {
+  if (CheckResult r = CheckPut(request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.Owns(request.key(), "key"); !o.ok()) return o;
+  if (request.ttl_ms() > 0) {
+    w->batch.PutExpiring(request.key(), request.value(), NowUnixMillis() + request.ttl_ms());
+  } else {
+    w->batch.Put(request.key(), request.value());
+  }
+  w->options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
+  if (request.has_precondition()) {
+    w->options.conditions.push_back(ToCondition(request.key(), request.precondition()));
+    w->fields = {"precondition"};
+  }
+  w->return_current = request.return_current();
+  w->keys = {request.key()};
+  w->what = "put";
+  return grpc::Status::OK;
 }
 
 grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
                                v1::DeleteResponse* response) {
   Call call(this, context, Role::kWrite, "Delete");
   if (!call.ok()) return call.status();
-  if (CheckResult r = CheckDelete(*request, options_.limits); !r.ok()) return Reject(r);
-  if (grpc::Status o = call.Owns(request->key(), "key"); !o.ok()) return o;
-  WriteBatch batch;
-  batch.Delete(request->key());
-  WriteOptions options;
-  options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
-  if (request->has_precondition()) {
-    options.conditions.push_back(ToCondition(request->key(), request->precondition()));
-  }
-  WriteResult result;
-  grpc::Status s = ConditionalWrite(call.metadata(), call.db(), batch, options, {"precondition"},
-                                    {}, request->return_current(), &result, "delete");
-  if (s.ok()) {
-    response->set_version(result.version);
-    call.Applied({request->key()});
-  }
+  PendingWrite w;
+  if (grpc::Status s = PrepareDelete(call, *request, &w); !s.ok()) return s;
+  grpc::Status s = RunWrite(call, &w);
+  if (s.ok()) response->set_version(w.result.version);
   return s;
+}
+
+grpc::Status KvService::PrepareDelete(const Call& call, const v1::DeleteRequest& request,
+                                      PendingWrite* w) {
+  if (CheckResult r = CheckDelete(request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.Owns(request.key(), "key"); !o.ok()) return o;
+  w->batch.Delete(request.key());
+  w->options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
+  if (request.has_precondition()) {
+    w->options.conditions.push_back(ToCondition(request.key(), request.precondition()));
+    w->fields = {"precondition"};
+  }
+  w->return_current = request.return_current();
+  w->keys = {request.key()};
+  w->what = "delete";
+  return grpc::Status::OK;
 }
 
 grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
@@ -304,43 +229,44 @@ grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
                                     v1::BatchInsertResponse* response) {
   Call call(this, context, Role::kWrite, "BatchInsert");
   if (!call.ok()) return call.status();
-  if (CheckResult r = CheckBatchInsert(*request, options_.limits); !r.ok()) return Reject(r);
-  for (int i = 0; i < request->mutations_size(); ++i) {
+  PendingWrite w;
+  if (grpc::Status s = PrepareBatchInsert(call, *request, &w); !s.ok()) return s;
+  grpc::Status s = RunWrite(call, &w);
+  if (!s.ok()) return s;
+  response->set_applied(static_cast<uint32_t>(request->mutations_size()));
+  response->set_version(w.result.version);
+  return grpc::Status::OK;
+}
+
+grpc::Status KvService::PrepareBatchInsert(const Call& call, const v1::BatchInsertRequest& request,
+                                           PendingWrite* w) {
+  if (CheckResult r = CheckBatchInsert(request, options_.limits); !r.ok()) return Reject(r);
+  for (int i = 0; i < request.mutations_size(); ++i) {
     grpc::Status o =
-        call.Owns(request->mutations(i).key(), "mutations[" + std::to_string(i) + "].key");
+        call.Owns(request.mutations(i).key(), "mutations[" + std::to_string(i) + "].key");
     if (!o.ok()) return o;
   }
-  WriteBatch batch;
-  WriteOptions options;
-  options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
-  std::vector<std::string> fields;
-  std::vector<int> mutations;
+  w->options.room_wait = call.Remaining();  // wait for dirty-page room up to the deadline
   const uint64_t now_ms = NowUnixMillis();  // one clock reading: one expiry for the batch
-  for (int i = 0; i < request->mutations_size(); ++i) {
-    const v1::Mutation& m = request->mutations(i);
+  w->keys.reserve(request.mutations_size());
+  for (int i = 0; i < request.mutations_size(); ++i) {
+    const v1::Mutation& m = request.mutations(i);
     if (m.type() == v1::Mutation::PUT && m.ttl_ms() > 0) {
-      batch.PutExpiring(m.key(), m.value(), now_ms + m.ttl_ms());
+      w->batch.PutExpiring(m.key(), m.value(), now_ms + m.ttl_ms());
     } else if (m.type() == v1::Mutation::PUT) {
-      batch.Put(m.key(), m.value());
+      w->batch.Put(m.key(), m.value());
     } else {
-      batch.Delete(m.key());
+      w->batch.Delete(m.key());
     }
     if (m.has_precondition()) {
-      options.conditions.push_back(ToCondition(m.key(), m.precondition()));
-      fields.push_back("mutations[" + std::to_string(i) + "].precondition");
-      mutations.push_back(i);
+      w->options.conditions.push_back(ToCondition(m.key(), m.precondition()));
+      w->fields.push_back("mutations[" + std::to_string(i) + "].precondition");
+      w->mutations.push_back(i);
     }
+    w->keys.emplace_back(m.key());
   }
-  WriteResult result;
-  grpc::Status s = ConditionalWrite(call.metadata(), call.db(), batch, options, fields, mutations,
-                                    request->return_current(), &result, "batch_insert");
-  if (!s.ok()) return s;
-  std::vector<std::string_view> keys;
-  keys.reserve(request->mutations_size());
-  for (const v1::Mutation& m : request->mutations()) keys.emplace_back(m.key());
-  call.Applied(keys);
-  response->set_applied(static_cast<uint32_t>(request->mutations_size()));
-  response->set_version(result.version);
+  w->return_current = request.return_current();
+  w->what = "batch_insert";
   return grpc::Status::OK;
 }
 
@@ -500,10 +426,15 @@ grpc::Status KvService::DeleteRange(grpc::ServerContext* context,
                                     v1::DeleteRangeResponse* response) {
   Call call(this, context, Role::kWrite, "DeleteRange");
   if (!call.ok()) return call.status();
-  if (CheckResult r = CheckDeleteRange(*request, options_.limits); !r.ok()) return Reject(r);
-  if (grpc::Status o = call.OwnsSpan(request->start(), request->end()); !o.ok()) return o;
+  return DoDeleteRange(call, *request, response);
+}
+
+grpc::Status KvService::DoDeleteRange(const Call& call, const v1::DeleteRangeRequest& request,
+                                      v1::DeleteRangeResponse* response) {
+  if (CheckResult r = CheckDeleteRange(request, options_.limits); !r.ok()) return Reject(r);
+  if (grpc::Status o = call.OwnsSpan(request.start(), request.end()); !o.ok()) return o;
   DeleteRangeResult result;
-  Status s = call.db()->DeleteRange(request->start(), request->end(), request->limit(), &result);
+  Status s = call.db()->DeleteRange(request.start(), request.end(), request.limit(), &result);
   if (!s.ok()) return EngineError(s, "delete_range");
   response->set_deleted(result.deleted);
   response->set_more(result.more);

@@ -15,6 +15,7 @@
 //   7. cluster mode: this node owns every key of the call             (OUT_OF_RANGE,
 //                                                                      service/ownership.h)
 // Long calls (Scan, BatchGet) check the deadline and cancellation again between units of work.
+// Each sub-request of a Batch stream passes the same gate on its own (kv_batch.cc).
 //
 // Thread safety: handlers run concurrently; the service itself holds no per-call state.
 
@@ -27,6 +28,7 @@
 
 #include "grove/v1/kv.grpc.pb.h"
 
+#include "metrics/grpc_metrics.h"
 #include "metrics/server_metrics.h"
 #include "service/auth.h"
 #include "service/call_metadata.h"
@@ -34,6 +36,7 @@
 #include "service/engine_handle.h"
 #include "service/ownership.h"
 #include "service/request_checks.h"
+#include "util/mutex.h"
 
 namespace grove::service {
 
@@ -48,8 +51,11 @@ class KvService final : public v1::KV::Service {
  public:
   // Every pointer must outlive the service. `ownership` (cluster mode; null otherwise) decides
   // which keys this node serves.
+  // `grpc_metrics` (may be null) receives the per-method series of Batch sub-requests
+  // (grpc_type="batched").
   KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
-            metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership = nullptr);
+            metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership = nullptr,
+            metrics::GrpcMetrics* grpc_metrics = nullptr);
 
   grpc::Status Get(grpc::ServerContext* context, const v1::GetRequest* request,
                    v1::GetResponse* response) override;
@@ -67,24 +73,54 @@ class KvService final : public v1::KV::Service {
                      v1::StatsResponse* response) override;
   grpc::Status DeleteRange(grpc::ServerContext* context, const v1::DeleteRangeRequest* request,
                            v1::DeleteRangeResponse* response) override;
+  // kv_batch.cc.
+  grpc::Status Batch(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::BatchResponse, v1::BatchRequest>* stream) override;
 
-  // Calls being handled now.
+  // Calls being handled now (each sub-request of a stream counts as one).
   uint32_t inflight() const { return inflight_.load(std::memory_order_relaxed); }
+
+  // The drain (server.cc). After BeginDrain a Batch stream ends once it has answered the message
+  // in hand. CloseStreamsIfIdle is true when every one of `calls` (the server's calls in flight)
+  // is a Batch stream waiting for its next message; from then on no stream takes another message,
+  // and the server may cancel the calls left.
+  void BeginDrain() { draining_.store(true); }
+  bool CloseStreamsIfIdle(int64_t calls) EXCLUDES(streams_mu_);
 
  private:
   class Call;
+  struct PendingWrite;
+  struct SubCall;
+  class MessageRun;
 
   // Maps an engine error, logging the ones an operator must see (DATA_LOSS, INTERNAL).
   grpc::Status EngineError(const Status& s, std::string_view what);
   // Returns `r.status`, counting a limit rejection.
   grpc::Status Reject(const CheckResult& r);
-  // Runs a write whose `options` may hold conditions; `fields[i]` names condition i in the
-  // request, `mutations[i]` the mutation it belongs to (BatchInsert; empty otherwise). A failed
-  // condition becomes FAILED_PRECONDITION with the key's current state in trailing metadata.
-  grpc::Status ConditionalWrite(CallMetadata* md, Db* db, const WriteBatch& batch,
-                                const WriteOptions& options, const std::vector<std::string>& fields,
-                                const std::vector<int>& mutations, bool return_current,
-                                WriteResult* result, std::string_view what);
+
+  // The body of each call once it passed the gate: shared by the unary handlers and the
+  // sub-requests of a Batch stream.
+  grpc::Status DoGet(const Call& call, const v1::GetRequest& request, v1::GetResponse* response);
+  grpc::Status DoBatchGet(const Call& call, const v1::BatchGetRequest& request,
+                          v1::BatchGetResponse* response);
+  grpc::Status DoDeleteRange(const Call& call, const v1::DeleteRangeRequest& request,
+                             v1::DeleteRangeResponse* response);
+  // Writes come in halves, so that a stream can log several in one Db::WriteMany: Prepare checks
+  // the request and builds the batch; FinishWrite maps the engine's outcome (a failed condition
+  // becomes FAILED_PRECONDITION with the key's current state in trailing metadata) and records
+  // the keys written. RunWrite is both around a Db::Write.
+  grpc::Status PreparePut(const Call& call, const v1::PutRequest& request, PendingWrite* w);
+  grpc::Status PrepareDelete(const Call& call, const v1::DeleteRequest& request, PendingWrite* w);
+  grpc::Status PrepareBatchInsert(const Call& call, const v1::BatchInsertRequest& request,
+                                  PendingWrite* w);
+  grpc::Status FinishWrite(const Call& call, PendingWrite* w, const Status& s);
+  grpc::Status RunWrite(const Call& call, PendingWrite* w);
+
+  // Batch streams: marks the stream waiting for a message, or back at work; false when the drain
+  // closed the streams.
+  void StreamWaiting() EXCLUDES(streams_mu_);
+  bool StreamWorking() EXCLUDES(streams_mu_);
 
   const KvServiceOptions options_;
   EngineHandle* const engine_;
@@ -92,8 +128,13 @@ class KvService final : public v1::KV::Service {
   metrics::ServerMetrics* const metrics_;
   spdlog::logger* const log_;
   Ownership* const ownership_;
+  metrics::GrpcMetrics* const grpc_metrics_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<uint32_t> inflight_{0};
+  std::atomic<bool> draining_{false};
+  Mutex streams_mu_;
+  int64_t streams_waiting_ GUARDED_BY(streams_mu_) = 0;
+  bool streams_closed_ GUARDED_BY(streams_mu_) = false;
 };
 
 }  // namespace grove::service

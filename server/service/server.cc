@@ -82,9 +82,9 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
   // Cluster mode: ownership is in force from the first call (keys are refused until the map is
   // known); the watcher starts in Run, membership once the engine is open.
   if (s->config_.server.cluster.enabled()) GROVE_RETURN_IF_ERROR(s->PrepareCluster());
-  s->kv_ =
-      std::make_unique<KvService>(ServiceOptions(s->config_), &s->engine_, s->authorizer_.get(),
-                                  s->server_metrics_.get(), s->log_.get(), s->ownership_.get());
+  s->kv_ = std::make_unique<KvService>(ServiceOptions(s->config_), &s->engine_,
+                                       s->authorizer_.get(), s->server_metrics_.get(),
+                                       s->log_.get(), s->ownership_.get(), s->grpc_metrics_.get());
   s->admin_ = std::make_unique<AdminService>(so.backup.dir, &s->engine_, s->authorizer_.get(),
                                              s->log_.get(), s->ownership_.get());
 
@@ -272,16 +272,18 @@ Status GroveServer::Drain() {
     std::this_thread::sleep_for(std::chrono::duration<double>(so.shutdown_delay_seconds));
   }
   health_.Shutdown();
+  kv_->BeginDrain();  // Batch streams end once the message in hand is answered
   // gRPC's graceful shutdown ends once every call is done *and* every client connection has
   // closed after its GOAWAY. A client that does not read its idle connection (a C++ channel with
   // no call pending) closes it late: groved waited 5 s for one. So once no call is in flight
   // the connections left are closed from this side; calls still running keep theirs until they
-  // end or drain_seconds passes.
+  // end or drain_seconds passes. A Batch stream waiting for its next message is idle too: it
+  // takes no message once the streams are closed, so no write starts after this point.
   std::atomic<bool> drained{false};
   std::thread idle_closer([&] {
     while (!drained.load()) {
       std::this_thread::sleep_for(kIdleCheck);
-      if (calls_in_flight_.load() == 0) {
+      if (kv_->CloseStreamsIfIdle(calls_in_flight_.load())) {
         grpc_server_cancel_all_calls(grpc_->c_server());
         return;
       }

@@ -117,6 +117,15 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
   app.add_option("--grpc-token", o.target_options.grpc_token, "Bearer token for grpc targets");
   app.add_option("--grpc-timeout-ms", o.target_options.grpc_timeout_ms, "Deadline per RPC attempt")
       ->capture_default_str();
+  app.add_option("--grpc-transport", o.target_options.grpc_transport,
+                 "grpc targets: stream (workers share one client; calls multiplexed onto Batch "
+                 "streams) or unary (a client per worker, one RPC per call)")
+      ->check(CLI::IsMember({"stream", "unary"}))
+      ->capture_default_str();
+  app.add_option("--grpc-streams", o.target_options.grpc_streams,
+                 "grpc targets, stream transport: Batch streams of the shared client")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--etcd-ca", o.target_options.etcd_ca_file,
                  "etcd:// targets: CA certificate of etcd (TLS to etcd)");
   app.add_option("--etcd-cert", o.target_options.etcd_cert_file,

@@ -1,14 +1,18 @@
-// grpc://host:port drives groved through the client library (grove::client::Client), one client
-// per worker thread; etcd://host:port/cluster does the same through the client's cluster routing
-// (its figures are the nodes' summed). grpc-noop://host:port answers every operation with a
-// grpc.health.v1 Check on the same server: it crosses the same channel, HTTP/2 transport and server
-// thread pool without touching the engine, so it is the ceiling of the RPC stack. (grove.v1.KV has
-// no no-op call; the health service is the closest thing the server offers.)
+// grpc://host:port drives groved through the client library (grove::client::Client): with
+// --grpc-transport stream (the default) all workers share one client, whose Batch streams carry
+// every worker's calls (docs/server.md, "Many calls on one stream"); with unary each worker has
+// a client (a channel) of its own and every call is one RPC. etcd://host:port/cluster does the
+// same through the client's cluster routing (its figures are the nodes' summed).
+// grpc-noop://host:port answers every operation with a grpc.health.v1 Check on the same server: it
+// crosses the same channel, HTTP/2 transport and server thread pool without touching the engine, so
+// it is the ceiling of the RPC stack. (grove.v1.KV has no no-op call; the health service is the
+// closest thing the server offers.)
 //
 // Engine counters come from the Stats RPC. The server is another process, so device bytes are
 // the server's page reads and writes times 4 KiB.
 
 #include <algorithm>
+#include <mutex>
 
 #include "grove/client/client.h"
 
@@ -25,7 +29,7 @@ Status FromGrpc(const grpc::Status& s, const char* what) {
 
 class GrpcSession final : public Session {
  public:
-  GrpcSession(std::unique_ptr<client::Client> c, bool noop) : client_(std::move(c)), noop_(noop) {}
+  GrpcSession(std::shared_ptr<client::Client> c, bool noop) : client_(std::move(c)), noop_(noop) {}
 
   Status Read(Slice key, std::string* value, bool* found) override {
     if (noop_) return Noop(found);
@@ -74,7 +78,7 @@ class GrpcSession final : public Session {
     return FromGrpc(client_->Health("", &status), "health check");
   }
 
-  std::unique_ptr<client::Client> client_;
+  std::shared_ptr<client::Client> client_;  // the workers' shared one, or this worker's own
   const bool noop_;
 };
 
@@ -89,7 +93,10 @@ class GrpcTarget final : public Target {
     std::map<std::string, std::string> c{
         {"address", options_.address},
         {"call", noop_ ? "grpc.health.v1.Health/Check" : "grove.v1.KV"},
-        {"timeout_ms", std::to_string(options_.timeout.count())}};
+        {"timeout_ms", std::to_string(options_.timeout.count())},
+        {"transport", options_.transport == client::ClientOptions::Transport::kStream
+                          ? "stream (" + std::to_string(options_.streams) + " streams)"
+                          : "unary"}};
     std::vector<std::pair<std::string, v1::StatsResponse>> nodes;
     if (!noop_ && Client()->NodeStats(&nodes).ok() && !nodes.empty()) {
       const v1::StatsResponse& s = nodes[0].second;  // a cluster's nodes run one configuration
@@ -118,9 +125,18 @@ class GrpcTarget final : public Target {
   }
 
   StatusOr<std::unique_ptr<Session>> NewSession() override {
+    // The no-op baseline and a cluster client (unary to the nodes) keep a client per worker.
+    const bool shared = !noop_ && options_.transport == client::ClientOptions::Transport::kStream &&
+                        options_.address.rfind("etcd://", 0) != 0;
+    std::lock_guard<std::mutex> lock(shared_mu_);
+    if (shared && shared_ != nullptr) {
+      return std::unique_ptr<Session>(std::make_unique<GrpcSession>(shared_, noop_));
+    }
     std::unique_ptr<client::Client> c;
     GROVE_RETURN_IF_ERROR(FromGrpc(client::Client::Create(options_, &c), "connect"));
-    return std::unique_ptr<Session>(std::make_unique<GrpcSession>(std::move(c), noop_));
+    std::shared_ptr<client::Client> session_client(std::move(c));
+    if (shared) shared_ = session_client;
+    return std::unique_ptr<Session>(std::make_unique<GrpcSession>(session_client, noop_));
   }
 
   StatusOr<TargetStats> Stats() override {
@@ -179,6 +195,8 @@ class GrpcTarget final : public Target {
   const client::ClientOptions options_;
   const bool noop_;
   mutable std::unique_ptr<client::Client> control_;  // stats calls, made on first use
+  std::mutex shared_mu_;
+  std::shared_ptr<client::Client> shared_;  // stream transport: every worker's client
 };
 
 }  // namespace
@@ -192,6 +210,9 @@ StatusOr<std::unique_ptr<Target>> OpenGrpcTarget(const TargetUri& uri, const Tar
   options.address = uri.scheme == "etcd" ? "etcd://" + uri.body : uri.body;
   options.token = o.grpc_token;
   options.timeout = std::chrono::milliseconds(o.grpc_timeout_ms);
+  options.transport = o.grpc_transport == "unary" ? client::ClientOptions::Transport::kUnary
+                                                  : client::ClientOptions::Transport::kStream;
+  options.streams = static_cast<int>(o.grpc_streams);
   options.etcd_ca_file = o.etcd_ca_file;
   options.etcd_cert_file = o.etcd_cert_file;
   options.etcd_key_file = o.etcd_key_file;

@@ -38,6 +38,10 @@ struct TargetOptions {
   uint64_t device_file_bytes = 0;  // device: file size when the URI does not say
   std::string grpc_token;
   uint32_t grpc_timeout_ms = 10000;
+  // stream: every worker's calls share one client whose Batch streams carry them; unary: one
+  // client (channel) per worker, one RPC per call.
+  std::string grpc_transport = "stream";
+  uint32_t grpc_streams = 2;
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;  // etcd:// targets: TLS to etcd
 };
 

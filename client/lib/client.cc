@@ -11,6 +11,7 @@
 
 #include "grove/v1/metadata.h"
 
+#include "lib/batcher.h"
 #include "lib/router.h"
 
 namespace grove::client {
@@ -56,11 +57,13 @@ void SetPrecondition(const Precondition& p, v1::Precondition* out) {
   }
 }
 
-// Fills `failure` from a FAILED_PRECONDITION's trailing metadata (kv.proto, Precondition).
-void ReadFailure(const grpc::Status& s, const grpc::ClientContext& ctx, ConditionFailure* failure) {
+// Fills `failure` from a FAILED_PRECONDITION's trailing metadata (kv.proto, Precondition): a
+// unary call's trailers or a Batch sub-request's status metadata.
+template <typename Metadata>
+void ReadFailure(const grpc::Status& s, const Metadata& md, ConditionFailure* failure) {
   if (failure == nullptr || s.error_code() != grpc::StatusCode::FAILED_PRECONDITION) return;
   *failure = ConditionFailure();
-  for (const auto& [k, v] : ctx.GetServerTrailingMetadata()) {
+  for (const auto& [k, v] : md) {
     const std::string key(k.data(), k.size());
     const std::string value(v.data(), v.size());
     if (key == "grove-current-found") {
@@ -120,7 +123,18 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
       kv_(v1::KV::NewStub(channel_)),
       admin_(v1::Admin::NewStub(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)),
-      rng_(std::random_device{}()) {}
+      rng_(std::random_device{}()) {
+  if (options_.transport == ClientOptions::Transport::kStream) {
+    BatcherOptions b;
+    b.streams = options_.streams;
+    b.max_calls = std::max<size_t>(1, options_.stream_max_calls);
+    b.prepare = [this](grpc::ClientContext* ctx) {
+      if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+      for (const auto& [key, value] : options_.metadata) ctx->AddMetadata(key, value);
+    };
+    batcher_ = std::make_unique<Batcher>(channel_, std::move(b));
+  }
+}
 
 Client::Client(ClientOptions options, std::unique_ptr<Router> router)
     : options_(std::move(options)), rng_(std::random_device{}()), router_(std::move(router)) {}
@@ -151,6 +165,61 @@ std::chrono::milliseconds Client::Backoff(int retry) {
 
 grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& attempt,
                                  bool write) {
+  return Retry(
+      [&](bool* not_applied) {
+        std::unique_ptr<grpc::ClientContext> ctx = NewContext();
+        grpc::Status s = attempt(ctx.get());
+        *not_applied = ctx->GetServerTrailingMetadata().count(v1::kNotAppliedMetadata) > 0;
+        return s;
+      },
+      write);
+}
+
+grpc::Status Client::KvCall(const v1::SubRequest& sub, bool write, ConditionFailure* failure,
+                            const std::function<grpc::Status(grpc::ClientContext*)>& unary,
+                            const std::function<void(v1::SubResult*)>& take) {
+  const auto unary_attempt = [&](bool* not_applied) {
+    std::unique_ptr<grpc::ClientContext> ctx = NewContext();
+    grpc::Status s = unary(ctx.get());
+    *not_applied = ctx->GetServerTrailingMetadata().count(v1::kNotAppliedMetadata) > 0;
+    ReadFailure(s, ctx->GetServerTrailingMetadata(), failure);
+    return s;
+  };
+  if (batcher_ == nullptr || no_stream_.load(std::memory_order_relaxed)) {
+    return Retry(unary_attempt, write);
+  }
+  v1::SubResult result;
+  bool via_stream = true;
+  grpc::Status s = Retry(
+      [&](bool* not_applied) {
+        if (!via_stream) return unary_attempt(not_applied);
+        result.Clear();
+        const Batcher::Outcome o =
+            batcher_->Call(sub, std::chrono::system_clock::now() + options_.timeout, &result);
+        if (o.status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+          // A server from before Batch: unary calls from now on.
+          no_stream_.store(true, std::memory_order_relaxed);
+          via_stream = false;
+          return unary_attempt(not_applied);
+        }
+        if (!o.status.ok()) {
+          *not_applied = o.not_applied;
+          return o.status;
+        }
+        const auto& md = result.status().metadata();
+        *not_applied = md.count(v1::kNotAppliedMetadata) > 0;
+        grpc::Status r(static_cast<grpc::StatusCode>(result.status().code()),
+                       result.status().message());
+        ReadFailure(r, md, failure);
+        return r;
+      },
+      write);
+  if (s.ok() && via_stream) take(&result);
+  return s;
+}
+
+grpc::Status Client::Retry(const std::function<grpc::Status(bool* not_applied)>& attempt,
+                           bool write) {
   grpc::Status s;
   for (int i = 0; i < std::max(1, options_.max_attempts); ++i) {
     if (i > 0) std::this_thread::sleep_for(Backoff(i - 1));
@@ -164,10 +233,10 @@ grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientCo
                            "was not sent");
       continue;
     }
-    std::unique_ptr<grpc::ClientContext> ctx = NewContext();
-    s = attempt(ctx.get());
+    bool not_applied = false;
+    s = attempt(&not_applied);
     if (!Retryable(s)) return s;
-    if (write && !ctx->GetServerTrailingMetadata().count(v1::kNotAppliedMetadata)) {
+    if (write && !not_applied) {
       return grpc::Status(s.error_code(), s.error_message() +
                                               " (the write was sent; it may or may not have been "
                                               "applied, so it is not retried)");
@@ -190,10 +259,14 @@ grpc::Status Client::Get(std::string_view key, std::string* value, bool* found) 
 
 grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, ValueInfo* info) {
   if (router_) return router_->Get(key, value, found, info);
-  v1::GetRequest req;
+  v1::SubRequest sub;
+  v1::GetRequest& req = *sub.mutable_get();
   req.set_key(key.data(), key.size());
   v1::GetResponse resp;
-  grpc::Status s = WithRetries([&](grpc::ClientContext* ctx) { return kv_->Get(ctx, req, &resp); });
+  grpc::Status s = KvCall(
+      sub, /*write=*/false, nullptr,
+      [&](grpc::ClientContext* ctx) { return kv_->Get(ctx, req, &resp); },
+      [&](v1::SubResult* r) { resp.Swap(r->mutable_get()); });
   if (!s.ok()) return s;
   *found = resp.found();
   *value = std::move(*resp.mutable_value());
@@ -204,11 +277,14 @@ grpc::Status Client::Get(std::string_view key, std::string* value, bool* found, 
 grpc::Status Client::BatchGet(const std::vector<std::string>& keys,
                               std::vector<std::optional<std::string>>* values) {
   if (router_) return router_->BatchGet(keys, values);
-  v1::BatchGetRequest req;
+  v1::SubRequest sub;
+  v1::BatchGetRequest& req = *sub.mutable_batch_get();
   for (const std::string& k : keys) req.add_keys(k);
   v1::BatchGetResponse resp;
-  grpc::Status s =
-      WithRetries([&](grpc::ClientContext* ctx) { return kv_->BatchGet(ctx, req, &resp); });
+  grpc::Status s = KvCall(
+      sub, /*write=*/false, nullptr,
+      [&](grpc::ClientContext* ctx) { return kv_->BatchGet(ctx, req, &resp); },
+      [&](v1::SubResult* r) { resp.Swap(r->mutable_batch_get()); });
   if (!s.ok()) return s;
   values->clear();
   for (v1::GetResult& r : *resp.mutable_results()) {
@@ -228,7 +304,8 @@ grpc::Status Client::Put(std::string_view key, std::string_view value) {
 grpc::Status Client::Put(std::string_view key, std::string_view value, const WriteOptions& options,
                          WriteOutcome* outcome) {
   if (router_) return router_->Put(key, value, options, outcome);
-  v1::PutRequest req;
+  v1::SubRequest sub;
+  v1::PutRequest& req = *sub.mutable_put();
   req.set_key(key.data(), key.size());
   req.set_value(value.data(), value.size());
   if (options.precondition.kind != Precondition::Kind::kNone) {
@@ -237,13 +314,10 @@ grpc::Status Client::Put(std::string_view key, std::string_view value, const Wri
   }
   req.set_ttl_ms(static_cast<uint64_t>(std::max<int64_t>(0, options.ttl.count())));
   v1::PutResponse resp;
-  grpc::Status s = WithRetries(
-      [&](grpc::ClientContext* ctx) {
-        grpc::Status r = kv_->Put(ctx, req, &resp);
-        if (outcome != nullptr) ReadFailure(r, *ctx, &outcome->failure);
-        return r;
-      },
-      /*write=*/true);
+  grpc::Status s = KvCall(
+      sub, /*write=*/true, outcome != nullptr ? &outcome->failure : nullptr,
+      [&](grpc::ClientContext* ctx) { return kv_->Put(ctx, req, &resp); },
+      [&](v1::SubResult* r) { resp.Swap(r->mutable_put()); });
   if (s.ok() && outcome != nullptr) outcome->version = resp.version();
   return s;
 }
@@ -253,27 +327,26 @@ grpc::Status Client::Delete(std::string_view key) { return Delete(key, WriteOpti
 grpc::Status Client::Delete(std::string_view key, const WriteOptions& options,
                             WriteOutcome* outcome) {
   if (router_) return router_->Delete(key, options, outcome);
-  v1::DeleteRequest req;
+  v1::SubRequest sub;
+  v1::DeleteRequest& req = *sub.mutable_delete_();
   req.set_key(key.data(), key.size());
   if (options.precondition.kind != Precondition::Kind::kNone) {
     SetPrecondition(options.precondition, req.mutable_precondition());
     req.set_return_current(options.return_current);
   }
   v1::DeleteResponse resp;
-  grpc::Status s = WithRetries(
-      [&](grpc::ClientContext* ctx) {
-        grpc::Status r = kv_->Delete(ctx, req, &resp);
-        if (outcome != nullptr) ReadFailure(r, *ctx, &outcome->failure);
-        return r;
-      },
-      /*write=*/true);
+  grpc::Status s = KvCall(
+      sub, /*write=*/true, outcome != nullptr ? &outcome->failure : nullptr,
+      [&](grpc::ClientContext* ctx) { return kv_->Delete(ctx, req, &resp); },
+      [&](v1::SubResult* r) { resp.Swap(r->mutable_delete_()); });
   if (s.ok() && outcome != nullptr) outcome->version = resp.version();
   return s;
 }
 
 grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations, WriteOutcome* outcome) {
   if (router_) return router_->BatchInsert(mutations, outcome);
-  v1::BatchInsertRequest req;
+  v1::SubRequest sub;
+  v1::BatchInsertRequest& req = *sub.mutable_batch_insert();
   for (const Mutation& m : mutations) {
     v1::Mutation* pm = req.add_mutations();
     pm->set_type(m.type == Mutation::Type::kPut ? v1::Mutation::PUT : v1::Mutation::DELETE);
@@ -287,13 +360,10 @@ grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations, WriteOu
     }
   }
   v1::BatchInsertResponse resp;
-  grpc::Status s = WithRetries(
-      [&](grpc::ClientContext* ctx) {
-        grpc::Status r = kv_->BatchInsert(ctx, req, &resp);
-        if (outcome != nullptr) ReadFailure(r, *ctx, &outcome->failure);
-        return r;
-      },
-      /*write=*/true);
+  grpc::Status s = KvCall(
+      sub, /*write=*/true, outcome != nullptr ? &outcome->failure : nullptr,
+      [&](grpc::ClientContext* ctx) { return kv_->BatchInsert(ctx, req, &resp); },
+      [&](v1::SubResult* r) { resp.Swap(r->mutable_batch_insert()); });
   if (s.ok() && outcome != nullptr) outcome->version = resp.version();
   return s;
 }
@@ -301,13 +371,16 @@ grpc::Status Client::BatchInsert(const std::vector<Mutation>& mutations, WriteOu
 grpc::Status Client::DeleteRange(std::string_view start, std::string_view end, uint32_t limit,
                                  DeleteRangeOutcome* outcome) {
   if (router_) return router_->DeleteRange(start, end, limit, outcome);
-  v1::DeleteRangeRequest req;
+  v1::SubRequest sub;
+  v1::DeleteRangeRequest& req = *sub.mutable_delete_range();
   req.set_start(start.data(), start.size());
   req.set_end(end.data(), end.size());
   req.set_limit(limit);
   v1::DeleteRangeResponse resp;
-  grpc::Status s = WithRetries(
-      [&](grpc::ClientContext* ctx) { return kv_->DeleteRange(ctx, req, &resp); }, /*write=*/true);
+  grpc::Status s = KvCall(
+      sub, /*write=*/true, nullptr,
+      [&](grpc::ClientContext* ctx) { return kv_->DeleteRange(ctx, req, &resp); },
+      [&](v1::SubResult* r) { resp.Swap(r->mutable_delete_range()); });
   if (!s.ok()) return s;
   *outcome = DeleteRangeOutcome{resp.deleted(), resp.more(), resp.resume_key(), resp.limited_by(),
                                 resp.version()};

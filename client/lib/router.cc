@@ -125,6 +125,9 @@ grpc::Status Router::NodeClient(const View& view, const std::string& owner, Clie
   if (c == nullptr) {
     ClientOptions o = node_options_;
     o.address = it->second;
+    // Unary: each call carries the map version it was routed by (a stream's metadata is fixed
+    // when it opens).
+    o.transport = ClientOptions::Transport::kUnary;
     grpc::Status s = Client::Create(o, &c);
     if (!s.ok()) {
       clients_.erase(it->second);

@@ -1,6 +1,6 @@
 // Every call of grove::client::Client carries a deadline: against an in-process server whose
-// handlers never answer, each call ends with DEADLINE_EXCEEDED once ClientOptions::timeout has
-// passed, instead of waiting forever.
+// handlers never answer (unary calls and the Batch stream alike), each call ends with
+// DEADLINE_EXCEEDED once ClientOptions::timeout has passed, instead of waiting forever.
 
 #include <atomic>
 #include <chrono>
@@ -54,6 +54,15 @@ class StallingKv final : public v1::KV::Service {
   grpc::Status Stats(grpc::ServerContext* c, const v1::StatsRequest*, v1::StatsResponse*) override {
     return Stall(c);
   }
+  // Reads sub-requests and answers none.
+  grpc::Status Batch(
+      grpc::ServerContext* c,
+      grpc::ServerReaderWriter<v1::BatchResponse, v1::BatchRequest>* stream) override {
+    v1::BatchRequest request;
+    while (stream->Read(&request)) {
+    }
+    return Stall(c);
+  }
 };
 
 // Answers SERVING until `stall` is set.
@@ -69,7 +78,7 @@ class StallingHealth final : public grpc::health::v1::Health::Service {
   }
 };
 
-class ClientDeadlineTest : public ::testing::Test {
+class ClientDeadlineTest : public ::testing::TestWithParam<ClientOptions::Transport> {
  protected:
   void SetUp() override {
     grpc::ServerBuilder b;
@@ -82,6 +91,7 @@ class ClientDeadlineTest : public ::testing::Test {
     o.address = "127.0.0.1:" + std::to_string(port_);
     o.timeout = milliseconds(200);
     o.max_attempts = 1;  // DEADLINE_EXCEEDED is not retried anyway; keep the test short
+    o.transport = GetParam();
     ASSERT_TRUE(Client::Create(o, &client_).ok());
     // Connect while Health still answers, so that no write is refused unsent (UNAVAILABLE)
     // because a slow machine took longer than the timeout to connect.
@@ -94,6 +104,7 @@ class ClientDeadlineTest : public ::testing::Test {
     health_.stall = true;
   }
   void TearDown() override {
+    client_.reset();  // ends its Batch streams
     if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
 
@@ -112,7 +123,7 @@ class ClientDeadlineTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
-TEST_F(ClientDeadlineTest, EveryCallHasADeadline) {
+TEST_P(ClientDeadlineTest, EveryCallHasADeadline) {
   std::string v;
   bool found = false;
   std::vector<std::optional<std::string>> values;
@@ -131,6 +142,14 @@ TEST_F(ClientDeadlineTest, EveryCallHasADeadline) {
   ExpectDeadline("Stats", [&] { return client_->Stats(&stats); });
   ExpectDeadline("Health", [&] { return client_->Health("", &h); });
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, ClientDeadlineTest,
+                         ::testing::Values(ClientOptions::Transport::kUnary,
+                                           ClientOptions::Transport::kStream),
+                         [](const auto& info) {
+                           return info.param == ClientOptions::Transport::kUnary ? "Unary"
+                                                                                 : "Stream";
+                         });
 
 }  // namespace
 }  // namespace grove::client

@@ -1,6 +1,7 @@
-// Retry rules of grove::client::Client against an in-process fake server: reads are retried on
-// any UNAVAILABLE; writes only when the server marked the refusal "grove-not-applied", because a
-// write whose connection broke may have been applied and must not be applied twice.
+// Retry rules of grove::client::Client against an in-process fake server, over unary calls and
+// over the Batch stream: reads are retried on any UNAVAILABLE; writes only when the server marked
+// the refusal "grove-not-applied", because a write whose connection broke may have been applied
+// and must not be applied twice. A server without Batch gets unary calls.
 
 #include <atomic>
 #include <memory>
@@ -35,6 +36,32 @@ class RefusingKv final : public v1::KV::Service {
   grpc::Status Get(grpc::ServerContext* ctx, const v1::GetRequest*, v1::GetResponse*) override {
     return Refuse(ctx, &gets);
   }
+  // The same refusals as sub-request results; UNIMPLEMENTED (as a server from before Batch)
+  // unless `batch` is set.
+  std::atomic<bool> batch{true};
+  grpc::Status Batch(
+      grpc::ServerContext*,
+      grpc::ServerReaderWriter<v1::BatchResponse, v1::BatchRequest>* stream) override {
+    if (!batch.load()) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no Batch here");
+    v1::BatchRequest request;
+    while (stream->Read(&request)) {
+      v1::BatchResponse response;
+      for (const v1::SubRequest& r : request.requests()) {
+        if (r.has_put()) puts.fetch_add(1);
+        if (r.has_delete_()) deletes.fetch_add(1);
+        if (r.has_batch_insert()) batches.fetch_add(1);
+        if (r.has_get()) gets.fetch_add(1);
+        v1::SubResult* result = response.add_results();
+        result->set_tag(r.tag());
+        result->mutable_status()->set_code(grpc::StatusCode::UNAVAILABLE);
+        result->mutable_status()->set_message("refused");
+        if (mark.load())
+          (*result->mutable_status()->mutable_metadata())[v1::kNotAppliedMetadata] = "1";
+      }
+      if (!stream->Write(response)) break;
+    }
+    return grpc::Status::OK;
+  }
 
  private:
   grpc::Status Refuse(grpc::ServerContext* ctx, std::atomic<int>* counter) {
@@ -44,7 +71,7 @@ class RefusingKv final : public v1::KV::Service {
   }
 };
 
-class ClientRetryTest : public ::testing::Test {
+class ClientRetryTest : public ::testing::TestWithParam<ClientOptions::Transport> {
  protected:
   void SetUp() override {
     grpc::ServerBuilder b;
@@ -59,9 +86,11 @@ class ClientRetryTest : public ::testing::Test {
     o.max_backoff = std::chrono::milliseconds(2);
     // A cold connection slower than the default second would leave the first write unsent.
     o.connect_timeout = std::chrono::seconds(10);
+    o.transport = GetParam();
     ASSERT_TRUE(Client::Create(o, &client_).ok());
   }
   void TearDown() override {
+    client_.reset();  // ends its Batch streams, which the server's shutdown would wait for
     if (server_) server_->Shutdown();
   }
 
@@ -71,7 +100,7 @@ class ClientRetryTest : public ::testing::Test {
   std::unique_ptr<Client> client_;
 };
 
-TEST_F(ClientRetryTest, AWriteThatMayHaveBeenAppliedIsNotRetried) {
+TEST_P(ClientRetryTest, AWriteThatMayHaveBeenAppliedIsNotRetried) {
   const grpc::Status put = client_->Put("k", "v");
   EXPECT_EQ(put.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(put.error_message().find("may or may not have been applied"), std::string::npos)
@@ -84,7 +113,7 @@ TEST_F(ClientRetryTest, AWriteThatMayHaveBeenAppliedIsNotRetried) {
   EXPECT_EQ(kv_.batches.load(), 1);
 }
 
-TEST_F(ClientRetryTest, AWriteTheServerRefusedBeforeApplyingIsRetried) {
+TEST_P(ClientRetryTest, AWriteTheServerRefusedBeforeApplyingIsRetried) {
   kv_.mark = true;
   EXPECT_EQ(client_->Put("k", "v").error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(client_->BatchInsert({{Mutation::Type::kDelete, "k", ""}}).error_code(),
@@ -93,12 +122,30 @@ TEST_F(ClientRetryTest, AWriteTheServerRefusedBeforeApplyingIsRetried) {
   EXPECT_EQ(kv_.batches.load(), 4);
 }
 
-TEST_F(ClientRetryTest, ReadsAreRetriedOnAnyUnavailable) {
+TEST_P(ClientRetryTest, ReadsAreRetriedOnAnyUnavailable) {
   std::string v;
   bool found = false;
   EXPECT_EQ(client_->Get("k", &v, &found).error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(kv_.gets.load(), 4);
 }
+
+TEST_P(ClientRetryTest, AServerWithoutBatchGetsUnaryCalls) {
+  kv_.batch = false;
+  EXPECT_EQ(client_->Put("k", "v").error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(kv_.puts.load(), 1) << "the unary Put, once (it may have been applied)";
+  std::string v;
+  bool found = false;
+  EXPECT_EQ(client_->Get("k", &v, &found).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(kv_.gets.load(), 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ClientRetryTest,
+                         ::testing::Values(ClientOptions::Transport::kUnary,
+                                           ClientOptions::Transport::kStream),
+                         [](const auto& info) {
+                           return info.param == ClientOptions::Transport::kUnary ? "Unary"
+                                                                                 : "Stream";
+                         });
 
 }  // namespace
 }  // namespace grove::client

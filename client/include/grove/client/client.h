@@ -54,6 +54,7 @@
 namespace grove::client {
 
 class Router;
+class Batcher;
 
 struct ClientOptions {
   std::string address = "127.0.0.1:7400";
@@ -75,6 +76,18 @@ struct ClientOptions {
   // Metadata sent with every call besides the token, e.g. grove-move-ingest for a range move's
   // copy (grove/v1/metadata.h).
   std::vector<std::pair<std::string, std::string>> metadata;
+
+  // How Get, BatchGet, Put, Delete, BatchInsert and DeleteRange travel. kStream: the calls of
+  // every thread are multiplexed onto `streams` grove.v1.KV/Batch streams of the channel, a lone
+  // call sent at once and calls that meet a message in flight coalesced into the next one, up to
+  // stream_max_calls (docs/server.md, "Many calls on one stream"): the same answers, errors and
+  // retry rules as unary, at a fraction of the per-call cost. kUnary: one RPC per call. Scan,
+  // Stats and the admin calls are unary either way, and so is a cluster client (etcd://). A
+  // server without Batch (UNIMPLEMENTED) is served unary calls from then on.
+  enum class Transport { kStream, kUnary };
+  Transport transport = Transport::kStream;
+  int streams = 2;
+  size_t stream_max_calls = 256;
 
   // etcd:// addresses only: TLS to etcd when etcd_ca_file (the CA that signed etcd's
   // certificate) is set; etcd_cert_file and etcd_key_file, together, for etcd's
@@ -234,6 +247,15 @@ class Client {
   // UNAVAILABLE or attempts run out; `write` selects the write rules above.
   grpc::Status WithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& attempt,
                            bool write = false);
+  // The retry loop itself: attempt(&not_applied) sets not_applied when the server (or the
+  // stream, for a call it never sent) says nothing was applied.
+  grpc::Status Retry(const std::function<grpc::Status(bool* not_applied)>& attempt, bool write);
+  // One KV call: `sub` over the Batch stream when the client has one (take(result) then moves
+  // the response out), `unary(context)` otherwise. `failure` (may be null) receives what a failed
+  // precondition found.
+  grpc::Status KvCall(const v1::SubRequest& sub, bool write, ConditionFailure* failure,
+                      const std::function<grpc::Status(grpc::ClientContext*)>& unary,
+                      const std::function<void(v1::SubResult*)>& take);
   std::chrono::milliseconds Backoff(int retry);
 
   const ClientOptions options_;
@@ -241,6 +263,8 @@ class Client {
   std::unique_ptr<v1::KV::Stub> kv_;
   std::unique_ptr<v1::Admin::Stub> admin_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+  std::unique_ptr<Batcher> batcher_;  // Transport::kStream (not for a cluster client)
+  std::atomic<bool> no_stream_{false};  // the server answered Batch with UNIMPLEMENTED
   std::mutex rng_mu_;
   std::minstd_rand rng_;  // backoff jitter; guarded by rng_mu_
   // Cluster mode: the router (then the stubs above are null); for a router's node client, the

@@ -1,0 +1,267 @@
+#include "lib/batcher.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "grove/v1/metadata.h"
+
+namespace grove::client {
+namespace {
+
+grpc::Status Unavailable(const std::string& why) {
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, why);
+}
+
+// Codes with which groved (or gRPC on its behalf) refuses a stream or a message without applying
+// anything of it; any other end may have cut a message short.
+bool RefusedStream(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+// One Batch stream and the calls on it. A stream is opened lazily and again after it ended; each
+// opening is a Conn with its own context and reader thread.
+//
+// State (under mu_): queue_ holds calls not sent yet, in arrival order; sent_ the calls of sent
+// messages by tag, until answered or given up; in_flight_ is true from the moment a message is
+// taken for sending until the last of its results is back (expected_ counts them down). Only
+// the thread that set in_flight_ writes to the stream, so writes never overlap.
+class Batcher::Stream {
+ public:
+  Stream(v1::KV::Stub* stub, const BatcherOptions* options) : stub_(stub), options_(options) {}
+
+  ~Stream() {
+    std::unique_lock<std::mutex> lock(mu_);
+    closing_ = true;
+    if (conn_ != nullptr) conn_->context.TryCancel();
+    std::shared_ptr<Conn> conn = conn_;
+    lock.unlock();
+    if (conn != nullptr && conn->reader.joinable()) conn->reader.join();
+    lock.lock();
+    for (Pending* p : queue_) Complete(p, {Unavailable("the client is closing"), true});
+    queue_.clear();
+  }
+
+  size_t load() const { return load_.load(std::memory_order_relaxed); }
+
+  Outcome Call(v1::SubRequest request, std::chrono::system_clock::time_point deadline,
+               v1::SubResult* result) {
+    Pending p;
+    p.result = result;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closing_) return {Unavailable("the client is closing"), true};
+    p.tag = next_tag_++;
+    request.set_tag(p.tag);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::system_clock::now());
+    request.set_timeout_ms(static_cast<uint32_t>(
+        std::clamp<int64_t>(left.count(), 1, std::numeric_limits<uint32_t>::max())));
+    p.request = std::move(request);
+    p.bytes = p.request.ByteSizeLong();
+    queue_.push_back(&p);
+    load_.fetch_add(1, std::memory_order_relaxed);
+    SendQueued(&lock);
+    while (!p.done) {
+      if (p.cv.wait_until(lock, deadline) == std::cv_status::timeout && !p.done) {
+        GiveUp(&p);
+        break;
+      }
+    }
+    load_.fetch_sub(1, std::memory_order_relaxed);
+    return p.outcome;
+  }
+
+ private:
+  struct Pending {
+    uint64_t tag = 0;
+    v1::SubRequest request;
+    size_t bytes = 0;
+    v1::SubResult* result = nullptr;
+    bool done = false;
+    bool sent = false;
+    Outcome outcome;
+    std::condition_variable cv;
+  };
+
+  // One opening of the stream.
+  struct Conn {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReaderWriter<v1::BatchRequest, v1::BatchResponse>> rw;
+    std::thread reader;
+    bool ended = false;  // under mu_: the reader saw the end; no more writes
+  };
+
+  void Complete(Pending* p, Outcome outcome) {
+    p->outcome = std::move(outcome);
+    p->done = true;
+    p->cv.notify_one();
+  }
+
+  // The deadline passed: a call still queued was never sent; a sent one's outcome is unknown.
+  void GiveUp(Pending* p) {
+    const grpc::Status expired(grpc::StatusCode::DEADLINE_EXCEEDED,
+                               "deadline exceeded waiting for the Batch stream's answer");
+    if (!p->sent) {
+      queue_.erase(std::find(queue_.begin(), queue_.end(), p));
+      p->outcome = {expired, true};
+    } else {
+      sent_.erase(p->tag);
+      p->outcome = {expired, false};
+    }
+    p->done = true;
+  }
+
+  // Opens the stream when it is not open (the previous one ended). Called with mu_ held; joins
+  // an ended reader, which touches nothing under mu_ after it marked its Conn ended.
+  std::shared_ptr<Conn> Open() {
+    if (conn_ != nullptr && !conn_->ended) return conn_;
+    if (conn_ != nullptr && conn_->reader.joinable()) conn_->reader.join();
+    auto conn = std::make_shared<Conn>();
+    if (options_->prepare) options_->prepare(&conn->context);
+    conn->rw = stub_->Batch(&conn->context);
+    conn->reader = std::thread([this, conn] { ReadLoop(conn); });
+    conn_ = conn;
+    return conn;
+  }
+
+  // Takes the queued calls (up to the limits) as the next message and writes it, with mu_
+  // released during the write; again while answers to the last message came back during its
+  // write and more calls wait. Does nothing while a message is in flight or being written: the
+  // results of a message may arrive before its Write returns, and a second Write must not start
+  // before the first returned.
+  void SendQueued(std::unique_lock<std::mutex>* lock) {
+    while (!in_flight_ && !writing_ && !queue_.empty() && !closing_) {
+      std::shared_ptr<Conn> conn = Open();
+      v1::BatchRequest message;
+      size_t bytes = 0;
+      while (!queue_.empty() &&
+             static_cast<size_t>(message.requests_size()) < options_->max_calls) {
+        Pending* p = queue_.front();
+        if (message.requests_size() > 0 && bytes + p->bytes > options_->max_bytes) break;
+        queue_.pop_front();
+        bytes += p->bytes;
+        *message.add_requests() = p->request;
+        p->sent = true;
+        sent_[p->tag] = p;
+      }
+      in_flight_ = true;
+      expected_ = static_cast<size_t>(message.requests_size());
+      writing_ = true;
+      lock->unlock();
+      const bool written = conn->rw->Write(message);
+      lock->lock();
+      writing_ = false;
+      written_cv_.notify_all();
+      if (!written) {
+        // The stream had ended: the message did not leave. Its calls fail as not applied,
+        // unless the reader's end-of-stream pass failed them already; that pass also resets
+        // in_flight_.
+        for (const v1::SubRequest& r : message.requests()) {
+          auto it = sent_.find(r.tag());
+          if (it == sent_.end()) continue;
+          Complete(it->second,
+                   {Unavailable("the Batch stream ended before the call was sent"), true});
+          sent_.erase(it);
+        }
+        return;
+      }
+    }
+  }
+
+  void ReadLoop(std::shared_ptr<Conn> conn) {
+    v1::BatchResponse response;
+    while (conn->rw->Read(&response)) {
+      std::unique_lock<std::mutex> lock(mu_);
+      for (v1::SubResult& r : *response.mutable_results()) {
+        if (expected_ > 0) --expected_;
+        auto it = sent_.find(r.tag());
+        if (it == sent_.end()) continue;  // given up at its deadline
+        Pending* p = it->second;
+        sent_.erase(it);
+        *p->result = std::move(r);
+        Complete(p, {grpc::Status::OK, false});
+      }
+      if (expected_ == 0 && in_flight_) {
+        in_flight_ = false;
+        SendQueued(&lock);  // a writer still in Write sends it when its Write returns
+      }
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    // Finish must not overlap a Write; a write to an ended stream returns at once.
+    written_cv_.wait(lock, [&] { return !writing_; });
+    lock.unlock();
+    const grpc::Status end = conn->rw->Finish();
+    const bool not_applied =
+        conn->context.GetServerTrailingMetadata().count(v1::kNotAppliedMetadata) > 0;
+    lock.lock();
+    if (RefusedStream(end.error_code())) {
+      // The server refused the stream itself (no Batch, no valid token, a message over its
+      // size limit): it applied nothing unanswered, and the caller sees its answer.
+      for (auto& [tag, p] : sent_) Complete(p, {end, true});
+      for (Pending* p : queue_) Complete(p, {end, true});
+    }
+    const std::string why = "the Batch stream ended (" + end.error_message() + ")";
+    for (auto& [tag, p] : sent_) {
+      if (p->done) continue;
+      Complete(p, {Unavailable(why + (not_applied ? "; the server did not apply the call"
+                                                  : "; the call was sent and may or may not "
+                                                    "have been applied")),
+                   not_applied});
+    }
+    sent_.clear();
+    // Calls queued behind the message in flight were never sent.
+    for (Pending* p : queue_) {
+      if (!p->done) Complete(p, {Unavailable(why + "; the call was not sent"), true});
+    }
+    queue_.clear();
+    in_flight_ = false;
+    expected_ = 0;
+    conn->ended = true;
+  }
+
+  v1::KV::Stub* const stub_;
+  const BatcherOptions* const options_;
+  std::atomic<size_t> load_{0};
+  std::mutex mu_;
+  std::shared_ptr<Conn> conn_;
+  std::deque<Pending*> queue_;
+  std::unordered_map<uint64_t, Pending*> sent_;
+  bool in_flight_ = false;
+  bool writing_ = false;  // a thread is in Write, with mu_ released
+  std::condition_variable written_cv_;
+  size_t expected_ = 0;
+  uint64_t next_tag_ = 1;
+  bool closing_ = false;
+};
+
+Batcher::Batcher(std::shared_ptr<grpc::Channel> channel, BatcherOptions options)
+    : options_(std::move(options)), stub_(v1::KV::NewStub(std::move(channel))) {
+  for (int i = 0; i < std::max(1, options_.streams); ++i) {
+    streams_.push_back(std::make_unique<Stream>(stub_.get(), &options_));
+  }
+}
+
+Batcher::~Batcher() = default;
+
+Batcher::Outcome Batcher::Call(v1::SubRequest request,
+                               std::chrono::system_clock::time_point deadline,
+                               v1::SubResult* result) {
+  Stream* best = streams_.front().get();
+  for (const auto& s : streams_) {
+    if (s->load() < best->load()) best = s.get();
+  }
+  return best->Call(std::move(request), deadline, result);
+}
+
+}  // namespace grove::client

@@ -11,6 +11,10 @@ The same rules as the C++ client (client/include/grove/client/client.h):
   A write whose connection broke after it was sent raises :class:`OutcomeUnknown`.
 * ``scan`` is an iterator that pages through the range and, after a broken stream, resumes right
   after the last key it yielded: every key is yielded once, in order.
+* With ``transport="stream"`` (the default) get, batch_get, put, delete, batch_insert and
+  delete_range of every thread travel on one grove.v1.KV/Batch stream (grove_client._stream), with
+  the same answers, exceptions and retry rules as unary calls; a server without Batch gets unary
+  calls. ``transport="unary"`` sends one RPC per call.
 """
 
 import random
@@ -22,7 +26,7 @@ import grpc
 from grove.v1 import admin_pb2, admin_pb2_grpc, kv_pb2, kv_pb2_grpc
 from grove_health import health_pb2, health_pb2_grpc
 
-from . import errors
+from . import _stream, errors
 
 NOT_APPLIED_METADATA = "grove-not-applied"
 
@@ -96,6 +100,21 @@ def _read(what, path):
         raise errors.InvalidArgument(f"{what}: cannot read '{path}': {e.strerror}") from None
 
 
+# grpc.StatusCode by its number.
+_CODES = {c.value[0]: c for c in grpc.StatusCode}
+
+
+class _SubError(Exception):
+    """A sub-request's error status: the exception to raise, its code, and whether the server
+    marked it not applied."""
+
+    def __init__(self, error, code, not_applied):
+        super().__init__(error.message)
+        self.error = error
+        self.code = code
+        self.not_applied = not_applied
+
+
 class Client:
     """A connection to one groved. Safe to share between threads; close() when done.
 
@@ -112,11 +131,16 @@ class Client:
             second, with half of it random so that many clients do not retry in lockstep.
         connect_timeout: how long a write waits for a ready connection (at most ``timeout``)
             before that attempt is given up unsent.
+        transport: "stream" (calls of all threads multiplexed onto one Batch stream) or
+            "unary" (one RPC per call).
     """
 
     def __init__(self, address="127.0.0.1:7400", *, token=None, tls=False, ca_file=None,
                  cert_file=None, key_file=None, server_name=None, timeout=10.0, max_attempts=5,
-                 initial_backoff=0.05, max_backoff=2.0, connect_timeout=1.0):
+                 initial_backoff=0.05, max_backoff=2.0, connect_timeout=1.0, transport="stream"):
+        if transport not in ("stream", "unary"):
+            raise errors.InvalidArgument(
+                f"transport: must be \"stream\" or \"unary\", got {transport!r}")
         if not (timeout > 0):
             raise errors.InvalidArgument(f"timeout: must be positive, got {timeout}")
         if max_attempts < 1:
@@ -147,6 +171,9 @@ class Client:
         self._kv = kv_pb2_grpc.KVStub(self._channel)
         self._admin = admin_pb2_grpc.AdminStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._batcher = _stream.Batcher(self._kv, self._metadata()) \
+            if transport == "stream" else None
+        self._no_stream = False  # the server answered Batch with UNIMPLEMENTED
 
     def close(self):
         """Closes the connection; calls in flight fail with CANCELLED."""
@@ -158,6 +185,8 @@ class Client:
         while state is not None and getattr(state, "polling", False) and \
                 time.monotonic() < deadline:
             time.sleep(0.01)
+        if self._batcher is not None:
+            self._batcher.close()
         self._channel.close()
 
     def __enter__(self):
@@ -171,7 +200,7 @@ class Client:
     def get(self, key):
         """The value of ``key`` (bytes), or None when the key is absent."""
         req = kv_pb2.GetRequest(key=_bytes("key", key))
-        resp = self._call(self._kv.Get, req)
+        resp = self._call(self._kv.Get, req, kind="get")
         return resp.value if resp.found else None
 
     def get_versioned(self, key):
@@ -183,7 +212,7 @@ class Client:
     def get_info(self, key):
         """A ValueInfo (value, version, expires_at_ms) of ``key``; value None when absent."""
         req = kv_pb2.GetRequest(key=_bytes("key", key))
-        resp = self._call(self._kv.Get, req)
+        resp = self._call(self._kv.Get, req, kind="get")
         if not resp.found:
             return ValueInfo(None, 0, 0)
         return ValueInfo(resp.value, resp.version, resp.expires_at_ms)
@@ -191,7 +220,7 @@ class Client:
     def batch_get(self, keys):
         """A list answering ``keys`` in order: each value, or None for an absent key."""
         req = kv_pb2.BatchGetRequest(keys=[_bytes(f"keys[{i}]", k) for i, k in enumerate(keys)])
-        resp = self._call(self._kv.BatchGet, req)
+        resp = self._call(self._kv.BatchGet, req, kind="batch_get")
         return [r.value if r.found else None for r in resp.results]
 
     def scan(self, start=b"", end=b"", *, limit=0, reverse=False, keys_only=False,
@@ -245,7 +274,7 @@ class Client:
         p = _precondition("put", if_absent, if_value, if_version)
         if p is not None:
             req.precondition.CopyFrom(p)
-        return self._call(self._kv.Put, req, write=True).version
+        return self._call(self._kv.Put, req, write=True, kind="put").version
 
     def delete(self, key, *, if_value=None, if_version=None, return_current=False):
         """Removes ``key``; succeeds when the key is absent (unless a condition is given, which
@@ -254,7 +283,7 @@ class Client:
         p = _precondition("delete", False, if_value, if_version)
         if p is not None:
             req.precondition.CopyFrom(p)
-        self._call(self._kv.Delete, req, write=True)
+        self._call(self._kv.Delete, req, write=True, kind="delete")
 
     def batch_insert(self, mutations, *, return_current=False):
         """Applies Put and Delete mutations atomically and durably, in order (a later mutation
@@ -279,7 +308,7 @@ class Client:
                 raise TypeError(f"{field}: expected Put or Delete, got {type(m).__name__}")
             if p is not None:
                 pm.precondition.CopyFrom(p)
-        return self._call(self._kv.BatchInsert, req, write=True).version
+        return self._call(self._kv.BatchInsert, req, write=True, kind="batch_insert").version
 
     def delete_range(self, start=b"", end=b"", *, limit=0):
         """Deletes the keys of [start, end) in one atomic call of at most ``limit`` keys (0: the
@@ -289,7 +318,7 @@ class Client:
             raise errors.InvalidArgument("limit: must not be negative")
         req = kv_pb2.DeleteRangeRequest(start=_bytes("start", start), end=_bytes("end", end),
                                         limit=limit)
-        r = self._call(self._kv.DeleteRange, req, write=True)
+        r = self._call(self._kv.DeleteRange, req, write=True, kind="delete_range")
         return DeleteRangeResult(r.deleted, r.more, r.resume_key, r.limited_by, r.version)
 
     def delete_range_all(self, start=b"", end=b"", *, limit=0):
@@ -335,7 +364,10 @@ class Client:
             ready.cancel()  # unsubscribes, so that the connectivity poller can stop
             return False
 
-    def _call(self, method, req, write=False, timeout=None):
+    def _call(self, method, req, write=False, timeout=None, kind=None):
+        """Calls ``method`` with the retry rules; ``kind`` (the SubRequest field) sends it over
+        the Batch stream when the client has one."""
+        via_stream = kind is not None and self._batcher is not None and not self._no_stream
         last = None
         for attempt in range(self._max_attempts):
             if attempt > 0:
@@ -346,18 +378,45 @@ class Client:
                     "handshake failed); the write was not sent")
                 continue
             try:
+                if via_stream:
+                    try:
+                        return self._via_stream(kind, req, timeout or self._timeout)
+                    except _stream.StreamFailure as f:
+                        if f.code != grpc.StatusCode.UNIMPLEMENTED:
+                            raise
+                        self._no_stream = True  # a server from before Batch: unary from now on
+                        via_stream = False
                 return method(req, timeout=timeout or self._timeout, metadata=self._metadata())
             except grpc.RpcError as e:
                 err = errors.from_rpc_error(e)
-                if e.code() != grpc.StatusCode.UNAVAILABLE:
-                    raise err from None
-                if write and not any(k == NOT_APPLIED_METADATA
-                                     for k, _ in (e.trailing_metadata() or ())):
-                    raise errors.OutcomeUnknown(
-                        f"{err.message} (the write was sent; it may or may not have been "
-                        "applied, so it is not retried)") from None
-                last = err
+                code = e.code()
+                not_applied = any(k == NOT_APPLIED_METADATA
+                                  for k, _ in (e.trailing_metadata() or ()))
+            except _stream.StreamFailure as f:
+                err = errors.from_status(f.code, f.message)
+                code = f.code
+                not_applied = f.not_applied
+            except _SubError as e:
+                err, code, not_applied = e.error, e.code, e.not_applied
+            if code != grpc.StatusCode.UNAVAILABLE:
+                raise err from None
+            if write and not not_applied:
+                raise errors.OutcomeUnknown(
+                    f"{err.message} (the write was sent; it may or may not have been "
+                    "applied, so it is not retried)") from None
+            last = err
         raise last
+
+    def _via_stream(self, kind, req, timeout):
+        sub = kv_pb2.SubRequest()
+        getattr(sub, kind).CopyFrom(req)
+        result = self._batcher.call(sub, time.monotonic() + timeout)
+        if result.status.code != 0:
+            meta = dict(result.status.metadata)
+            code = _CODES.get(result.status.code, grpc.StatusCode.UNKNOWN)
+            raise _SubError(errors.from_status_metadata(code, result.status.message, meta), code,
+                            NOT_APPLIED_METADATA in meta)
+        return getattr(result, kind)
 
     def _scan(self, req, limit, page_size):
         delivered = 0

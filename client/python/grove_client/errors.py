@@ -147,19 +147,29 @@ def from_status(code, message):
 
 def from_rpc_error(error):
     """The exception for a grpc.RpcError raised by a stub."""
-    err = from_status(error.code(), error.details() or "")
+    return from_status_metadata(error.code(), error.details() or "",
+                                dict(error.trailing_metadata() or ()))
+
+
+def from_status_metadata(code, message, meta):
+    """The exception for a status with its trailing metadata (a dict): a unary call's, or a
+    Batch sub-request's status."""
+    err = from_status(code, message)
     if isinstance(err, FailedPrecondition):
-        meta = dict(error.trailing_metadata() or ())
         if "grove-current-found" in meta:
-            err.current_found = meta["grove-current-found"] == "1"
+            err.current_found = _text(meta["grove-current-found"]) == "1"
         if "grove-current-version" in meta:
-            err.current_version = int(meta["grove-current-version"])
+            err.current_version = int(_text(meta["grove-current-version"]))
         if "grove-current-value-bin" in meta:
-            err.current_value = meta["grove-current-value-bin"]
+            err.current_value = bytes(meta["grove-current-value-bin"])
         if "grove-failed-mutation" in meta:
-            err.failed_mutation = int(meta["grove-failed-mutation"])
+            err.failed_mutation = int(_text(meta["grove-failed-mutation"]))
     if isinstance(err, NotOwner):
-        meta = dict(error.trailing_metadata() or ())
         if "grove-map-version" in meta:
-            err.map_version = int(meta["grove-map-version"])
+            err.map_version = int(_text(meta["grove-map-version"]))
     return err
+
+
+def _text(v):
+    # Trailing metadata values are str, a sub-request status's are bytes.
+    return v.decode() if isinstance(v, (bytes, bytearray)) else v

@@ -57,19 +57,19 @@ size_t SlotOf(std::string_view name, size_t slots) {
 
 }  // namespace
 
-MethodMetrics* GrpcMetrics::Find(std::string_view full_method) const {
+MethodMetrics* GrpcMetrics::Find(std::string_view full_method, std::string_view type) const {
   for (size_t i = 0, s = SlotOf(full_method, kSlots); i < kSlots; ++i, s = (s + 1) & (kSlots - 1)) {
     MethodMetrics* m = slots_[s].load(std::memory_order_acquire);
     if (m == nullptr) return nullptr;
-    if (m->full_method_ == full_method) return m;
+    if (m->full_method_ == full_method && m->type_ == type) return m;
   }
   return nullptr;
 }
 
 MethodMetrics* GrpcMetrics::ForMethod(std::string_view full_method, std::string_view type) {
-  if (MethodMetrics* m = Find(full_method)) return m;
+  if (MethodMetrics* m = Find(full_method, type)) return m;
   std::lock_guard<std::mutex> lock(mu_);
-  if (MethodMetrics* m = Find(full_method)) return m;
+  if (MethodMetrics* m = Find(full_method, type)) return m;
   if (methods_.size() >= kMaxMethods) {
     if (unknown_ == nullptr) unknown_ = Create("/unknown/unknown", type);
     return unknown_;
@@ -91,6 +91,7 @@ MethodMetrics* GrpcMetrics::Create(std::string_view full_method, std::string_vie
 
   auto m = std::make_unique<MethodMetrics>();
   m->full_method_ = std::string(full_method);
+  m->type_ = std::string(type);
   m->labels_ = {
       {"grpc_type", std::string(type)}, {"grpc_service", service}, {"grpc_method", method}};
   m->handled_family_ = &handled_;

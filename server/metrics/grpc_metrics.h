@@ -48,6 +48,7 @@ class MethodMetrics {
  private:
   friend class GrpcMetrics;
   std::string full_method_;
+  std::string type_;
   prometheus::Family<prometheus::Counter>* handled_family_ = nullptr;
   std::map<std::string, std::string> labels_;
   prometheus::Counter* started_ = nullptr;
@@ -67,18 +68,19 @@ class GrpcMetrics {
   // the label set bounded whatever names calls carry).
   static constexpr size_t kMaxMethods = 256;
 
-  // The metrics of `full_method` ("/grove.v1.KV/Get"); `type` is "unary", "client_stream",
-  // "server_stream" or "bidi_stream". Creates the series on first use, with started_total and
-  // handled_total{grpc_code="OK"} at 0 so that rate() works from the first scrape. Once created,
-  // a method is found without a lock (every call of the server asks). The returned object lives
-  // as long as this GrpcMetrics.
+  // The metrics of `full_method` ("/grove.v1.KV/Get") called as `type`: "unary",
+  // "client_stream", "server_stream", "bidi_stream", or "batched" (a Batch sub-request); one
+  // method has a series per type it was called as. Creates the series on first use, with
+  // started_total and handled_total{grpc_code="OK"} at 0 so that rate() works from the first
+  // scrape. Once created, a method is found without a lock (every call of the server asks). The
+  // returned object lives as long as this GrpcMetrics.
   MethodMetrics* ForMethod(std::string_view full_method, std::string_view type);
 
  private:
   // Open addressing over twice kMaxMethods slots: a slot is written once, under mu_, and read
   // without it.
   static constexpr size_t kSlots = 2 * kMaxMethods;
-  MethodMetrics* Find(std::string_view full_method) const;
+  MethodMetrics* Find(std::string_view full_method, std::string_view type) const;
   MethodMetrics* Create(std::string_view full_method, std::string_view type);
 
   prometheus::Family<prometheus::Counter>& started_;

@@ -133,11 +133,10 @@ class KvService::MessageRun {
       return;
     }
     const char* method = MethodOf(kind);
-    if (service_->grpc_metrics_ != nullptr) {
-      sub->method =
-          service_->grpc_metrics_->ForMethod(std::string("/grove.v1.KV/") + method, "batched");
-      sub->method->Started();
-    }
+    static_assert(v1::SubRequest::kDeleteRange - v1::SubRequest::kGet == 5,
+                  "batched_metrics_ follows the call fields get (10) .. delete_range (15)");
+    sub->method = service_->batched_metrics_[kind - v1::SubRequest::kGet];
+    if (sub->method != nullptr) sub->method->Started();
     sub->started = std::chrono::steady_clock::now();
     Clock::time_point deadline = context_->deadline();
     if (r.timeout_ms() > 0) {

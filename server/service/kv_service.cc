@@ -51,7 +51,14 @@ KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Autho
       metrics_(metrics),
       log_(log),
       ownership_(ownership),
-      grpc_metrics_(grpc_metrics) {}
+      grpc_metrics_(grpc_metrics) {
+  if (grpc_metrics_ == nullptr) return;
+  const char* methods[] = {"Get", "BatchGet", "Put", "Delete", "BatchInsert", "DeleteRange"};
+  for (size_t i = 0; i < batched_metrics_.size(); ++i) {
+    batched_metrics_[i] =
+        grpc_metrics_->ForMethod(std::string("/grove.v1.KV/") + methods[i], "batched");
+  }
+}
 
 grpc::Status KvService::EngineError(const Status& s, std::string_view what) {
   // Damage and IO failures are events an operator must see; everything else is the caller's.

@@ -19,6 +19,7 @@
 //
 // Thread safety: handlers run concurrently; the service itself holds no per-call state.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -129,6 +130,9 @@ class KvService final : public v1::KV::Service {
   spdlog::logger* const log_;
   Ownership* const ownership_;
   metrics::GrpcMetrics* const grpc_metrics_;
+  // The series of Batch sub-requests (grpc_type="batched"), by SubRequest::CallCase - 10 (get ..
+  // delete_range); null without grpc_metrics_.
+  std::array<metrics::MethodMetrics*, 6> batched_metrics_{};
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<uint32_t> inflight_{0};
   std::atomic<bool> draining_{false};

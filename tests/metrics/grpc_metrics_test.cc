@@ -72,6 +72,27 @@ TEST(GrpcMetricsTest, StandardFamilyWithLabels) {
       << text;
 }
 
+// A method called both ways (unary, and as a Batch sub-request) has a series per type.
+TEST(GrpcMetricsTest, OneMethodCalledAsTwoTypesHasTwoSeries) {
+  prometheus::Registry registry;
+  GrpcMetrics m(registry);
+  MethodMetrics* batched = m.ForMethod("/grove.v1.KV/Put", "batched");
+  MethodMetrics* unary = m.ForMethod("/grove.v1.KV/Put", "unary");
+  ASSERT_NE(batched, unary);
+  EXPECT_EQ(unary, m.ForMethod("/grove.v1.KV/Put", "unary"));
+  EXPECT_EQ(batched, m.ForMethod("/grove.v1.KV/Put", "batched"));
+  unary->Started();
+  const std::string text = Render(registry);
+  EXPECT_NE(text.find("grpc_server_started_total{grpc_method=\"Put\",grpc_service=\"grove.v1.KV\","
+                      "grpc_type=\"unary\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("grpc_server_started_total{grpc_method=\"Put\",grpc_service=\"grove.v1.KV\","
+                      "grpc_type=\"batched\"} 0"),
+            std::string::npos)
+      << text;
+}
+
 TEST(GrpcMetricsTest, HealthServiceNamesSplitCorrectly) {
   prometheus::Registry registry;
   GrpcMetrics m(registry);

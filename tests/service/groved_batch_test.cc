@@ -298,6 +298,7 @@ TEST_F(GrovedBatchTest, TokensPerStreamRolesPerSubRequest) {
 }
 
 TEST_F(GrovedBatchTest, SubRequestsAreCountedPerMethod) {
+  ASSERT_TRUE(Put("unary", "1").ok());  // counted apart from the sub-requests
   Stream s(kv_.get());
   s.Call({PutSub(1, "a", "1"), PutSub(2, "", "1"), GetSub(3, "a")});
   EXPECT_TRUE(s.Finish().ok());
@@ -310,6 +311,10 @@ TEST_F(GrovedBatchTest, SubRequestsAreCountedPerMethod) {
       << m;
   EXPECT_NE(m.find("grpc_server_started_total{grpc_method=\"Get\",grpc_service=\"grove.v1.KV\","
                    "grpc_type=\"batched\"} 1"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\","
+                   "grpc_service=\"grove.v1.KV\",grpc_type=\"unary\"} 1"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Batch\","

@@ -41,26 +41,30 @@ run() {
 
 CPU=$OUT/grpc-cpu.txt
 : >"$CPU"
-# CPU seconds (user + system) of groved so far, and of this shell's finished children.
+# CPU seconds (user + system) of groved so far.
 server_cpu() {
   awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$groved_pid/stat"
 }
-children_cpu() {
-  times | tail -1 | awk '{
-    n = split($1 " " $2, f, " "); s = 0
-    for (i = 1; i <= n; i++) { split(f[i], p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] }
-    print s }'
+# CPU seconds of this shell's finished children between two `times` outputs (its second line;
+# `times` must run in this shell, not in a command substitution's subshell).
+children_delta() {
+  awk 'FNR == 2 {
+    s = 0
+    for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); s += p[1] * 60 + p[2] }
+    if (NR == FNR) a = s; else b = s
+  } END { print b - a }' "$1" "$2"
 }
-# run with the CPU both processes spent on it appended to $CPU as "label threads server client".
+# run, with the CPU both processes spent on it appended to $CPU as "label threads server client".
 measured() {
   local label=$1 threads=$2
   shift 2
-  local s0 c0
+  local s0
   s0=$(server_cpu)
-  c0=$(children_cpu)
+  times >"$DATA/times0"
   run "$@"
+  times >"$DATA/times1"
   echo "$label $threads $(awk -v a="$s0" -v b="$(server_cpu)" 'BEGIN{print b - a}') \
-$(awk -v a="$c0" -v b="$(children_cpu)" 'BEGIN{print b - a}')" >>"$CPU"
+$(children_delta "$DATA/times0" "$DATA/times1")" >>"$CPU"
 }
 
 read -r port mport < <("$PYTHON" - <<'PY'

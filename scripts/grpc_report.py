@@ -122,6 +122,30 @@ def main():
             print(f"| {name}: 16 and 64 threads >= 1 thread | {', '.join(parts)} |")
     print()
 
+    # What bounds the stream: the CPU both processes spend per call against the machine's cores.
+    cores = None
+    for r in runs:
+        c = r.get("machine", {}).get("cpus")
+        if c:
+            cores = int(c)
+            break
+    notes = []
+    for name, label, rows in (("Get", "grpc get", get), ("Put", "grpc put", put)):
+        for t in (16, 64):
+            c = cpu.get((label, t))
+            if c is None or t not in rows or not cores:
+                continue
+            per_call = (c[0] + c[1]) / (rows[t]["throughput"] * seconds)
+            ceiling = cores / per_call
+            notes.append(f"{name} at {t} threads: {per_call * 1e6:.0f} µs of CPU per call, a "
+                         f"ceiling of {ceiling:,.0f} calls/s on {cores} cores, measured "
+                         f"{rows[t]['throughput']:,.0f} ({rows[t]['throughput'] / ceiling:.0%})")
+    if notes:
+        print("What bounds the stream: CPU. " + "; ".join(notes) + ". The syncs are shared: a "
+              "message's writes take one group commit, and the engine's own group commit joins "
+              "the messages of both streams.")
+        print()
+
     batch = by("grpc batch")
     if batch:
         print("BatchInsert = a load through batches of `--batch-size` mutations, over the stream "

@@ -151,7 +151,7 @@ class Batcher::Stream {
         if (message.requests_size() > 0 && bytes + p->bytes > options_->max_bytes) break;
         queue_.pop_front();
         bytes += p->bytes;
-        *message.add_requests() = p->request;
+        message.add_requests()->Swap(&p->request);  // not needed once sent
         p->sent = true;
         sent_[p->tag] = p;
       }

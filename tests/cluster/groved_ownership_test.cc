@@ -4,6 +4,7 @@
 // knows a map, and exports the ownership metrics.
 
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -84,6 +85,45 @@ class GrovedOwnershipTest : public ::testing::Test {
   std::unique_ptr<EtcdProcess> etcd_;
   std::unique_ptr<cluster::EtcdClient> etcd_client_;
 };
+
+// Inside a Batch stream each sub-request is checked on its own: a key of the other node is
+// refused with the unary call's code, message and metadata, the rest of the message is served.
+TEST_F(GrovedOwnershipTest, BatchSubRequestsAreCheckedOneByOne) {
+  std::string out;
+  ASSERT_EQ(Grovectl({"init", "--owner", "alpha"}, &out), 0) << out;
+  ASSERT_EQ(Grovectl({"split", "m"}, &out), 0) << out;
+  ASSERT_OK(cluster::UpdateShardMap(etcd_client_.get(), "own", 0, [](cluster::ShardMap* m) {
+              return m->Assign("m", "beta");
+            }).status());
+  auto alpha = StartNode("alpha");
+  ASSERT_NE(alpha, nullptr);
+  auto a = v1::KV::NewStub(Plaintext(alpha->address()));
+  auto ctx = Ctx();
+  auto stream = a->Batch(ctx.get());
+  v1::BatchRequest request;
+  for (const std::string k : {"apple", "peach"}) {
+    v1::SubRequest* r = request.add_requests();
+    r->set_tag(r == request.mutable_requests(0) ? 1 : 2);
+    r->mutable_put()->set_key(k);
+    r->mutable_put()->set_value("v-" + k);
+  }
+  ASSERT_TRUE(stream->Write(request));
+  std::map<uint64_t, v1::SubResult> results;
+  v1::BatchResponse response;
+  while (results.size() < 2 && stream->Read(&response)) {
+    for (const v1::SubResult& r : response.results()) results[r.tag()] = r;
+  }
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].status().code(), 0) << results[1].status().message();
+  EXPECT_EQ(results[2].status().code(), static_cast<int>(grpc::StatusCode::OUT_OF_RANGE));
+  EXPECT_NE(results[2].status().message().find("owned by node 'beta' at shard map version 3"),
+            std::string::npos)
+      << results[2].status().message();
+  EXPECT_EQ(results[2].status().metadata().at(v1::kNotOwnerMetadata), "1");
+  EXPECT_EQ(results[2].status().metadata().at(v1::kMapVersionMetadata), "3");
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
 
 TEST_F(GrovedOwnershipTest, EachNodeServesItsRangesAndRefusesTheOthers) {
   std::string out;

@@ -37,25 +37,6 @@ namespace {
 // take limits.max_inflight_requests alone), and one group commit of more gains little.
 constexpr size_t kMaxDeferredWrites = 64;
 
-const char* MethodOf(v1::SubRequest::CallCase kind) {
-  switch (kind) {
-    case v1::SubRequest::kGet:
-      return "Get";
-    case v1::SubRequest::kBatchGet:
-      return "BatchGet";
-    case v1::SubRequest::kPut:
-      return "Put";
-    case v1::SubRequest::kDelete:
-      return "Delete";
-    case v1::SubRequest::kBatchInsert:
-      return "BatchInsert";
-    case v1::SubRequest::kDeleteRange:
-      return "DeleteRange";
-    default:
-      return "";
-  }
-}
-
 Role RoleOf(v1::SubRequest::CallCase kind) {
   return kind == v1::SubRequest::kGet || kind == v1::SubRequest::kBatchGet ? Role::kRead
                                                                            : Role::kWrite;
@@ -132,10 +113,12 @@ class KvService::MessageRun {
                                    "or delete_range)"));
       return;
     }
-    const char* method = MethodOf(kind);
-    static_assert(v1::SubRequest::kDeleteRange - v1::SubRequest::kGet == 5,
-                  "batched_metrics_ follows the call fields get (10) .. delete_range (15)");
-    sub->method = service_->batched_metrics_[kind - v1::SubRequest::kGet];
+    static_assert(v1::SubRequest::kDeleteRange - v1::SubRequest::kGet + 1 ==
+                      KvService::kBatchedMethods.size(),
+                  "kBatchedMethods follows the call fields get (10) .. delete_range (15)");
+    const size_t index_of_kind = kind - v1::SubRequest::kGet;
+    const char* method = KvService::kBatchedMethods[index_of_kind];
+    sub->method = service_->batched_metrics_[index_of_kind];
     if (sub->method != nullptr) sub->method->Started();
     sub->started = std::chrono::steady_clock::now();
     Clock::time_point deadline = context_->deadline();

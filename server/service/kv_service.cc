@@ -53,10 +53,9 @@ KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Autho
       ownership_(ownership),
       grpc_metrics_(grpc_metrics) {
   if (grpc_metrics_ == nullptr) return;
-  const char* methods[] = {"Get", "BatchGet", "Put", "Delete", "BatchInsert", "DeleteRange"};
   for (size_t i = 0; i < batched_metrics_.size(); ++i) {
     batched_metrics_[i] =
-        grpc_metrics_->ForMethod(std::string("/grove.v1.KV/") + methods[i], "batched");
+        grpc_metrics_->ForMethod(std::string("/grove.v1.KV/") + kBatchedMethods[i], "batched");
   }
 }
 

@@ -130,9 +130,11 @@ class KvService final : public v1::KV::Service {
   spdlog::logger* const log_;
   Ownership* const ownership_;
   metrics::GrpcMetrics* const grpc_metrics_;
-  // The series of Batch sub-requests (grpc_type="batched"), by SubRequest::CallCase - 10 (get ..
-  // delete_range); null without grpc_metrics_.
-  std::array<metrics::MethodMetrics*, 6> batched_metrics_{};
+  // The methods a Batch sub-request can call, by SubRequest::CallCase - kGet (get = 10 ..
+  // delete_range = 15), and their series (grpc_type="batched"; null without grpc_metrics_).
+  static constexpr std::array<const char*, 6> kBatchedMethods = {
+      "Get", "BatchGet", "Put", "Delete", "BatchInsert", "DeleteRange"};
+  std::array<metrics::MethodMetrics*, kBatchedMethods.size()> batched_metrics_{};
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<uint32_t> inflight_{0};
   std::atomic<bool> draining_{false};

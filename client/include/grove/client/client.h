@@ -263,7 +263,7 @@ class Client {
   std::unique_ptr<v1::KV::Stub> kv_;
   std::unique_ptr<v1::Admin::Stub> admin_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
-  std::unique_ptr<Batcher> batcher_;  // Transport::kStream (not for a cluster client)
+  std::unique_ptr<Batcher> batcher_;    // Transport::kStream (not for a cluster client)
   std::atomic<bool> no_stream_{false};  // the server answered Batch with UNIMPLEMENTED
   std::mutex rng_mu_;
   std::minstd_rand rng_;  // backoff jitter; guarded by rng_mu_

@@ -81,9 +81,12 @@ BufferPool::BufferPool(const BufferPoolOptions& options, IoBackend* io, File* da
     : io_(io),
       file_(data_file),
       epochs_(epochs),
-      num_frames_(
-          static_cast<uint32_t>(std::max<uint64_t>(16, options.capacity_bytes / kPageSize))),
-      high_limit_(static_cast<uint64_t>(options.high_retention_fraction * num_frames_)),
+      num_frames_(static_cast<uint32_t>(std::max<uint64_t>(
+          16, std::max(options.capacity_bytes, options.max_capacity_bytes) / kPageSize))),
+      high_fraction_(options.high_retention_fraction),
+      limit_(std::clamp<uint64_t>(options.capacity_bytes / kPageSize, 16, num_frames_)),
+      ghost_(options.ghost_pages == 0 ? 0 : 2ull * options.ghost_pages),
+      ghost_window_(std::min<uint64_t>(options.ghost_pages, GhostSet::kMaxWindow)),
       frames_(new Frame[num_frames_]),
       // About one bucket (four ways) per frame: few resident pages lose their hint.
       hint_bits_(std::max<int>(kShardBits, std::bit_width(num_frames_ - 1))),
@@ -248,13 +251,16 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
 
 StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
   MutexLock lock(&evict_mu_);
-  if (!free_frames_.empty()) {
+  // A free frame while under the limit; at the limit a victim's frame is reused, so a pool whose
+  // limit was lowered shrinks as misses evict what SetCapacityPages could not.
+  auto take_free = [&]() -> uint32_t {
     const uint32_t idx = free_frames_.back();
     free_frames_.pop_back();
     frames_[idx].pins.fetch_add(1);  // a reader's tentative pin may be on it (see the header)
     return idx;
-  }
-  if (high_count_.load(std::memory_order_relaxed) > high_limit_) {
+  };
+  if (!free_frames_.empty() && InUseLocked() < capacity_pages()) return take_free();
+  if (high_count_.load(std::memory_order_relaxed) > HighLimit()) {
     const uint32_t idx = EvictOverBudgetHighLocked();
     if (idx != kNoFrame) return idx;
   }
@@ -283,7 +289,7 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
     // High-retention frames are protected within their share and the first to go beyond it, so
     // the share is a budget (the papers' "cache holding x% of the inner nodes").
     const bool high = f.high.load(std::memory_order_relaxed);
-    const bool over_budget = high_count_.load(std::memory_order_relaxed) > high_limit_;
+    const bool over_budget = high_count_.load(std::memory_order_relaxed) > HighLimit();
     if (high && !over_budget) {
       have_high = true;
       continue;
@@ -308,6 +314,8 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
       }
     }
   }
+  // The limit is soft: a frame above it rather than a failed read or write.
+  if (!free_frames_.empty()) return take_free();
   // Rare, so the census that tells an operator (and us) what holds the frames is affordable.
   uint32_t pinned = 0, dirty = 0, flushing = 0, high = 0, other = 0;
   for (uint32_t i = 0; i < num_frames_; ++i) {
@@ -352,7 +360,51 @@ bool BufferPool::TryEvictLocked(uint32_t idx) {
   ForgetHigh(&f);
   resident_.fetch_sub(1);
   evictions_.fetch_add(1);
+  ghost_.Add(Hash(pid));
   return true;
+}
+
+void BufferPool::ReleaseFrameLocked(uint32_t index) {
+  Frame& f = frames_[index];
+  f.state.store(FrameState::kFree);
+  f.page_id.store(kInvalidPageId);
+  f.pins.fetch_sub(1);
+  free_frames_.push_back(index);
+  // The memory goes back to the system; the next use of the frame faults in a zeroed page.
+  if (mmapped_) madvise(f.data, kPageSize, MADV_DONTNEED);
+}
+
+uint64_t BufferPool::frames_in_use() const {
+  MutexLock lock(&evict_mu_);
+  return InUseLocked();
+}
+
+uint64_t BufferPool::SetCapacityPages(uint64_t pages) {
+  pages = std::clamp<uint64_t>(pages, 16, num_frames_);
+  limit_.store(pages, std::memory_order_relaxed);
+  MutexLock lock(&evict_mu_);
+  // CLOCK over the frames, as a miss's eviction runs it (second chances, inner nodes within
+  // their share kept), until the pool is within its limit; a few sweeps at most.
+  for (uint64_t step = 0; step < 4ull * num_frames_ && InUseLocked() > pages; ++step) {
+    const uint32_t idx = clock_hand_;
+    clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
+    Frame& f = frames_[idx];
+    if (f.state.load() != FrameState::kResident || f.pins.load() > 0 || f.dirty.load() ||
+        f.flushing.load()) {
+      continue;
+    }
+    if (f.high.load(std::memory_order_relaxed) &&
+        high_count_.load(std::memory_order_relaxed) <= HighLimit()) {
+      continue;
+    }
+    const uint8_t usage = f.usage.load(std::memory_order_relaxed);
+    if (usage > 0) {
+      f.usage.store(usage - 1, std::memory_order_relaxed);
+      continue;
+    }
+    if (TryEvictLocked(idx)) ReleaseFrameLocked(idx);
+  }
+  return InUseLocked();
 }
 
 uint32_t BufferPool::EvictOverBudgetHighLocked() {
@@ -375,12 +427,8 @@ uint32_t BufferPool::EvictOverBudgetHighLocked() {
 }
 
 void BufferPool::ReturnFrame(uint32_t index) {
-  Frame& f = frames_[index];
-  f.state.store(FrameState::kFree);
-  f.page_id.store(kInvalidPageId);
   MutexLock lock(&evict_mu_);
-  f.pins.fetch_sub(1);
-  free_frames_.push_back(index);
+  ReleaseFrameLocked(index);
 }
 
 bool BufferPool::InstallLocked(Shard& shard, PageId id, uint32_t index, FrameState state) {
@@ -469,6 +517,8 @@ Status BufferPool::LoadPinned(Frame** out, PageId id, IoCause cause, Retention r
     }
     Touch(f, retention);
     misses_.fetch_add(1, std::memory_order_relaxed);
+    if (ghost_.Contains(Hash(id), ghost_window_))
+      ghost_hits_.fetch_add(1, std::memory_order_relaxed);
 
     // A confirmed prefetch: the traversal asks for exactly the page that was read ahead.
     if (prefetched != nullptr) {
@@ -610,6 +660,8 @@ Status BufferPool::LoadMany(const std::vector<PageId>& ids, IoCause cause) {
       continue;
     }
     misses_.fetch_add(1, std::memory_order_relaxed);
+    if (ghost_.Contains(Hash(id), ghost_window_))
+      ghost_hits_.fetch_add(1, std::memory_order_relaxed);
     loads.push_back({f, id});
   }
   // Pages that follow each other in `ids` and on disk are read with one IO into a staging buffer
@@ -747,7 +799,7 @@ void BufferPool::RecordReads(IoCause cause, uint64_t pages) {
 
 BufferPoolStats BufferPool::GetStats() const {
   BufferPoolStats s;
-  s.capacity_pages = num_frames_;
+  s.capacity_pages = capacity_pages();
   s.resident_pages = resident_.load();
   s.dirty_pages = dirty_count_.load();
   s.hits = hits_.load();

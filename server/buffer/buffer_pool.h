@@ -2,7 +2,10 @@
 
 // BufferPool: the page cache over the data file, and the only way to reach page memory.
 //
-// A fixed number of 4 KiB frames (cache_bytes / 4096). A page is found through a sharded page
+// 4 KiB frames (cache_bytes / 4096), up to a limit that may move at run time (SetCapacityPages:
+// a variant that shares its budget with a cache of its own moves memory between the two; the
+// arena is mapped at the largest size, and frames released below the limit give their memory
+// back with MADV_DONTNEED). A page is found through a sharded page
 // table; a miss takes a frame from the free list or by CLOCK eviction and reads the page with the
 // IO backend, then checks its checksum, own id and epoch (EpochTable) before anyone sees it.
 //
@@ -61,6 +64,7 @@
 
 #include "page/epoch_table.h"
 #include "page/page.h"
+#include "util/ghost_set.h"
 #include "util/mutex.h"
 
 namespace grove {
@@ -73,6 +77,11 @@ enum class Retention : uint8_t { kNormal = 1, kHigh = 5 };
 
 struct BufferPoolOptions {
   uint64_t capacity_bytes = 256ull << 20;
+  // The most SetCapacityPages may grow the pool to (0: capacity_bytes; the pool never grows).
+  uint64_t max_capacity_bytes = 0;
+  // Evicted pages remembered (GhostSet) to count the misses a pool larger by this many frames
+  // would have hit (ghost_hits); 0: none remembered.
+  uint32_t ghost_pages = 0;
   uint32_t side_pool_pages = 512;        // buffers for speculative reads (PrefetchBatch)
   double high_retention_fraction = 0.5;  // frames reserved for Retention::kHigh pages
 };
@@ -209,7 +218,20 @@ class BufferPool {
   uint64_t dirty_pages() const { return dirty_count_.load(std::memory_order_relaxed); }
   // Frames held for the running checkpoint's in-place writes (not evictable either).
   uint64_t flushing_pages() const { return flushing_count_.load(std::memory_order_relaxed); }
-  uint64_t capacity_pages() const { return num_frames_; }
+  // The frames the pool may use now (its limit), and the most it can be given.
+  uint64_t capacity_pages() const { return limit_.load(std::memory_order_relaxed); }
+  uint64_t max_capacity_pages() const { return num_frames_; }
+  // Moves the limit to `pages` (clamped to [16, max_capacity_pages()]). Shrinking evicts clean,
+  // unpinned frames above the new limit at once and returns their memory to the system; frames
+  // that cannot go now (pinned, dirty, being written) go as later misses evict them, since a miss
+  // over the limit reuses a victim's frame instead of taking a free one. The limit is soft: when
+  // no frame can be evicted, a miss takes a free frame rather than fail. Returns the frames in
+  // use afterwards.
+  uint64_t SetCapacityPages(uint64_t pages);
+  // Frames holding a page or being loaded (at most max_capacity_pages()).
+  uint64_t frames_in_use() const;
+  // Misses whose page was evicted within the last ghost_pages evictions (see BufferPoolOptions).
+  uint64_t ghost_hits() const { return ghost_hits_.load(std::memory_order_relaxed); }
   void RecordWrites(IoCause cause, uint64_t pages);
   void RecordReads(IoCause cause, uint64_t pages);
 
@@ -254,6 +276,13 @@ class BufferPool {
   // or protected.
   StatusOr<uint32_t> ReserveFrameOnce();
   void ReturnFrame(uint32_t index);
+  // Puts an evicted (pinned, free) frame back on the free list and gives its memory back.
+  void ReleaseFrameLocked(uint32_t index) REQUIRES(evict_mu_);
+  uint64_t InUseLocked() const REQUIRES(evict_mu_) { return num_frames_ - free_frames_.size(); }
+  // kHigh frames protected from eviction up to this many: a share of the current limit.
+  uint64_t HighLimit() const {
+    return static_cast<uint64_t>(high_fraction_ * static_cast<double>(capacity_pages()));
+  }
   // Inserts `id` -> frame in the table, unless someone else inserted `id` first (then returns
   // false and the caller uses theirs).
   bool InstallLocked(Shard& shard, PageId id, uint32_t index, FrameState state) REQUIRES(shard.mu);
@@ -284,15 +313,19 @@ class BufferPool {
   File* const file_;
   const EpochTable* const epochs_;
   const uint32_t num_frames_;
-  const uint64_t high_limit_;  // kHigh frames protected from eviction up to this many
-  char* arena_ = nullptr;      // num_frames_ * kPageSize bytes, mmap'ed (heap if mmap failed)
+  const double high_fraction_;   // BufferPoolOptions::high_retention_fraction
+  std::atomic<uint64_t> limit_;  // frames the pool may use (SetCapacityPages)
+  GhostSet ghost_;               // evicted pages (BufferPoolOptions::ghost_pages)
+  const uint64_t ghost_window_;
+  std::atomic<uint64_t> ghost_hits_{0};
+  char* arena_ = nullptr;  // num_frames_ * kPageSize bytes, mmap'ed (heap if mmap failed)
   bool mmapped_ = true;
   std::unique_ptr<Frame[]> frames_;
   std::array<Shard, kShards> shards_;
   const int hint_bits_;  // log2 of the number of hint buckets (>= kShardBits)
   std::unique_ptr<HintBucket[]> hints_;
 
-  Mutex evict_mu_;
+  mutable Mutex evict_mu_;
   std::vector<uint32_t> free_frames_ GUARDED_BY(evict_mu_);
   uint32_t clock_hand_ GUARDED_BY(evict_mu_) = 0;
   // Frames in the order they became high-retention (may hold stale entries: a frame is checked

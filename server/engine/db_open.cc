@@ -132,8 +132,18 @@ Status DbImpl::OpenImpl() {
   // The variant may keep part of cache_bytes for memory of its own (a record cache).
   const uint64_t pool_bytes = registry.BufferPoolBytes(variant_, params, options_.cache_bytes);
   variant_memory_bytes_ = options_.cache_bytes - pool_bytes;
+  // A pool that may grow at run time remembers a sixteenth of the budget of evicted pages, so
+  // that the variant can weigh more pages against more of its own memory.
+  const uint64_t pool_max_bytes =
+      registry.BufferPoolMaxBytes(variant_, params, options_.cache_bytes);
+  const uint32_t ghost_pages =
+      pool_max_bytes > pool_bytes
+          ? static_cast<uint32_t>(std::max<uint64_t>(16, options_.cache_bytes / 16 / kPageSize))
+          : 0;
   pool_ = std::make_unique<BufferPool>(
       BufferPoolOptions{.capacity_bytes = pool_bytes,
+                        .max_capacity_bytes = pool_max_bytes,
+                        .ghost_pages = ghost_pages,
                         .high_retention_fraction = options_.inner_cache_fraction},
       io_.get(), data_file_.get(), &epochs_);
   direct_ = std::make_unique<DirectWriter>(this);

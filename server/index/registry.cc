@@ -99,6 +99,18 @@ uint64_t IndexRegistry::BufferPoolBytes(const std::string& variant, const ParamM
   return std::max(pool, std::min(spec->min_buffer_pool_bytes, cache_bytes / 4));
 }
 
+uint64_t IndexRegistry::BufferPoolMaxBytes(const std::string& variant, const ParamMap& given,
+                                           uint64_t cache_bytes) const {
+  const uint64_t pool = BufferPoolBytes(variant, given, cache_bytes);
+  const VariantSpec* spec = Find(variant);
+  StatusOr<ParamMap> params = Resolve(variant, given);
+  if (spec == nullptr || !spec->buffer_pool_max_share || !params.ok()) return pool;
+  const double share = spec->buffer_pool_max_share(*params);
+  if (!(share > 0 && share <= 1)) return pool;
+  const uint64_t max = static_cast<uint64_t>(static_cast<double>(cache_bytes) * share);
+  return std::clamp(max, pool, std::max(pool, cache_bytes));
+}
+
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {
   const VariantSpec* spec = Find(variant);
   if (spec == nullptr) {

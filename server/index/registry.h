@@ -59,6 +59,10 @@ class IndexRegistry {
   // the rest is the variant's own memory.
   uint64_t BufferPoolBytes(const std::string& variant, const ParamMap& given,
                            uint64_t cache_bytes) const;
+  // The most the buffer pool may grow to at run time (VariantSpec::buffer_pool_max_share), never
+  // less than BufferPoolBytes nor more than cache_bytes.
+  uint64_t BufferPoolMaxBytes(const std::string& variant, const ParamMap& given,
+                              uint64_t cache_bytes) const;
   // The layout parameters of `resolved`, canonical "k=v;k=v" (persisted in the superblock).
   std::string LayoutString(const std::string& variant, const ParamMap& resolved) const;
 

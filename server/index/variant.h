@@ -44,6 +44,10 @@ struct VariantSpec {
   // rest is the variant's own memory (IndexContext::memory_bytes: TreeLine's record cache). Empty:
   // all of it is the buffer pool.
   std::function<double(const ParamMap&)> buffer_pool_share;
+  // The share the buffer pool may grow to at run time, taking it from the variant's own memory
+  // (BufferPool::SetCapacityPages; TreeLine's memory split). Empty, or not above the share: the
+  // pool keeps its size.
+  std::function<double(const ParamMap&)> buffer_pool_max_share;
   // The least the buffer pool gets whatever the share, but never more than a quarter of
   // cache_bytes by this rule: a share chosen for large budgets still leaves a small one a working
   // pool (pages in flight for every writer and write-back, dirty pages until a checkpoint).

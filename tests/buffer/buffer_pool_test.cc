@@ -153,11 +153,14 @@ class BufferPoolTest : public ::testing::TestWithParam<IoBackendKind> {
     MakePool(32);
   }
 
-  void MakePool(uint32_t frames, double high_fraction = 0.5, uint32_t side_pages = 16) {
+  void MakePool(uint32_t frames, double high_fraction = 0.5, uint32_t side_pages = 16,
+                uint32_t max_frames = 0, uint32_t ghost_pages = 0) {
     pool_.reset();
     frames_ = frames;
     pool_ = std::make_unique<BufferPool>(
         BufferPoolOptions{.capacity_bytes = uint64_t{frames} * kPageSize,
+                          .max_capacity_bytes = uint64_t{max_frames} * kPageSize,
+                          .ghost_pages = ghost_pages,
                           .side_pool_pages = side_pages,
                           .high_retention_fraction = high_fraction},
         io_.get(), file_.get(), &epochs_);
@@ -930,6 +933,64 @@ TEST_P(BufferPoolTest, StressReadersWriterAndCheckpoints) {
   // A fresh pool reads everything from disk.
   MakePool(32);
   for (size_t i = 0; i < ids.size(); ++i) ExpectVersion(ids[i], version[i].load());
+}
+
+// A pool whose limit moves (SetCapacityPages): lowered, it evicts down to it at once; raised, it
+// grows by taking free frames on misses; never past the frames it was built with.
+TEST_P(BufferPoolTest, ALoweredLimitEvictsDownToItAndARaisedOneLetsThePoolGrow) {
+  MakePool(16, 0.5, 16, /*max_frames=*/64);
+  EXPECT_EQ(pool_->max_capacity_pages(), 64u);
+  const std::vector<PageId> pages = OnDiskPages(80);
+  for (PageId id : pages) ASSERT_TRUE(pool_->FetchRead(id).ok());
+  EXPECT_EQ(pool_->frames_in_use(), 16u) << "at the limit a miss reuses a victim's frame";
+  EXPECT_EQ(pool_->SetCapacityPages(48), 16u);
+  EXPECT_EQ(pool_->capacity_pages(), 48u);
+  for (PageId id : pages) ASSERT_TRUE(pool_->FetchRead(id).ok());
+  EXPECT_EQ(pool_->frames_in_use(), 48u);
+  EXPECT_EQ(pool_->GetStats().resident_pages, 48u);
+  EXPECT_EQ(pool_->GetStats().capacity_pages, 48u);
+  // Lowered: clean, unpinned frames go at once.
+  EXPECT_EQ(pool_->SetCapacityPages(20), 20u);
+  EXPECT_EQ(pool_->GetStats().resident_pages, 20u);
+  for (PageId id : pages) ExpectVersion(id, 0);
+  EXPECT_EQ(pool_->frames_in_use(), 20u);
+  // Clamped to what the pool was built with.
+  EXPECT_EQ(pool_->SetCapacityPages(1000), 20u);
+  EXPECT_EQ(pool_->capacity_pages(), 64u);
+}
+
+// Frames that cannot go (dirty, pinned) stay; the limit is soft rather than a failed read, and
+// the pool comes down to it once they can go.
+TEST_P(BufferPoolTest, DirtyFramesOverALoweredLimitStayUntilTheyCanGo) {
+  MakePool(32, 0.5, 16, /*max_frames=*/32);
+  std::vector<PageId> dirty;
+  for (uint32_t i = 0; i < 24; ++i) dirty.push_back(NewFilledPage(i));
+  EXPECT_EQ(pool_->SetCapacityPages(16), 24u) << "dirty frames are never evicted";
+  // Every frame under the limit is dirty: a read takes a frame above it.
+  const std::vector<PageId> on_disk = OnDiskPages(2);
+  ASSERT_TRUE(pool_->FetchRead(on_disk[0]).ok());
+  EXPECT_EQ(pool_->frames_in_use(), 25u);
+  for (uint32_t i = 0; i < 24; ++i) ExpectVersion(dirty[i], i);
+  ASSERT_OK(Checkpoint());
+  EXPECT_EQ(pool_->SetCapacityPages(16), 16u);
+  for (uint32_t i = 0; i < 24; ++i) ExpectVersion(dirty[i], i);
+  EXPECT_LE(pool_->frames_in_use(), 16u);
+}
+
+// Ghost hits: misses of pages evicted within the last ghost_pages evictions; none without a ghost
+// set, and none for pages never cached.
+TEST_P(BufferPoolTest, GhostHitsCountMissesOfPagesEvictedLately) {
+  for (uint32_t ghost : {0u, 64u}) {
+    MakePool(16, 0.5, 16, 0, ghost);
+    const std::vector<PageId> pages = OnDiskPages(24);
+    for (PageId id : pages) ASSERT_TRUE(pool_->FetchRead(id).ok());
+    EXPECT_EQ(pool_->ghost_hits(), 0u) << "first reads";
+    const uint64_t misses = pool_->GetStats().misses;
+    for (PageId id : pages) ASSERT_TRUE(pool_->FetchRead(id).ok());
+    const uint64_t again = pool_->GetStats().misses - misses;
+    ASSERT_GT(again, 0u);
+    EXPECT_EQ(pool_->ghost_hits(), ghost == 0 ? 0 : again) << "ghost_pages " << ghost;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BufferPoolTest,

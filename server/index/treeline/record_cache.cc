@@ -54,7 +54,11 @@ struct RecordCache::Shard {
   uint64_t admissions_dropped GUARDED_BY(mu) = 0;
 };
 
-RecordCache::RecordCache(const Options& options) : o_(options), shards_(new Shard[kShards]) {}
+RecordCache::RecordCache(const Options& options)
+    : o_(options),
+      capacity_(options.capacity_bytes),
+      ghost_(options.ghost_bytes / 64),
+      shards_(new Shard[kShards]) {}
 
 RecordCache::~RecordCache() {
   for (size_t i = 0; i < kShards; ++i) {
@@ -100,6 +104,18 @@ void RecordCache::DropLocked(Shard& s, Entry* e) {
   Entry::Delete(e);
 }
 
+void RecordCache::EvictCleanLocked(Shard& s, Entry* e) {
+  ghost_.Add(e->hash);
+  ++s.clean_evictions;
+  DropLocked(s, e);
+}
+
+uint64_t RecordCache::GhostWindow() const {
+  if (o_.ghost_bytes == 0) return 0;
+  return std::min({o_.ghost_bytes / std::max<uint64_t>(1, BytesPerEntry()), ghost_.slots() / 2,
+                   GhostSet::kMaxWindow});
+}
+
 void RecordCache::SetDirtyLocked(Entry* e, Lsn lsn) {
   if (e->dirty) {
     dirty_by_lsn_.erase({e->lsn, e});
@@ -129,7 +145,7 @@ void RecordCache::SetCleanLocked(Entry* e) {
   e->dirty = false;
 }
 
-RecordCache::Kind RecordCache::Get(Slice key, std::string* cell) {
+RecordCache::Kind RecordCache::Get(Slice key, std::string* cell, bool* evicted_lately) {
   const uint64_t h = Hash64(key);
   Shard& s = ShardOf(h);
   SharedCell ref;
@@ -138,6 +154,7 @@ RecordCache::Kind RecordCache::Get(Slice key, std::string* cell) {
     Entry* e = FindLocked(s, h, key);
     if (e == nullptr) {
       ++s.misses;
+      if (evicted_lately != nullptr) *evicted_lately = ghost_.Contains(h, GhostWindow());
       return Kind::kMiss;
     }
     ++s.hits;
@@ -161,6 +178,9 @@ std::optional<std::string> RecordCache::Write(Slice key, std::optional<Slice> ce
   Entry* e = FindLocked(s, h, key);
   if (was_value != nullptr) *was_value = e != nullptr && !e->tombstone;
   if (e == nullptr) {
+    if (ghost_.Contains(h, GhostWindow())) {
+      write_ghost_hits_.fetch_add(1, std::memory_order_relaxed);
+    }
     e = NewEntryLocked(s, h, key, std::move(fresh), o_.p_mid);
     e->tombstone = !cell.has_value();
     SetDirtyLocked(e, lsn);
@@ -215,8 +235,7 @@ bool RecordCache::LookAheadForClean() {
     MutexLock lock(&s.mu);
     Entry* e = StepLocked(s);
     if (e != nullptr && !e->dirty) {
-      DropLocked(s, e);
-      ++s.clean_evictions;
+      EvictCleanLocked(s, e);
       return true;
     }
   }
@@ -225,7 +244,7 @@ bool RecordCache::LookAheadForClean() {
 
 std::optional<std::string> RecordCache::Evict() {
   size_t idle = 0;  // shards visited in a row that had nothing to evict
-  while (bytes_.load(std::memory_order_relaxed) > o_.capacity_bytes) {
+  while (bytes_.load(std::memory_order_relaxed) > capacity_bytes()) {
     Shard& s = NextShard();
     std::string dirty_key;
     {
@@ -237,8 +256,7 @@ std::optional<std::string> RecordCache::Evict() {
       }
       idle = 0;
       if (!c->dirty) {
-        DropLocked(s, c);
-        ++s.clean_evictions;
+        EvictCleanLocked(s, c);
         continue;
       }
       dirty_key.assign(c->key());
@@ -265,25 +283,23 @@ void RecordCache::AdmitClean(Slice key, Slice cell, uint8_t priority, uint64_t p
                              uint64_t ticket) {
   const uint64_t h = Hash64(key);
   const uint64_t need = BytesOf(key.size(), cell.size());
-  const uint64_t slack = o_.capacity_bytes == 0 ? 0 : Slack();
-  if (need > o_.capacity_bytes + slack) return;
+  const uint64_t capacity = capacity_bytes();
+  const uint64_t slack = capacity == 0 ? 0 : Slack();
+  if (need > capacity + slack) return;
   SharedCell fresh = SharedCell::Make(cell);
   Shard& s = ShardOf(h);
   MutexLock lock(&s.mu);
   if (Ticket(page) != ticket || FindLocked(s, h, key) != nullptr) return;
   // Room from this shard's clean entries, with a bounded sweep; dirty ones are the caller's
   // eviction's to write back.
-  for (size_t tries = 0; bytes_.load(std::memory_order_relaxed) + need > o_.capacity_bytes &&
-                         tries < 2 * o_.lookahead;
+  for (size_t tries = 0;
+       bytes_.load(std::memory_order_relaxed) + need > capacity && tries < 2 * o_.lookahead;
        ++tries) {
     Entry* c = NextCandidateLocked(s);
     if (c == nullptr) break;
-    if (!c->dirty) {
-      DropLocked(s, c);
-      ++s.clean_evictions;
-    }
+    if (!c->dirty) EvictCleanLocked(s, c);
   }
-  if (bytes_.load(std::memory_order_relaxed) + need > o_.capacity_bytes + slack) {
+  if (bytes_.load(std::memory_order_relaxed) + need > capacity + slack) {
     ++s.admissions_dropped;
     return;
   }
@@ -511,7 +527,7 @@ RecordCache::Stats RecordCache::GetStats() const {
     st.admissions_dropped += s.admissions_dropped;
   }
   st.bytes = bytes_.load();
-  st.capacity_bytes = o_.capacity_bytes;
+  st.capacity_bytes = capacity_bytes();
   st.dirty_evictions = dirty_evictions_.load();
   return st;
 }

@@ -14,6 +14,11 @@
 //     capacity/16 + 64 KiB, which a stuck write-back (a full disk) would otherwise let grow.
 //   * Optional optimistic admission: the other records of a page a read fetched, at priority 1.
 //   * Capacity is in bytes: key, cell and 96 bytes of bookkeeping per entry (the paper's figure).
+//     It may move at run time (SetCapacity: TreeLine's memory split, memory_split.h); a lower
+//     capacity is reached by the usual eviction.
+//   * Evicted keys are remembered by hash (GhostSet, Options::ghost_bytes) so that a miss can say
+//     whether a cache larger by ghost_bytes would have hit (Get's *evicted_lately, and
+//     write_ghost_hits for writes of such keys).
 //   * Dirty entries carry the LSN of their write; the oldest bounds the WAL's redo point.
 //
 // Entries: a key maps to a cell, or to a tombstone (a delete that has not reached its page yet).
@@ -66,6 +71,7 @@
 
 #include "index/treeline/key_table.h"
 #include "index/treeline/shared_cell.h"
+#include "util/ghost_set.h"
 #include "util/mutex.h"
 
 namespace grove::treeline {
@@ -74,6 +80,8 @@ class RecordCache {
  public:
   struct Options {
     uint64_t capacity_bytes = 64 << 20;
+    // The bytes of evicted entries to remember (GhostSet; 8 bytes of memory per 64 of these).
+    uint64_t ghost_bytes = 0;
     uint8_t p_max = 7;
     uint8_t p_mid = 4;
     size_t lookahead = 32;
@@ -90,8 +98,10 @@ class RecordCache {
   RecordCache& operator=(const RecordCache&) = delete;
 
   enum class Kind { kMiss, kValue, kTombstone };
-  // kValue: *cell holds the newest version. Copies the cell outside any lock.
-  Kind Get(Slice key, std::string* cell);
+  // kValue: *cell holds the newest version. Copies the cell outside any lock. On a miss,
+  // *evicted_lately (optional) says whether the key left the cache within the last ghost_bytes
+  // of evictions.
+  Kind Get(Slice key, std::string* cell, bool* evicted_lately = nullptr);
 
   // A write (cell) or a delete (nullopt), dirty, at `lsn`. Returns the cell it replaced when that
   // cell lived only here (a dirty entry's): nobody else references it, the caller frees it. A
@@ -201,12 +211,22 @@ class RecordCache {
     uint64_t writeback_offered = 0;   // dirty records handed to write-backs
   };
   Stats GetStats() const EXCLUDES(dirty_mu_);
-  uint64_t capacity_bytes() const { return o_.capacity_bytes; }
+  uint64_t capacity_bytes() const { return capacity_.load(std::memory_order_relaxed); }
+  // Moves the capacity; a lower one is reached by eviction (Evict, the admissions' own sweeps).
+  void SetCapacity(uint64_t bytes) { capacity_.store(bytes, std::memory_order_relaxed); }
+  // Writes of keys that were not cached but evicted within the last ghost_bytes of evictions.
+  uint64_t write_ghost_hits() const { return write_ghost_hits_.load(std::memory_order_relaxed); }
+  // Bytes per entry on average (key, cell and overhead); kEntryOverhead when empty.
+  uint64_t BytesPerEntry() const {
+    const uint64_t n = entries_.load(std::memory_order_relaxed);
+    return n == 0 ? kEntryOverhead : bytes_.load(std::memory_order_relaxed) / n;
+  }
   uint8_t mid_priority() const { return o_.p_mid; }
   // Bytes above capacity (eviction pending).
   uint64_t Excess() const {
     const uint64_t b = bytes_.load(std::memory_order_relaxed);
-    return b > o_.capacity_bytes ? b - o_.capacity_bytes : 0;
+    const uint64_t c = capacity_bytes();
+    return b > c ? b - c : 0;
   }
   uint64_t dirty_entries() const EXCLUDES(dirty_mu_);
 
@@ -221,6 +241,10 @@ class RecordCache {
   Entry* FindLocked(const Shard& s, uint64_t hash, Slice key) const;
   Entry* NewEntryLocked(Shard& s, uint64_t hash, Slice key, SharedCell cell, uint8_t priority);
   void DropLocked(Shard& s, Entry* e);
+  // Drops a clean victim of eviction and remembers its key in the ghost set.
+  void EvictCleanLocked(Shard& s, Entry* e);
+  // Entries the ghost set's window covers now: ghost_bytes at the current bytes per entry.
+  uint64_t GhostWindow() const;
   // Moves the shard's hand one slot: that entry when it is at priority 0, else nullptr (an entry
   // above 0 loses one priority).
   Entry* StepLocked(Shard& s);
@@ -235,9 +259,12 @@ class RecordCache {
   void MarkCleanLocked(const DirtyRecord& r) REQUIRES(dirty_mu_);
   void SetDirtyLocked(Entry* e, Lsn lsn) REQUIRES(dirty_mu_);
   void SetCleanLocked(Entry* e) REQUIRES(dirty_mu_);
-  uint64_t Slack() const { return o_.capacity_bytes / 16 + (64u << 10); }
+  uint64_t Slack() const { return capacity_bytes() / 16 + (64u << 10); }
 
   const Options o_;
+  std::atomic<uint64_t> capacity_;
+  GhostSet ghost_;
+  std::atomic<uint64_t> write_ghost_hits_{0};
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint64_t> shard_hand_{0};
   std::atomic<uint64_t> bytes_{0};

@@ -45,6 +45,8 @@ StatusOr<Config> ParseConfig(const ParamMap& params) {
   GROVE_ASSIGN_OR_RETURN(const uint64_t radius, ParseUintParam(params, "radius", 0, 64));
   c.radius = static_cast<int>(radius);
   GROVE_ASSIGN_OR_RETURN(c.pool_share, ParseDoubleParam(params, "buffer_pool_share", 0.01, 1.0));
+  GROVE_ASSIGN_OR_RETURN(c.pool_max_share,
+                         ParseDoubleParam(params, "buffer_pool_max_share", 0.01, 1.0));
   GROVE_ASSIGN_OR_RETURN(c.dirty_share, ParseDoubleParam(params, "dirty_share", 0.05, 1.0));
   return c;
 }
@@ -64,9 +66,33 @@ constexpr size_t kColdSteps = 4096;
 // retried in a busy loop).
 constexpr uint64_t kReorganisationPauseNanos = 200'000'000;
 
+// The whole budget: the record cache's part and the buffer pool as configured.
+uint64_t BudgetBytes(const IndexContext& ctx) {
+  return ctx.memory_bytes + ctx.pool->capacity_pages() * kPageSize;
+}
+
+// Evicted memory each side remembers for the split's weighing (memory_split.h).
+uint64_t GhostBytes(const IndexContext& ctx) { return BudgetBytes(ctx) / 16; }
+
+treeline::MemorySplit::Options SplitOptions(const IndexContext& ctx, const treeline::Config& cfg) {
+  treeline::MemorySplit::Options o;
+  o.total_bytes = BudgetBytes(ctx);
+  o.min_pool_bytes = ctx.pool->capacity_pages() * kPageSize;
+  // No record cache, no split: the pool keeps its size.
+  o.max_pool_bytes = cfg.cache ? ctx.pool->max_capacity_pages() * kPageSize : o.min_pool_bytes;
+  o.step_bytes = std::max<uint64_t>(kPageSize, o.total_bytes / 32);
+  return o;
+}
+
+// How often the split may move, and the most it waits for evidence.
+constexpr uint64_t kSplitIntervalNanos = 50'000'000;
+
 RecordCache::Options CacheOptions(const IndexContext& ctx, const treeline::Config& cfg) {
   RecordCache::Options o;
   o.capacity_bytes = cfg.cache ? ctx.memory_bytes : 0;
+  if (cfg.cache && ctx.pool->max_capacity_pages() > ctx.pool->capacity_pages()) {
+    o.ghost_bytes = GhostBytes(ctx);
+  }
   IndexServices* services = ctx.services;
   if (services != nullptr) o.is_blob = [services](Slice cell) { return services->HoldsBlob(cell); };
   return o;
@@ -128,7 +154,11 @@ VariantSpec TreeLine::Spec() {
       {"buffer_pool_share", "0.05", false,
        "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes), at "
        "least 8 MiB or a quarter of cache_bytes, whichever is less; the rest is the record cache "
-       "(0.01..1)"},
+       "(0.01..1). The pool starts at this share and never goes below it"},
+      {"buffer_pool_max_share", "0.9", false,
+       "share of cache_bytes the buffer pool may grow to, taking it from the record cache while "
+       "more pages would save more device reads than more records (uniform reads, scans); at or "
+       "below buffer_pool_share the split is fixed (0.01..1)"},
   };
   spec.page_types = {{static_cast<uint16_t>(treeline::kDataPage), "treeline page"}};
   spec.create = &TreeLine::Create;
@@ -142,6 +172,11 @@ VariantSpec TreeLine::Spec() {
     StatusOr<treeline::Config> c = treeline::ParseConfig(params);
     return c.ok() ? c->pool_share : 1.0;
   };
+  spec.buffer_pool_max_share = [](const ParamMap& params) -> double {
+    StatusOr<treeline::Config> c = treeline::ParseConfig(params);
+    if (!c.ok()) return 1.0;
+    return c->cache ? std::max(c->pool_share, c->pool_max_share) : c->pool_share;
+  };
   // A small budget keeps a pool of some size for the pages in flight of every writer and
   // write-back and the dirty pages until a checkpoint: 8 MiB, or a quarter of the budget.
   spec.min_buffer_pool_bytes = 8 << 20;
@@ -153,7 +188,9 @@ TreeLine::TreeLine(const IndexContext& ctx, const treeline::Config& cfg)
       pool_(ctx.pool),
       cfg_(cfg),
       cache_(CacheOptions(ctx, cfg)),
-      forecaster_(ForecastOptions(cfg)) {}
+      forecaster_(ForecastOptions(cfg)),
+      split_(SplitOptions(ctx, cfg), ctx.pool->capacity_pages() * kPageSize),
+      split_pool_bytes_(split_.pool_bytes()) {}
 
 TreeLine::~TreeLine() { Shutdown(); }
 
@@ -278,6 +315,10 @@ IndexStats TreeLine::GetStats() {
   x["cache_dirty_entries"] = static_cast<double>(c.dirty);
   x["cache_bytes"] = static_cast<double>(c.bytes);
   x["cache_capacity_bytes"] = static_cast<double>(c.capacity_bytes);
+  x["buffer_pool_split_bytes"] = static_cast<double>(split_pool_bytes_.load());
+  x["cache_ghost_hits_total"] =
+      static_cast<double>(read_ghost_hits_.load() + cache_.write_ghost_hits());
+  x["pool_ghost_hits_total"] = static_cast<double>(pool_->ghost_hits());
   x["cache_hits_total"] = static_cast<double>(c.hits);
   x["cache_misses_total"] = static_cast<double>(c.misses);
   x["cache_clean_evictions_total"] = static_cast<double>(c.clean_evictions);
@@ -378,7 +419,35 @@ bool TreeLine::BackgroundRound() {
         break;
     }
   }
+  Rebalance();
   return FlushRound() && (cache_.Excess() > 0 || TooDirty());  // more to do at once
+}
+
+void TreeLine::Rebalance() {
+  if (!split_.adaptive()) return;
+  const uint64_t now = NowNanos();
+  if (now < next_split_ns_) return;
+  next_split_ns_ = now + kSplitIntervalNanos;
+  const uint64_t pool_ghosts = pool_->ghost_hits();
+  const uint64_t cache_ghosts = read_ghost_hits_.load() + cache_.write_ghost_hits();
+  const uint64_t before = split_.pool_bytes();
+  const uint64_t pool_bytes =
+      split_.Decide(pool_ghosts - split_pool_ghosts_, cache_ghosts - split_cache_ghosts_);
+  split_pool_ghosts_ = pool_ghosts;
+  split_cache_ghosts_ = cache_ghosts;
+  // Memory leaves one side before the other gets it: the cache gives up what it has once its
+  // eviction runs (clean entries at once; dirty ones through write-backs), the pool what it can
+  // evict now, and the cache is granted only what the pool holds no longer, so the two stay
+  // within the budget but for the dirty records the cache is still writing back.
+  if (pool_bytes > before) {
+    cache_.SetCapacity(split_.cache_bytes());
+    for (int i = 0; i < 64 && cache_.Excess() > 0; ++i) {
+      if (cache_.Evict()) break;  // a dirty victim: FlushRound writes it back
+    }
+  }
+  const uint64_t in_use = pool_->SetCapacityPages(pool_bytes / kPageSize) * kPageSize;
+  cache_.SetCapacity(split_.total_bytes() - std::max(pool_bytes, in_use));
+  split_pool_bytes_.store(pool_bytes, std::memory_order_relaxed);
 }
 
 TreeLine::ReorgResult TreeLine::RunQueuedReorganisations() {

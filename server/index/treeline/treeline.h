@@ -65,6 +65,7 @@
 #include "index/background.h"
 #include "index/core/tree.h"
 #include "index/treeline/forecast.h"
+#include "index/treeline/memory_split.h"
 #include "index/treeline/page.h"
 #include "index/treeline/record_cache.h"
 #include "index/treeline/segment.h"
@@ -86,9 +87,10 @@ struct Config {
   uint64_t forecast_epoch = 100000;
   uint32_t forecast_partitions = 1000;
   double forecast_future_epochs = 1;
-  int radius = 5;            // reorganisation reaches this many neighbours on each side
-  double pool_share = 0.05;  // share of cache_bytes for the buffer pool; the rest caches records
-  double dirty_share = 0.5;  // cold dirty records are written back while more are dirty
+  int radius = 5;               // reorganisation reaches this many neighbours on each side
+  double pool_share = 0.05;     // share of cache_bytes for the buffer pool; the rest caches records
+  double pool_max_share = 0.9;  // the pool may grow to this share (memory_split.h)
+  double dirty_share = 0.5;     // cold dirty records are written back while more are dirty
 };
 
 // Parses and checks the parameters (errors name the parameter).
@@ -209,6 +211,9 @@ class TreeLine final : public Index {
   bool FlushRound();
   // Whether more of the record cache is dirty than dirty_share.
   bool TooDirty() const;
+  // Moves memory between the buffer pool and the record cache (memory_split.h), at most every
+  // kSplitIntervalNanos; background thread only.
+  void Rebalance();
   // Whether write-backs must leave `segment` alone: it is being reorganised, or full and queued
   // for a reorganisation (its records wait in the cache; retrying would copy them every time).
   bool Waiting(PageId segment) const EXCLUDES(state_mu_);
@@ -242,6 +247,13 @@ class TreeLine final : public Index {
   std::atomic<uint64_t> reorganisations_{0}, reorg_segments_in_{0}, reorg_segments_out_{0};
   std::atomic<uint64_t> page_reads_{0}, overflow_reads_{0};
   LogThrottle error_log_;
+
+  // The memory split (background thread only, but for the atomics).
+  treeline::MemorySplit split_;
+  uint64_t next_split_ns_ = 0;
+  uint64_t split_pool_ghosts_ = 0, split_cache_ghosts_ = 0;  // counts at the last Rebalance
+  std::atomic<uint64_t> read_ghost_hits_{0};  // record misses a larger cache would have hit
+  std::atomic<uint64_t> split_pool_bytes_{0};
 
   uint64_t reorg_pause_until_ns_ = 0;  // background thread only
   // Last: stopped (by Shutdown or its destructor) before anything it uses is destroyed.

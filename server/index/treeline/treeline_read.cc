@@ -65,7 +65,8 @@ StatusOr<PageReadGuard> TreeLine::ReadDataPage(PageId id, const Segment& seg, in
 
 StatusOr<bool> TreeLine::Get(Slice key, std::string* cell) {
   // Without the cache proper, records still wait here while their segment is reorganised.
-  const RecordCache::Kind kind = cache_.Get(key, cell);
+  bool evicted_lately = false;
+  const RecordCache::Kind kind = cache_.Get(key, cell, &evicted_lately);
   if (kind == RecordCache::Kind::kValue) return true;
   if (kind == RecordCache::Kind::kTombstone) return false;
   bool found = false;
@@ -79,6 +80,11 @@ StatusOr<bool> TreeLine::Get(Slice key, std::string* cell) {
     const Segment seg = Segment::Decode(p.leaf_payload());
     const int i = seg.PageFor(key);
     base_id = seg.first + i;
+    // A record the cache evicted lately, on a page the pool does not hold: a device read that a
+    // larger record cache would have saved (the memory split's evidence).
+    if (evicted_lately && !pool_->IsResident(base_id)) {
+      read_ghost_hits_.fetch_add(1, std::memory_order_relaxed);
+    }
     GROVE_ASSIGN_OR_RETURN(PageReadGuard base,
                            ReadDataPage(base_id, seg, i, false, IoCause::kDemand));
     ticket = cache_.Ticket(base_id);

@@ -123,6 +123,67 @@ TEST(RecordCacheTest, EvictionTakesCleanEntriesAndNamesDirtyVictims) {
   EXPECT_TRUE(c.CheckConsistency().empty());
 }
 
+// The memory split (memory_split.h) lowers and raises the capacity at run time: eviction follows a
+// lower one, admissions a higher one.
+TEST(RecordCacheTest, ALowerCapacityIsReachedByEvictionAndAHigherOneAdmitsMore) {
+  const uint64_t per = RecordCache::kEntryOverhead + 6 + 11;  // key k00000, cell clean-value
+  RecordCache c(Small(100 * per));
+  for (int i = 0; i < 100; ++i) c.AdmitClean(K(i), "clean-value", 4, 0, c.Ticket(0));
+  EXPECT_EQ(c.GetStats().entries, 100u);
+  c.SetCapacity(40 * per);
+  EXPECT_EQ(c.capacity_bytes(), 40 * per);
+  EXPECT_EQ(c.Excess(), 60 * per);
+  EXPECT_FALSE(c.Evict().has_value()) << "only clean entries: nothing to write back";
+  EXPECT_EQ(c.Excess(), 0u);
+  EXPECT_LE(c.GetStats().entries, 40u);
+  c.SetCapacity(200 * per);
+  for (int i = 100; i < 250; ++i) c.AdmitClean(K(i), "clean-value", 4, 0, c.Ticket(0));
+  EXPECT_GE(c.GetStats().entries, 190u);
+  EXPECT_LE(c.GetStats().bytes, 200 * per);
+  EXPECT_TRUE(c.CheckConsistency().empty());
+}
+
+// Evicted keys are remembered for ghost_bytes of evictions: a read miss of one says so, a write of
+// one is counted; keys never cached, or evicted long ago, are not.
+TEST(RecordCacheTest, MissesOfKeysEvictedLatelyAreGhostHits) {
+  const uint64_t per = RecordCache::kEntryOverhead + 6 + 11;
+  RecordCache::Options o = Small(50 * per);
+  o.ghost_bytes = 20 * per;  // the last 20 evictions
+  RecordCache c(o);
+  for (int i = 0; i < 100; ++i) {
+    c.AdmitClean(K(i), "clean-value", 4, 0, c.Ticket(0));
+    while (c.Excess() > 0 && !c.Evict().has_value()) {
+    }
+  }
+  std::vector<int> evicted;
+  for (int i = 0; i < 100; ++i) {
+    if (Read(c, K(i)) == "<miss>") evicted.push_back(i);
+  }
+  ASSERT_GE(evicted.size(), 40u);
+  int ghosts = 0;
+  for (int i : evicted) {
+    std::string cell;
+    bool lately = false;
+    ASSERT_EQ(c.Get(K(i), &cell, &lately), RecordCache::Kind::kMiss);
+    ghosts += lately ? 1 : 0;
+  }
+  // The window covers the last 20 evictions (collisions in the ghost set may lose a few).
+  EXPECT_GE(ghosts, 15);
+  EXPECT_LE(ghosts, 20);
+  std::string cell;
+  bool lately = true;
+  ASSERT_EQ(c.Get("never-cached", &cell, &lately), RecordCache::Kind::kMiss);
+  EXPECT_FALSE(lately);
+  bool oldest = true;
+  ASSERT_EQ(c.Get(K(evicted.front()), &cell, &oldest), RecordCache::Kind::kMiss);
+  EXPECT_FALSE(oldest) << "evicted more than 20 evictions ago";
+
+  EXPECT_EQ(c.write_ghost_hits(), 0u);
+  c.Write(K(evicted.back()), std::string("new"), 1);
+  c.Write("never-cached", std::string("new"), 2);
+  EXPECT_EQ(c.write_ghost_hits(), 1u);
+}
+
 TEST(RecordCacheTest, WriteBackRangeCleansTheAppliedPrefix) {
   RecordCache c(Small(1 << 20));
   for (int i = 0; i < 10; ++i) c.Write(K(i), std::string("v"), 5);

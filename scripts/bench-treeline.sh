@@ -50,7 +50,7 @@ PARTS=${PARTS:-load tables sweep}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
-OUT=docs/bench-data
+OUT=${OUT:-docs/bench-data}  # where the JSON lines and commands go
 mkdir -p "$OUT" "$DATA"
 # File and directory names: the record size, and the key set when it is not the default.
 SET=$VALUE

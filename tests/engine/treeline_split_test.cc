@@ -1,6 +1,7 @@
-// TreeLine's memory split through grove::Db (server/index/treeline/memory_split.h): uniform reads
-// of more data than memory move the budget to the buffer pool; a hot set of records spread over
-// every page stays in the record cache; a fixed split never moves.
+// TreeLine's memory split through grove::Db (server/index/treeline/memory_split.h), with
+// buffer_pool_max_share 0.9: uniform reads of more data than memory move the budget to the buffer
+// pool; a hot set of records spread over every page stays in the record cache. By default the
+// split is fixed and never moves.
 
 #include <map>
 #include <random>
@@ -56,11 +57,12 @@ double ReadUntil(Db* db, Next next, double until, uint64_t max_reads) {
 TEST(TreeLineSplitTest, UniformReadsMoveTheBudgetToTheBufferPool) {
   TempDir dir;
   {
-    auto db = Db::Open(SplitOptions(dir.path(), {}));
+    auto db = Db::Open(SplitOptions(dir.path(), {{"buffer_pool_max_share", "0.9"}}));
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     Load(db->get());
   }
-  auto db = Db::Open(SplitOptions(dir.path(), {}));  // a clean start: nothing dirty
+  auto db = Db::Open(SplitOptions(
+      dir.path(), {{"buffer_pool_max_share", "0.9"}}));  // a clean start: nothing dirty
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   const double start = Extra(db->get(), "buffer_pool_split_bytes");
   EXPECT_EQ(start, 2.0 * kMiB) << "buffer_pool_share's floor: 8 MiB or a quarter of the budget";
@@ -81,11 +83,11 @@ TEST(TreeLineSplitTest, UniformReadsMoveTheBudgetToTheBufferPool) {
 TEST(TreeLineSplitTest, AHotSetOfRecordsOnEveryPageKeepsTheRecordCache) {
   TempDir dir;
   {
-    auto db = Db::Open(SplitOptions(dir.path(), {}));
+    auto db = Db::Open(SplitOptions(dir.path(), {{"buffer_pool_max_share", "0.9"}}));
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     Load(db->get());
   }
-  auto db = Db::Open(SplitOptions(dir.path(), {}));
+  auto db = Db::Open(SplitOptions(dir.path(), {{"buffer_pool_max_share", "0.9"}}));
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   // Every 4th key is hot (about 3.2 MiB as records, on every page: 9 MiB as pages); 95% of the
   // reads go to them, the rest are uniform (which pages serve better).
@@ -112,9 +114,10 @@ TEST(TreeLineSplitTest, AHotSetOfRecordsOnEveryPageKeepsTheRecordCache) {
   EXPECT_GT(hits / (hits + misses), 0.85) << "pool share " << pool;
 }
 
+// The default: a fixed split.
 TEST(TreeLineSplitTest, AFixedSplitNeverMoves) {
   TempDir dir;
-  auto db = Db::Open(SplitOptions(dir.path(), {{"buffer_pool_max_share", "0.05"}}));
+  auto db = Db::Open(SplitOptions(dir.path(), {}));
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   Load(db->get());
   std::mt19937_64 rng(7);

@@ -19,7 +19,11 @@
 //
 // Bounds: the pool stays within [min_pool_bytes, max_pool_bytes] (buffer_pool_share and
 // buffer_pool_max_share of the budget): the floor keeps what the pool is configured with for
-// pages in flight and dirty pages, the ceiling keeps room for dirty records.
+// pages in flight and dirty pages, the ceiling keeps room for dirty records. Decide's `ceiling`
+// bounds growth further by what the record cache can give up without writing anything back
+// (the caller passes the budget less what its dirty records need): a write-heavy phase's dirty
+// records are not forced out to make pages room, which would cost a page read and write per
+// page of them; they reach their pages as they would anyway, and the pool grows after.
 //
 // Thread safety: none; TreeLine's background thread owns it.
 
@@ -40,8 +44,10 @@ class MemorySplit {
   MemorySplit(const Options& options, uint64_t pool_bytes);
 
   // Adds the ghost hits counted since the last call; returns the pool's size in bytes from now on
-  // (the record cache gets the rest).
-  uint64_t Decide(uint64_t pool_ghost_hits, uint64_t cache_ghost_hits);
+  // (the record cache gets the rest). The pool grows to `ceiling` at most (it does not shrink
+  // for it).
+  uint64_t Decide(uint64_t pool_ghost_hits, uint64_t cache_ghost_hits,
+                  uint64_t ceiling = UINT64_MAX);
 
   bool adaptive() const { return o_.max_pool_bytes > o_.min_pool_bytes; }
   uint64_t pool_bytes() const { return pool_; }

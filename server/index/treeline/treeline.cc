@@ -46,7 +46,7 @@ StatusOr<Config> ParseConfig(const ParamMap& params) {
   c.radius = static_cast<int>(radius);
   GROVE_ASSIGN_OR_RETURN(c.pool_share, ParseDoubleParam(params, "buffer_pool_share", 0.01, 1.0));
   GROVE_ASSIGN_OR_RETURN(c.pool_max_share,
-                         ParseDoubleParam(params, "buffer_pool_max_share", 0.01, 1.0));
+                         ParseDoubleParam(params, "buffer_pool_max_share", 0.0, 1.0));
   GROVE_ASSIGN_OR_RETURN(c.dirty_share, ParseDoubleParam(params, "dirty_share", 0.05, 1.0));
   return c;
 }
@@ -155,10 +155,10 @@ VariantSpec TreeLine::Spec() {
        "share of cache_bytes for the buffer pool (pages in flight, dirty pages, inner nodes), at "
        "least 8 MiB or a quarter of cache_bytes, whichever is less; the rest is the record cache "
        "(0.01..1). The pool starts at this share and never goes below it"},
-      {"buffer_pool_max_share", "0.9", false,
+      {"buffer_pool_max_share", "0", false,
        "share of cache_bytes the buffer pool may grow to, taking it from the record cache while "
        "more pages would save more device reads than more records (uniform reads, scans); at or "
-       "below buffer_pool_share the split is fixed (0.01..1)"},
+       "below buffer_pool_share (the default, 0) the split is fixed (0..1)"},
   };
   spec.page_types = {{static_cast<uint16_t>(treeline::kDataPage), "treeline page"}};
   spec.create = &TreeLine::Create;
@@ -431,8 +431,13 @@ void TreeLine::Rebalance() {
   const uint64_t pool_ghosts = pool_->ghost_hits();
   const uint64_t cache_ghosts = read_ghost_hits_.load() + cache_.write_ghost_hits();
   const uint64_t before = split_.pool_bytes();
+  // The record cache keeps room for its dirty records at dirty_share of its entries (more dirty
+  // than that and the cleaning writes them back): the pool takes only the rest.
+  const uint64_t dirty_bytes = cache_.dirty_entries() * cache_.BytesPerEntry();
+  const uint64_t keep = static_cast<uint64_t>(static_cast<double>(dirty_bytes) / cfg_.dirty_share);
+  const uint64_t ceiling = split_.total_bytes() - std::min(split_.total_bytes(), keep);
   const uint64_t pool_bytes =
-      split_.Decide(pool_ghosts - split_pool_ghosts_, cache_ghosts - split_cache_ghosts_);
+      split_.Decide(pool_ghosts - split_pool_ghosts_, cache_ghosts - split_cache_ghosts_, ceiling);
   split_pool_ghosts_ = pool_ghosts;
   split_cache_ghosts_ = cache_ghosts;
   // Memory leaves one side before the other gets it: the cache gives up what it has once its

@@ -87,10 +87,10 @@ struct Config {
   uint64_t forecast_epoch = 100000;
   uint32_t forecast_partitions = 1000;
   double forecast_future_epochs = 1;
-  int radius = 5;               // reorganisation reaches this many neighbours on each side
-  double pool_share = 0.05;     // share of cache_bytes for the buffer pool; the rest caches records
-  double pool_max_share = 0.9;  // the pool may grow to this share (memory_split.h)
-  double dirty_share = 0.5;     // cold dirty records are written back while more are dirty
+  int radius = 5;             // reorganisation reaches this many neighbours on each side
+  double pool_share = 0.05;   // share of cache_bytes for the buffer pool; the rest caches records
+  double pool_max_share = 0;  // the pool may grow to this share (memory_split.h); 0: fixed
+  double dirty_share = 0.5;   // cold dirty records are written back while more are dirty
 };
 
 // Parses and checks the parameters (errors name the parameter).

@@ -61,6 +61,17 @@ TEST(MemorySplitTest, ThePoolStaysWithinItsFloorAndCeiling) {
   EXPECT_LT(s.moves_to_cache(), 50u);
 }
 
+// The caller's ceiling (what the record cache can give up clean) stops growth, but never takes
+// memory from the pool.
+TEST(MemorySplitTest, ThePoolGrowsNoFurtherThanTheCeiling) {
+  MemorySplit s(Opts(), 100 * kMiB);
+  EXPECT_EQ(s.Decide(100, 0, 105 * kMiB), 105 * kMiB);
+  EXPECT_EQ(s.Decide(100, 0, 105 * kMiB), 105 * kMiB);
+  EXPECT_EQ(s.Decide(100, 0, 50 * kMiB), 105 * kMiB) << "a lower ceiling does not shrink it";
+  EXPECT_EQ(s.moves_to_pool(), 1u);
+  EXPECT_EQ(s.Decide(0, 100, 50 * kMiB), 85 * kMiB) << "the record cache's own evidence does";
+}
+
 TEST(MemorySplitTest, AFixedSplitNeverMoves) {
   MemorySplit::Options o = Opts();
   o.max_pool_bytes = o.min_pool_bytes;

@@ -494,7 +494,7 @@ Status BufferPool::FinishLoad(Frame* frame, PageId id, Status io_status, uint32_
 }
 
 Status BufferPool::LoadPinned(Frame** out, PageId id, IoCause cause, Retention retention,
-                              PrefetchBatch* prefetched) {
+                              PrefetchBatch* prefetched, bool for_write) {
   for (;;) {
     if (Frame* f = PinIfPresent(id, retention)) {
       hits_.fetch_add(1, std::memory_order_relaxed);
@@ -517,8 +517,9 @@ Status BufferPool::LoadPinned(Frame** out, PageId id, IoCause cause, Retention r
     }
     Touch(f, retention);
     misses_.fetch_add(1, std::memory_order_relaxed);
-    if (ghost_.Contains(Hash(id), ghost_window_))
+    if (!for_write && ghost_.Contains(Hash(id), ghost_window_)) {
       ghost_hits_.fetch_add(1, std::memory_order_relaxed);
+    }
 
     // A confirmed prefetch: the traversal asks for exactly the page that was read ahead.
     if (prefetched != nullptr) {
@@ -565,7 +566,7 @@ StatusOr<PageReadGuard> BufferPool::FetchRead(PageId id, IoCause cause, Retentio
 StatusOr<PageWriteGuard> BufferPool::FetchWrite(PageId id, IoCause cause, Retention retention) {
   for (;;) {
     Frame* f;
-    GROVE_RETURN_IF_ERROR(LoadPinned(&f, id, cause, retention, nullptr));
+    GROVE_RETURN_IF_ERROR(LoadPinned(&f, id, cause, retention, nullptr, /*for_write=*/true));
     f->latch.Lock();
     if (f->state.load() == FrameState::kResident && f->page_id.load() == id) {
       return PageWriteGuard(this, f, id);

@@ -230,7 +230,10 @@ class BufferPool {
   uint64_t SetCapacityPages(uint64_t pages);
   // Frames holding a page or being loaded (at most max_capacity_pages()).
   uint64_t frames_in_use() const;
-  // Misses whose page was evicted within the last ghost_pages evictions (see BufferPoolOptions).
+  // Read misses (FetchRead, TryFetchRead, LoadMany) whose page was evicted within the last
+  // ghost_pages evictions (see BufferPoolOptions). A FetchWrite's miss is not counted: a variant
+  // whose writes fetch pages because its own cache let records go (TreeLine's write-backs) would
+  // otherwise count its own cache's shortage as the pool's.
   uint64_t ghost_hits() const { return ghost_hits_.load(std::memory_order_relaxed); }
   void RecordWrites(IoCause cause, uint64_t pages);
   void RecordReads(IoCause cause, uint64_t pages);
@@ -292,8 +295,9 @@ class BufferPool {
   void InvalidateAndUnpin(Frame* frame, PageId id);
   void Unpin(Frame* frame);
   Status VerifyImage(const char* image, PageId id);
+  // `for_write`: a FetchWrite, whose miss is not counted as a ghost hit (see ghost_hits).
   Status LoadPinned(Frame** frame_out, PageId id, IoCause cause, Retention retention,
-                    PrefetchBatch* prefetched);
+                    PrefetchBatch* prefetched, bool for_write = false);
   void MarkDirty(Frame* frame);
   // Copy on write for a captured frame (see SnapshotDirty). REQUIRES: the frame's latch held
   // (exclusively by a writer, or shared by CompleteSnapshot).

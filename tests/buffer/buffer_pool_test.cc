@@ -977,8 +977,8 @@ TEST_P(BufferPoolTest, DirtyFramesOverALoweredLimitStayUntilTheyCanGo) {
   EXPECT_LE(pool_->frames_in_use(), 16u);
 }
 
-// Ghost hits: misses of pages evicted within the last ghost_pages evictions; none without a ghost
-// set, and none for pages never cached.
+// Ghost hits: read misses of pages evicted within the last ghost_pages evictions; none without a
+// ghost set, for pages never cached, or for writes.
 TEST_P(BufferPoolTest, GhostHitsCountMissesOfPagesEvictedLately) {
   for (uint32_t ghost : {0u, 64u}) {
     MakePool(16, 0.5, 16, 0, ghost);
@@ -990,6 +990,12 @@ TEST_P(BufferPoolTest, GhostHitsCountMissesOfPagesEvictedLately) {
     const uint64_t again = pool_->GetStats().misses - misses;
     ASSERT_GT(again, 0u);
     EXPECT_EQ(pool_->ghost_hits(), ghost == 0 ? 0 : again) << "ghost_pages " << ghost;
+    // A write's miss is not counted.
+    const uint64_t ghosts = pool_->ghost_hits();
+    const uint64_t before = pool_->GetStats().misses;
+    for (PageId id : pages) ASSERT_TRUE(pool_->FetchWrite(id).ok());
+    ASSERT_GT(pool_->GetStats().misses, before);
+    EXPECT_EQ(pool_->ghost_hits(), ghosts);
   }
 }
 

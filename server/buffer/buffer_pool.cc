@@ -661,8 +661,9 @@ Status BufferPool::LoadMany(const std::vector<PageId>& ids, IoCause cause) {
       continue;
     }
     misses_.fetch_add(1, std::memory_order_relaxed);
-    if (ghost_.Contains(Hash(id), ghost_window_))
+    if (cause != IoCause::kPrefetch && ghost_.Contains(Hash(id), ghost_window_)) {
       ghost_hits_.fetch_add(1, std::memory_order_relaxed);
+    }
     loads.push_back({f, id});
   }
   // Pages that follow each other in `ids` and on disk are read with one IO into a staging buffer

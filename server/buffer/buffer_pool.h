@@ -230,10 +230,11 @@ class BufferPool {
   uint64_t SetCapacityPages(uint64_t pages);
   // Frames holding a page or being loaded (at most max_capacity_pages()).
   uint64_t frames_in_use() const;
-  // Read misses (FetchRead, TryFetchRead, LoadMany) whose page was evicted within the last
-  // ghost_pages evictions (see BufferPoolOptions). A FetchWrite's miss is not counted: a variant
-  // whose writes fetch pages because its own cache let records go (TreeLine's write-backs) would
-  // otherwise count its own cache's shortage as the pool's.
+  // Read misses (FetchRead, TryFetchRead, LoadMany but for IoCause::kPrefetch) whose page was
+  // evicted within the last ghost_pages evictions (see BufferPoolOptions). A FetchWrite's miss is
+  // not counted: a variant whose writes fetch pages because its own cache let records go
+  // (TreeLine's write-backs, and their prefetch) would otherwise count its own cache's shortage
+  // as the pool's.
   uint64_t ghost_hits() const { return ghost_hits_.load(std::memory_order_relaxed); }
   void RecordWrites(IoCause cause, uint64_t pages);
   void RecordReads(IoCause cause, uint64_t pages);

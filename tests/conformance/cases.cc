@@ -164,6 +164,9 @@ std::vector<VariantCase> ConformanceCases() {
     cases.push_back(TreeLineCase("treeline_pages", {{"grouping", "false"}}));
     cases.push_back(TreeLineCase("treeline_unbatched", {{"batched_writeback", "false"}}));
     cases.push_back(TreeLineCase("treeline_optimistic", {{"optimistic_caching", "true"}}));
+    // The memory split free to move: the pool's limit and the record cache's capacity change
+    // under the suite's reads and writes, crash points included.
+    cases.push_back(TreeLineCase("treeline_split", {{"buffer_pool_max_share", "0.9"}}));
     cases.push_back(TreeLineCase("treeline_forecast", {{"forecasting", "true"},
                                                        {"forecast_epoch_inserts", "100"},
                                                        {"forecast_partitions", "8"}}));

@@ -62,6 +62,9 @@ constexpr uint32_t kMetadataVersion = 1;
 // CLOCK steps a cleaning round may take to find one cold dirty record.
 constexpr size_t kColdSteps = 4096;
 
+// Victims a background write-back round chooses before it reads their pages in one submission.
+constexpr size_t kWriteBackBatch = 32;
+
 // After a reorganisation fails, the next waits this long (a failing disk would otherwise be
 // retried in a busy loop).
 constexpr uint64_t kReorganisationPauseNanos = 200'000'000;
@@ -527,16 +530,31 @@ bool TreeLine::FlushRound() {
   };
   // Cold dirty records hold memory that reads could use: cleaned while too many are dirty.
   if (cache_.Excess() == 0 && !too_old() && !TooDirty()) return false;
+  // The round's victims are chosen first and their base pages read with one IO submission
+  // (PrefetchBasePages), so that the write-backs find them in the pool: one background thread
+  // reading a page per write-back at queue depth 1 is what held writers back at 1 KiB records
+  // and 16 threads (their write-backs carry 1-2 records each).
+  std::vector<std::string> victims;
+  std::set<std::string> chosen;
+  for (int n = 0; n < 2 * kWriteBackBatch && victims.size() < kWriteBackBatch; ++n) {
+    std::optional<std::string> victim = cache_.Evict();
+    if (!victim && too_old()) victim = cache_.OldestDirtyKey();
+    if (!victim && TooDirty()) victim = cache_.ColdDirtyKey(kColdSteps);
+    if (!victim) break;
+    if (!chosen.insert(*victim).second) break;  // the same again: nothing more to find now
+    victims.push_back(std::move(*victim));
+  }
+  if (victims.empty()) return false;
+  PrefetchBasePages(victims);
   int written = 0;
   constexpr uint64_t kUnitPages = 8;
   Status s = ctx_.services->RunMaintenance(kUnitPages, [&](WriteRoom* room) -> Status {
     uint64_t prepaid = kUnitPages;  // reserved with the unit
-    for (int n = 0; n < 64; ++n) {
-      std::optional<std::string> victim = cache_.Evict();
-      if (!victim && too_old()) victim = cache_.OldestDirtyKey();
-      if (!victim && TooDirty()) victim = cache_.ColdDirtyKey(kColdSteps);
-      if (!victim) break;
-      GROVE_ASSIGN_OR_RETURN(const WriteBackResult r, WriteBack(*victim, room, &prepaid));
+    for (const std::string& victim : victims) {
+      // An earlier write-back of the round may have taken it with its page.
+      const std::optional<std::string> still = cache_.NextDirtyKey(victim);
+      if (!still || *still != victim) continue;
+      GROVE_ASSIGN_OR_RETURN(const WriteBackResult r, WriteBack(victim, room, &prepaid));
       if (r != WriteBackResult::kDone) break;  // the next round, after reorganisations
       ++written;
     }

@@ -170,6 +170,10 @@ class TreeLine final : public Index {
   // Without the cache, writes back `key`'s own page instead.
   void MakeRoom(Slice key, WriteRoom* room);
   enum class WriteBackResult { kDone, kBusy, kNoRoom, kFull };
+  // Makes the base pages of `keys` resident, the missing ones read with one IO submission
+  // (BufferPool::LoadMany), before their write-backs latch them one by one. Best effort: a page
+  // that fails here is read (and its failure reported) by the write-back itself.
+  void PrefetchBasePages(const std::vector<std::string>& keys);
   // Writes the dirty records of the page holding `key` (or only `key`'s, without batched
   // write-back) into it. kFull: some did not fit base and overflow; the segment is queued.
   StatusOr<WriteBackResult> WriteBack(Slice key, WriteRoom* room, uint64_t* prepaid);

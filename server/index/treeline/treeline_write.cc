@@ -1,6 +1,8 @@
 // TreeLine writes: Put and Delete into the record cache, eviction, and the batched write-back of
 // a page's dirty records into its base and overflow pages.
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "index/treeline/treeline.h"
@@ -76,6 +78,22 @@ void TreeLine::NoteBackgroundError(const char* what, const Status& s) {
   ctx_.logger->Log(LogLevel::kWarn, fmt::format("treeline: {} failed (records stay in the record "
                                                 "cache and are retried): {}",
                                                 what, s.ToString()));
+}
+
+void TreeLine::PrefetchBasePages(const std::vector<std::string>& keys) {
+  std::vector<PageId> ids;
+  ids.reserve(keys.size());
+  for (const std::string& key : keys) {
+    StatusOr<core::ParentLatch> p =
+        tree_->DescendToParent(key, core::Seek::kAtOrAfter, IoCause::kDemand, /*exclusive=*/false);
+    if (!p.ok()) continue;
+    const Segment seg = Segment::Decode(p->leaf_payload());
+    ids.push_back(seg.first + seg.PageFor(key));
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // kPrefetch: read ahead of the write-backs' need (and so no evidence for a larger pool).
+  if (ids.size() > 1) pool_->LoadMany(ids, IoCause::kPrefetch).IgnoreError();
 }
 
 StatusOr<TreeLine::WriteBackResult> TreeLine::WriteBack(Slice key, WriteRoom* room,

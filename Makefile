@@ -25,6 +25,8 @@
 #                    threads, a buffer_pool_share sweep, the factor analysis and insert
 #                    forecasting (~3 h): docs/benchmarks.md's TreeLine section
 #   make bench-treeline-cache OLD_BENCH=...  TreeLine's record cache before and after, under perf
+#   make bench-treeline-split [OLD_BENCH=...]  TreeLine's memory split fixed and free, dirty_share,
+#                    1 KiB in the paper's setting, write-back batching in turns (~1 h)
 #   make bench-aha        AHA-tree (down- and side-split) vs btree and RocksDB on a hot range:
 #                    load, range searches over time, hot writes, searches again (~20 min)
 #   make bench-aulid      AULID vs btree and RocksDB at 50M keys on sparse, osm and lognormal keys,
@@ -43,7 +45,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-aulid bench-aha bench-scan bench-cluster fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -128,6 +130,12 @@ bench-treeline: bench-build
 # commit (its bench-build); needs the starting databases of bench-treeline and linux-perf.
 bench-treeline-cache: bench-build
 	$(BENCH_ENV) OLD_BENCH=$(OLD_BENCH) scripts/bench-treeline-cache.sh
+
+# TreeLine's memory split fixed and free, a dirty_share sweep, the paper's setting at 1 KiB, and
+# (with OLD_BENCH, a grove-bench from an older commit) write-back batching in turns (~1 h).
+bench-treeline-split: bench-build
+	$(BENCH_ENV) OLD_BENCH=$(OLD_BENCH) scripts/bench-treeline-split.sh
+	/usr/bin/python3 scripts/bench_report.py
 
 bench-aulid: bench-build
 	$(BENCH_ENV) scripts/bench-aulid.sh

@@ -6,7 +6,8 @@
 #   1. 64 B records, wal.sync always, 4 threads: TreeLine (fixed split), btree, RocksDB, the
 #      device, then TreeLine with buffer_pool_max_share 0.9.
 #   2. The same at 1 KiB, 16 threads; then a dirty_share sweep (0.25, 1) there.
-#   3. 1 KiB, wal.sync none, 16 threads (the paper's setting): TreeLine, btree, RocksDB.
+#   3. 1 KiB, wal.sync none, 16 threads (the paper's setting): TreeLine, btree, RocksDB; then a
+#      buffer_pool_share sweep on A and F there (the pool bounds the dirty pages of write-backs).
 #   4. With OLD_BENCH (a grove-bench built from an older commit): A and F at 1 KiB, 16 threads,
 #      old and new in turns, twice, then btree (the write-back batch comparison).
 #
@@ -39,6 +40,8 @@ VALUE=1016 RECORDS=1M PARTS="$(parts 1016)" SYNCS=always THREADS_LIST=16 \
 VALUE=1016 RECORDS=1M PARTS=sweep SWEEP_PARAM=dirty_share SHARES="0.25 1" SWEEP_SYNC=always \
   SWEEP_THREADS=16 scripts/bench-treeline.sh
 VALUE=1016 RECORDS=1M PARTS=tables SYNCS=none THREADS_LIST=16 scripts/bench-treeline.sh
+VALUE=1016 RECORDS=1M PARTS=sweep SWEEP_PARAM=buffer_pool_share SHARES="0.05 0.15 0.3" \
+  SWEEP_SYNC=none SWEEP_THREADS=16 WORKLOADS=a,f scripts/bench-treeline.sh
 
 if [ -n "${OLD_BENCH:-}" ]; then
   res=$OUT/treeline-1016-writeback-batch.jsonl

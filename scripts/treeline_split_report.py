@@ -195,6 +195,31 @@ def main():
                 "the fixed runs of the table (earlier in the session, so compare with care):", "",
                 buf.getvalue().rstrip(), "", "```",
                 open(path.replace(".jsonl", "-commands.txt")).read().rstrip(), "```", ""]
+    path = os.path.join(d, "treeline-1016-sweep.jsonl")
+    if os.path.exists(path):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import contextlib
+        import io as iolib
+        import treeline_report
+        runs = load(path)
+        buf = iolib.StringIO()
+        with contextlib.redirect_stdout(buf):
+            treeline_report.sweep_table(runs)
+        ckpt = ["| buffer_pool_share | workload | distribution | ops/s | checkpoints | pages per "
+                "checkpoint |", "|---:|---|---|---:|---:|---:|"]
+        for r in runs:
+            g = {**r.get("gauges", {}), **r.get("counters", {})}
+            n = g.get("checkpoints") or 0
+            pages = g.get("checkpoint_pages_written") or 0
+            share = r["target"].split("=")[-1] if "=" in r["target"] else "default"
+            ckpt.append(f"| {share} | {r['workload']} | {r['distribution']} | "
+                        f"{r['throughput']:,.0f} | {n:.0f} | {pages / n if n else 0:,.0f} |")
+        out += ["### 1 KiB records: `buffer_pool_share` for writes (`wal.sync: none`, 16 threads)",
+                "", "A and F only, from the same starting database: the pool holds the pages "
+                "write-backs dirty until a checkpoint writes them (no-steal), so its size sets "
+                "how often checkpoints run under writes:", "", buf.getvalue().rstrip(), "",
+                "\n".join(ckpt), "", "```",
+                open(path.replace(".jsonl", "-commands.txt")).read().rstrip(), "```", ""]
     path = os.path.join(d, "treeline-1016-writeback-batch.jsonl")
     if os.path.exists(path):
         out += ["### 1 KiB records: a write-back round's pages read in one submission", "",

@@ -9,31 +9,29 @@ default, fixed split, btree, RocksDB, the device) and treeline-<value>-sweep-buf
 .jsonl (TreeLine with the split free to move), each with its -commands.txt. Not a test.
 """
 import glob
-import json
 import math
 import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from treeline_report import capture, commands, geomean, load, main_tables, sweep_table  # noqa: E402
+
 POINT = ["a", "b", "c", "d", "f"]
 SIZES = {"56": "64-byte records", "1016": "1 KiB records"}
-
-
-def load(path):
-    return [json.loads(l) for l in open(path) if l.strip()]
 
 
 def key(r):
     return (r["workload"], r["distribution"])
 
 
-def geomean(xs):
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
-
-
 def io(r, k):
     return r.get("io", {}).get(k) if r else None
+
+
+def gm(xs):
+    """Geometric mean of the ratios a run pair gave (a missing run gives none)."""
+    return geomean([x for x in xs if x])
 
 
 def f2(x):
@@ -86,9 +84,9 @@ def table(table_path, sweep_path):
             continue
         cols = list(zip(*rows))
         out.append(f"Geometric means over the point workloads A, B, C, F (D reads latest), {dist}: adaptive / "
-                   f"fixed {f2(geomean(cols[0]))}; fixed / btree {f2(geomean(cols[1]))}, adaptive "
-                   f"/ btree {f2(geomean(cols[2]))}; adaptive / RocksDB {f2(geomean(cols[3]))}, "
-                   f"fixed / RocksDB {f2(geomean(cols[4]))}; lowest adaptive / btree "
+                   f"fixed {f2(gm(cols[0]))}; fixed / btree {f2(gm(cols[1]))}, adaptive "
+                   f"/ btree {f2(gm(cols[2]))}; adaptive / RocksDB {f2(gm(cols[3]))}, "
+                   f"fixed / RocksDB {f2(gm(cols[4]))}; lowest adaptive / btree "
                    f"{f2(min((c for c in cols[2] if c), default=None))}, lowest fixed / btree "
                    f"{f2(min((c for c in cols[1] if c), default=None))}.")
         out.append("")
@@ -165,46 +163,24 @@ def main():
         cfg = load(sweep)[0]["config"] if os.path.exists(sweep) else {}
         if cfg.get("wal_sync") != sync or str(cfg.get("threads")) != threads:
             # No free-split run beside this table: the table as the TreeLine section prints it.
-            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-            import contextlib
-            import io as iolib
-            import treeline_report
-            buf = iolib.StringIO()
-            with contextlib.redirect_stdout(buf):
-                treeline_report.main_tables(load(path))
-            out += [title + " (fixed split only)", "", buf.getvalue().rstrip(), "", "```",
-                    open(path.replace(".jsonl", "-commands.txt")).read().rstrip(), "```", ""]
+            out += [title + " (fixed split only)", "", capture(main_tables, load(path)), "",
+                    "```", commands(d, os.path.basename(path).replace(".jsonl", "-commands.txt")),
+                    "```", ""]
             continue
         out += [title, "", table(path, sweep), "```"]
         for c in (path, sweep):
-            cmd = c.replace(".jsonl", "-commands.txt")
-            if os.path.exists(cmd):
-                out.append(open(cmd).read().rstrip())
+            out.append(commands(d, os.path.basename(c).replace(".jsonl", "-commands.txt")))
         out += ["```", ""]
-    path = os.path.join(d, "treeline-1016-sweep-dirty_share.jsonl")
-    if os.path.exists(path):
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import io as iolib
-        import contextlib
-        import treeline_report
-        buf = iolib.StringIO()
-        with contextlib.redirect_stdout(buf):
-            treeline_report.sweep_table(load(path))
+    name = "treeline-1016-sweep-dirty_share"
+    if os.path.exists(os.path.join(d, name + ".jsonl")):
         out += ["### 1 KiB records: `dirty_share` (`wal.sync: always`, 16 threads)", "",
                 "After the tables above, from the same starting database; the default, 0.5, is "
                 "the fixed runs of the table (earlier in the session, so compare with care):", "",
-                buf.getvalue().rstrip(), "", "```",
-                open(path.replace(".jsonl", "-commands.txt")).read().rstrip(), "```", ""]
-    path = os.path.join(d, "treeline-1016-sweep.jsonl")
-    if os.path.exists(path):
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import contextlib
-        import io as iolib
-        import treeline_report
-        runs = load(path)
-        buf = iolib.StringIO()
-        with contextlib.redirect_stdout(buf):
-            treeline_report.sweep_table(runs)
+                capture(sweep_table, load(os.path.join(d, name + ".jsonl"))), "", "```",
+                commands(d, name + "-commands.txt"), "```", ""]
+    name = "treeline-1016-sweep"
+    if os.path.exists(os.path.join(d, name + ".jsonl")):
+        runs = load(os.path.join(d, name + ".jsonl"))
         ckpt = ["| buffer_pool_share | workload | distribution | ops/s | checkpoints | pages per "
                 "checkpoint |", "|---:|---|---|---:|---:|---:|"]
         for r in runs:
@@ -217,19 +193,18 @@ def main():
         out += ["### 1 KiB records: `buffer_pool_share` for writes (`wal.sync: none`, 16 threads)",
                 "", "A and F only, from the same starting database: the pool holds the pages "
                 "write-backs dirty until a checkpoint writes them (no-steal), so its size sets "
-                "how often checkpoints run under writes:", "", buf.getvalue().rstrip(), "",
-                "\n".join(ckpt), "", "```",
-                open(path.replace(".jsonl", "-commands.txt")).read().rstrip(), "```", ""]
-    path = os.path.join(d, "treeline-1016-writeback-batch.jsonl")
-    if os.path.exists(path):
+                "how often checkpoints run under writes:", "", capture(sweep_table, runs), "",
+                "\n".join(ckpt), "", "```", commands(d, name + "-commands.txt"), "```", ""]
+    name = "treeline-1016-writeback-batch"
+    if os.path.exists(os.path.join(d, name + ".jsonl")):
         out += ["### 1 KiB records: a write-back round's pages read in one submission", "",
                 "The background thread's write-back rounds before (`grove-bench-before`, built "
                 "from commit d1ba84e: one page read at a time, at queue depth 1) and after (the "
                 "round's victims chosen first and their base pages read with one `LoadMany`), "
                 "in turns from fresh copies of the same starting database, then btree; "
                 "`wal.sync: always`, 16 threads, both rounds' figures shown:", "",
-                abab(path), "", "```",
-                open(path.replace(".jsonl", "-commands.txt")).read().rstrip(), "```", ""]
+                abab(os.path.join(d, name + ".jsonl")), "", "```",
+                commands(d, name + "-commands.txt"), "```", ""]
     print("\n".join(out).rstrip())
 
 

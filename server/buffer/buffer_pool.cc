@@ -249,26 +249,9 @@ StatusOr<uint32_t> BufferPool::ReserveFrame() {
   return idx;
 }
 
-StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
-  MutexLock lock(&evict_mu_);
-  // A free frame while under the limit; at the limit a victim's frame is reused, so a pool whose
-  // limit was lowered shrinks as misses evict what SetCapacityPages could not.
-  auto take_free = [&]() -> uint32_t {
-    const uint32_t idx = free_frames_.back();
-    free_frames_.pop_back();
-    frames_[idx].pins.fetch_add(1);  // a reader's tentative pin may be on it (see the header)
-    return idx;
-  };
-  if (!free_frames_.empty() && InUseLocked() < capacity_pages()) return take_free();
-  if (high_count_.load(std::memory_order_relaxed) > HighLimit()) {
-    const uint32_t idx = EvictOverBudgetHighLocked();
-    if (idx != kNoFrame) return idx;
-  }
+uint32_t BufferPool::ClockVictimLocked(bool* passed_high) {
   // CLOCK: a resident, clean, unpinned frame whose usage count has run down is the victim.
-  // Enough sweeps for any usage count. A high-retention frame within its share is passed over,
-  // but noted: when every other frame is pinned or dirty (the write room and the share
-  // together may cover the whole pool), it goes rather than the read or write failing.
-  bool have_high = false;
+  // Enough sweeps for any usage count. High-retention frames are protected within their share.
   for (uint64_t step = 0; step < 7ull * num_frames_; ++step) {
     const uint32_t idx = clock_hand_;
     clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
@@ -291,7 +274,7 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
     const bool high = f.high.load(std::memory_order_relaxed);
     const bool over_budget = high_count_.load(std::memory_order_relaxed) > HighLimit();
     if (high && !over_budget) {
-      have_high = true;
+      *passed_high = true;
       continue;
     }
     const uint8_t usage = f.usage.load(std::memory_order_relaxed);
@@ -301,6 +284,29 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
     }
     if (TryEvictLocked(idx)) return idx;
   }
+  return kNoFrame;
+}
+
+StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
+  MutexLock lock(&evict_mu_);
+  // A free frame while under the limit; at the limit a victim's frame is reused, so a pool whose
+  // limit was lowered shrinks as misses evict what SetCapacityPages could not.
+  auto take_free = [&]() -> uint32_t {
+    const uint32_t idx = free_frames_.back();
+    free_frames_.pop_back();
+    frames_[idx].pins.fetch_add(1);  // a reader's tentative pin may be on it (see the header)
+    return idx;
+  };
+  if (!free_frames_.empty() && InUseLocked() < capacity_pages()) return take_free();
+  if (high_count_.load(std::memory_order_relaxed) > HighLimit()) {
+    const uint32_t idx = EvictOverBudgetHighLocked();
+    if (idx != kNoFrame) return idx;
+  }
+  // A high-retention frame within its share is passed over, but noted: when every other frame
+  // is pinned or dirty (the write room and the share together may cover the whole pool), it
+  // goes rather than the read or write failing.
+  bool have_high = false;
+  if (const uint32_t idx = ClockVictimLocked(&have_high); idx != kNoFrame) return idx;
   if (have_high) {
     // The first such frame seen may be pinned by now (hot inner pages are: the root is on every
     // path), so any clean, unpinned one of them will do; one more sweep at most.
@@ -374,6 +380,10 @@ void BufferPool::ReleaseFrameLocked(uint32_t index) {
   if (mmapped_) madvise(f.data, kPageSize, MADV_DONTNEED);
 }
 
+void BufferPool::CountGhostHit(PageId id) {
+  if (ghost_.Contains(Hash(id), ghost_window_)) ghost_hits_.fetch_add(1, std::memory_order_relaxed);
+}
+
 uint64_t BufferPool::frames_in_use() const {
   MutexLock lock(&evict_mu_);
   return InUseLocked();
@@ -383,26 +393,12 @@ uint64_t BufferPool::SetCapacityPages(uint64_t pages) {
   pages = std::clamp<uint64_t>(pages, 16, num_frames_);
   limit_.store(pages, std::memory_order_relaxed);
   MutexLock lock(&evict_mu_);
-  // CLOCK over the frames, as a miss's eviction runs it (second chances, inner nodes within
-  // their share kept), until the pool is within its limit; a few sweeps at most.
-  for (uint64_t step = 0; step < 4ull * num_frames_ && InUseLocked() > pages; ++step) {
-    const uint32_t idx = clock_hand_;
-    clock_hand_ = clock_hand_ + 1 == num_frames_ ? 0 : clock_hand_ + 1;
-    Frame& f = frames_[idx];
-    if (f.state.load() != FrameState::kResident || f.pins.load() > 0 || f.dirty.load() ||
-        f.flushing.load()) {
-      continue;
-    }
-    if (f.high.load(std::memory_order_relaxed) &&
-        high_count_.load(std::memory_order_relaxed) <= HighLimit()) {
-      continue;
-    }
-    const uint8_t usage = f.usage.load(std::memory_order_relaxed);
-    if (usage > 0) {
-      f.usage.store(usage - 1, std::memory_order_relaxed);
-      continue;
-    }
-    if (TryEvictLocked(idx)) ReleaseFrameLocked(idx);
+  // Victims as a miss's eviction picks them, until the pool is within its limit or none is left.
+  bool passed_high = false;
+  while (InUseLocked() > pages) {
+    const uint32_t idx = ClockVictimLocked(&passed_high);
+    if (idx == kNoFrame) break;
+    ReleaseFrameLocked(idx);
   }
   return InUseLocked();
 }
@@ -517,9 +513,7 @@ Status BufferPool::LoadPinned(Frame** out, PageId id, IoCause cause, Retention r
     }
     Touch(f, retention);
     misses_.fetch_add(1, std::memory_order_relaxed);
-    if (!for_write && ghost_.Contains(Hash(id), ghost_window_)) {
-      ghost_hits_.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (!for_write) CountGhostHit(id);
 
     // A confirmed prefetch: the traversal asks for exactly the page that was read ahead.
     if (prefetched != nullptr) {
@@ -661,9 +655,7 @@ Status BufferPool::LoadMany(const std::vector<PageId>& ids, IoCause cause) {
       continue;
     }
     misses_.fetch_add(1, std::memory_order_relaxed);
-    if (cause != IoCause::kPrefetch && ghost_.Contains(Hash(id), ghost_window_)) {
-      ghost_hits_.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (cause != IoCause::kPrefetch) CountGhostHit(id);
     loads.push_back({f, id});
   }
   // Pages that follow each other in `ids` and on disk are read with one IO into a staging buffer

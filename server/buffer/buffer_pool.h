@@ -276,10 +276,16 @@ class BufferPool {
   Frame* PinIfPresent(PageId id, Retention retention, bool touch = true);
   // Takes a frame out of circulation for a new page: free list first, then CLOCK.
   StatusOr<uint32_t> ReserveFrame();
+  // One CLOCK pass of up to seven sweeps: a frame evicted (or an invalid one reclaimed), pinned
+  // and free for reuse, or kNoFrame. *passed_high is set when a high-retention frame within its
+  // share was passed over.
+  uint32_t ClockVictimLocked(bool* passed_high) REQUIRES(evict_mu_);
   // One attempt of ReserveFrame: kResourceExhausted when every frame is pinned, dirty, flushing
   // or protected.
   StatusOr<uint32_t> ReserveFrameOnce();
   void ReturnFrame(uint32_t index);
+  // A read miss of `id`: counted in ghost_hits when its page was evicted lately.
+  void CountGhostHit(PageId id);
   // Puts an evicted (pinned, free) frame back on the free list and gives its memory back.
   void ReleaseFrameLocked(uint32_t index) REQUIRES(evict_mu_);
   uint64_t InUseLocked() const REQUIRES(evict_mu_) { return num_frames_ - free_frames_.size(); }

@@ -88,27 +88,31 @@ uint64_t IndexRegistry::PagesPerOp(const std::string& variant, const ParamMap& g
   return spec->pages_per_op(*params);
 }
 
-uint64_t IndexRegistry::BufferPoolBytes(const std::string& variant, const ParamMap& given,
-                                        uint64_t cache_bytes) const {
+std::optional<uint64_t> IndexRegistry::ShareBytes(const std::string& variant, const ParamMap& given,
+                                                  uint64_t cache_bytes,
+                                                  ShareFn VariantSpec::*share) const {
   const VariantSpec* spec = Find(variant);
   StatusOr<ParamMap> params = Resolve(variant, given);
-  if (spec == nullptr || !spec->buffer_pool_share || !params.ok()) return cache_bytes;
-  const double share = spec->buffer_pool_share(*params);
-  if (!(share > 0 && share <= 1)) return cache_bytes;
-  const uint64_t pool = static_cast<uint64_t>(static_cast<double>(cache_bytes) * share);
-  return std::max(pool, std::min(spec->min_buffer_pool_bytes, cache_bytes / 4));
+  if (spec == nullptr || !(spec->*share) || !params.ok()) return std::nullopt;
+  const double x = (spec->*share)(*params);
+  if (!(x > 0 && x <= 1)) return std::nullopt;
+  return static_cast<uint64_t>(static_cast<double>(cache_bytes) * x);
+}
+
+uint64_t IndexRegistry::BufferPoolBytes(const std::string& variant, const ParamMap& given,
+                                        uint64_t cache_bytes) const {
+  const std::optional<uint64_t> pool =
+      ShareBytes(variant, given, cache_bytes, &VariantSpec::buffer_pool_share);
+  if (!pool) return cache_bytes;
+  return std::max(*pool, std::min(Find(variant)->min_buffer_pool_bytes, cache_bytes / 4));
 }
 
 uint64_t IndexRegistry::BufferPoolMaxBytes(const std::string& variant, const ParamMap& given,
                                            uint64_t cache_bytes) const {
   const uint64_t pool = BufferPoolBytes(variant, given, cache_bytes);
-  const VariantSpec* spec = Find(variant);
-  StatusOr<ParamMap> params = Resolve(variant, given);
-  if (spec == nullptr || !spec->buffer_pool_max_share || !params.ok()) return pool;
-  const double share = spec->buffer_pool_max_share(*params);
-  if (!(share > 0 && share <= 1)) return pool;
-  const uint64_t max = static_cast<uint64_t>(static_cast<double>(cache_bytes) * share);
-  return std::clamp(max, pool, std::max(pool, cache_bytes));
+  const std::optional<uint64_t> max =
+      ShareBytes(variant, given, cache_bytes, &VariantSpec::buffer_pool_max_share);
+  return max ? std::clamp(*max, pool, std::max(pool, cache_bytes)) : pool;
 }
 
 StatusOr<ParamMap> IndexRegistry::Resolve(const std::string& variant, const ParamMap& given) const {

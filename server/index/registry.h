@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ class IndexRegistry {
   std::string LayoutString(const std::string& variant, const ParamMap& resolved) const;
 
  private:
+  using ShareFn = std::function<double(const ParamMap&)>;
+  // cache_bytes x the variant's `share` for `given` resolved; nullopt when the variant has no such
+  // share, its parameters do not resolve, or the share is outside (0, 1].
+  std::optional<uint64_t> ShareBytes(const std::string& variant, const ParamMap& given,
+                                     uint64_t cache_bytes, ShareFn VariantSpec::*share) const;
+
   std::map<std::string, VariantSpec> variants_;
   std::map<uint16_t, std::pair<std::string, std::string>> page_types_;  // type -> (owner, name)
 };

@@ -10,8 +10,9 @@
 // The weighing is ARC's ghost idea (Megiddo and Modha, FAST 2003) applied across two caches: each
 // remembers what it evicted within the last `ghost_bytes` of its memory (BufferPool's ghost_pages,
 // RecordCache's ghost_bytes), so a miss that hits a ghost is a device read that ghost_bytes more of
-// that cache would have saved. Counted: a buffer pool miss whose page was evicted lately (page
-// reads of Gets, write-backs and scans alike); a record cache miss whose key was evicted lately
+// that cache would have saved. Counted: a buffer pool read miss whose page was evicted lately
+// (Gets and scans; not the pages write-backs fetch, which the record cache's shortage causes:
+// counted for the pool, they fed on themselves); a record cache miss whose key was evicted lately
 // and whose page is not resident either (a pool hit saves nothing); a write of a key evicted
 // lately (a write-back the larger cache would have merged). Once `evidence` ghost hits are in,
 // the side with `margin` times the other's hits gets `step_bytes` from the other; otherwise

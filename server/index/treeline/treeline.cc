@@ -531,12 +531,13 @@ bool TreeLine::FlushRound() {
   // Cold dirty records hold memory that reads could use: cleaned while too many are dirty.
   if (cache_.Excess() == 0 && !too_old() && !TooDirty()) return false;
   // The round's victims are chosen first and their base pages read with one IO submission
-  // (PrefetchBasePages), so that the write-backs find them in the pool: one background thread
-  // reading a page per write-back at queue depth 1 is what held writers back at 1 KiB records
-  // and 16 threads (their write-backs carry 1-2 records each).
+  // (PrefetchBasePages), so that the write-backs find them in the pool instead of one thread
+  // reading a page per write-back at queue depth 1 (at 1 KiB records a write-back carries 1-2
+  // records, so most of them read a page). The descents are repeated by the write-backs; inner
+  // nodes are cached, the page reads are what the batch saves.
   std::vector<std::string> victims;
   std::set<std::string> chosen;
-  for (int n = 0; n < 2 * kWriteBackBatch && victims.size() < kWriteBackBatch; ++n) {
+  for (size_t n = 0; n < 2 * kWriteBackBatch && victims.size() < kWriteBackBatch; ++n) {
     std::optional<std::string> victim = cache_.Evict();
     if (!victim && too_old()) victim = cache_.OldestDirtyKey();
     if (!victim && TooDirty()) victim = cache_.ColdDirtyKey(kColdSteps);

@@ -232,7 +232,20 @@ def plot(runs, out_dir):
 
 OSC_WORKLOADS = [("oscillate-5pct", "5%"), ("oscillate-15pct", "15%"), ("oscillate-30pct", "30%"),
                  ("oscillate", "1% (in memory)")]
-OSC_ORDER = ["embedded:aha", "embedded:btree", "rocksdb"]
+OSC_ORDER = ["embedded:aha", "embedded:aha?split=side", "embedded:aha?insert=tree", "embedded:btree",
+             "rocksdb"]
+BASELINES = ["embedded:btree", "rocksdb"]
+
+
+def ratio_columns(targets):
+    """(aha target, baseline) pairs for the ratio columns: each aha setting of the run against each
+    baseline in it; a lone aha setting is called "aha" in their headers."""
+    ahas = [t for t in targets if t.startswith("embedded:aha")]
+    return [(t, b) for t in ahas for b in BASELINES if b in targets], len(ahas) == 1
+
+
+def ratio_header(pairs, lone):
+    return "".join(f" | {'aha' if lone else name(t)} / {name(b)}" for t, b in pairs)
 
 
 def ratio(a, b):
@@ -271,15 +284,15 @@ def oscillate_beyond_tables(runs):
     out = []
     by = {(r["target"], r["workload"]): r for r in runs if r.get("label") == "aha oscillate"}
     targets = [t for t in OSC_ORDER if any(k[0] == t for k in by)]
+    pairs, lone = ratio_columns(targets)
     for w, size in OSC_WORKLOADS:
         rs = {t: by[(t, w)] for t in targets if (t, w) in by}
         if not rs:
             continue
         out.append(f"**Hotspot {size}** (`config/workloads/{w}.yaml`)\n")
-        out.append("| phase | " + " | ".join(name(t) for t in targets) +
-                   " | aha / btree | aha / RocksDB | device reads/writes per op (" +
-                   ", ".join(name(t) for t in targets) + ") |")
-        out.append("|---|" + "--:|" * (len(targets) + 2) + "---|")
+        out.append("| phase | " + " | ".join(name(t) for t in targets) + ratio_header(pairs, lone) +
+                   " | device reads/writes per op (" + ", ".join(name(t) for t in targets) + ") |")
+        out.append("|---|" + "--:|" * (len(targets) + len(pairs)) + "---|")
         rows = [("whole oscillation", {t: r["throughput"] for t, r in rs.items()},
                  {t: r.get("io") for t, r in rs.items()})]
         phases = max(len(r.get("phases") or []) for r in rs.values())
@@ -294,19 +307,18 @@ def oscillate_beyond_tables(runs):
             rows.append((title, vals, ios))
         for title, vals, ios in rows:
             cells = [f"{vals[t]:,.0f}" if t in vals else "-" for t in targets]
-            a, b, k = vals.get("embedded:aha"), vals.get("embedded:btree"), vals.get("rocksdb")
-            out.append(f"| {title} | " + " | ".join(cells) + f" | {ratio(a, b)} | {ratio(a, k)} | " +
+            ratios = "".join(f" | {ratio(vals.get(t), vals.get(b))}" for t, b in pairs)
+            out.append(f"| {title} | " + " | ".join(cells) + ratios + " | " +
                        ", ".join(io_cell(ios.get(t)) for t in targets) + " |")
         out.append("")
     upd = {t: by[(t, "aha-wide-update")] for t in targets if (t, "aha-wide-update") in by}
     if upd:
-        a = upd.get("embedded:aha", {}).get("throughput")
-        b = upd.get("embedded:btree", {}).get("throughput")
-        k = upd.get("rocksdb", {}).get("throughput")
+        tput = {t: r["throughput"] for t, r in upd.items()}
         out.append("Hot-only updates over 30% of the keys (`aha-wide-update.yaml`, 20 s): " +
                    ", ".join(f"{name(t)} {r['throughput']:,.0f} ops/s ({io_cell(r.get('io'))} "
-                             "device reads/writes per op)" for t, r in upd.items()) +
-                   f"; aha / btree {ratio(a, b)}, aha / RocksDB {ratio(a, k)}.\n")
+                             "device reads/writes per op)" for t, r in upd.items()) + "; " +
+                   ", ".join(f"{'aha' if lone else name(t)} / {name(b)} "
+                             f"{ratio(tput.get(t), tput.get(b))}" for t, b in pairs) + ".\n")
     return "\n".join(out)
 
 
@@ -361,12 +373,14 @@ def plot_beyond(runs, out_dir, name_):
 
 def main_oscillate(runs, a):
     cfg = next((r["config"] for r in runs if r["workload"] == "load"), {})
+    names = [name(t) for t in OSC_ORDER if any(r["target"] == t for r in runs)]
+    present = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
     print(f"## {a.title}\n")
     print(f"`PARTS=oscillate make bench-aha` (scripts/bench-aha.sh): {cfg.get('records', '?'):,} "
           f"records of {cfg.get('value_bytes', '?')}-byte values with `{cfg.get('key_set', '?')}` "
           f"keys loaded by random inserts, memory {cfg.get('cache_bytes', 0) / 1048576:.1f} MiB "
           f"({cfg.get('cache_fraction_of_data', 0):.0%} of the data), one thread, direct "
-          "IO, `wal.sync: none`, aha, btree and RocksDB in the same run, each loaded once and then "
+          "IO, `wal.sync: none`, " + present + " in the same run, each loaded once and then "
           "run through the oscillations in this order. An oscillation is 90% range searches of "
           "1000 keys and 10% updates, then 10/90, twice, each phase on a hotspot at a new random "
           "start; the paper's regime is a hot range larger than the memory (5%, 15%, 30% of the "

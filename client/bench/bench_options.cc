@@ -126,6 +126,10 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
                  "grpc targets, stream transport: Batch streams of the shared client")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--grpc-stream-messages", o.target_options.grpc_stream_messages,
+                 "grpc targets, stream transport: request messages in flight per stream")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--etcd-ca", o.target_options.etcd_ca_file,
                  "etcd:// targets: CA certificate of etcd (TLS to etcd)");
   app.add_option("--etcd-cert", o.target_options.etcd_cert_file,

@@ -213,6 +213,7 @@ StatusOr<std::unique_ptr<Target>> OpenGrpcTarget(const TargetUri& uri, const Tar
   options.transport = o.grpc_transport == "unary" ? client::ClientOptions::Transport::kUnary
                                                   : client::ClientOptions::Transport::kStream;
   options.streams = static_cast<int>(o.grpc_streams);
+  options.stream_messages_in_flight = o.grpc_stream_messages;
   options.etcd_ca_file = o.etcd_ca_file;
   options.etcd_cert_file = o.etcd_cert_file;
   options.etcd_key_file = o.etcd_key_file;

@@ -41,7 +41,8 @@ struct TargetOptions {
   // stream: every worker's calls share one client whose Batch streams carry them; unary: one
   // client (channel) per worker, one RPC per call.
   std::string grpc_transport = "stream";
-  uint32_t grpc_streams = 2;
+  uint32_t grpc_streams = 1;
+  uint32_t grpc_stream_messages = 2;                        // request messages in flight per stream
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;  // etcd:// targets: TLS to etcd
 };
 

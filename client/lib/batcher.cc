@@ -34,9 +34,11 @@ bool RefusedStream(grpc::StatusCode code) {
 // opening is a Conn with its own context and reader thread.
 //
 // State (under mu_): queue_ holds calls not sent yet, in arrival order; sent_ the calls of sent
-// messages by tag, until answered or given up; in_flight_ is true from the moment a message is
-// taken for sending until the last of its results is back (expected_ counts them down). Only
-// the thread that set in_flight_ writes to the stream, so writes never overlap.
+// messages by tag, until answered or given up; expected_ has an entry per message in flight,
+// oldest first, from the moment it is taken for sending, counting down the results still due
+// (groved answers messages in order, so the results that come back are the oldest message's).
+// A message is taken while fewer than messages_in_flight are; writing_ keeps writes from
+// overlapping.
 class Batcher::Stream {
  public:
   Stream(v1::KV::Stub* stub, const BatcherOptions* options) : stub_(stub), options_(options) {}
@@ -72,26 +74,42 @@ class Batcher::Stream {
     queue_.push_back(&p);
     load_.fetch_add(1, std::memory_order_relaxed);
     SendQueued(&lock);
-    while (!p.done) {
-      if (p.cv.wait_until(lock, deadline) == std::cv_status::timeout && !p.done) {
+    lock.unlock();
+    // The wait is on the call's own mutex, not the stream's: a caller woken by the reader does
+    // not then queue for mu_ behind the reader still completing the rest of the message.
+    std::unique_lock<std::mutex> own(p.mu);
+    if (!p.cv.wait_until(own, deadline, [&] { return p.done; })) {
+      own.unlock();
+      lock.lock();
+      if (!p.claimed) {
         GiveUp(&p);
-        break;
+        load_.fetch_sub(1, std::memory_order_relaxed);
+        return p.outcome;
       }
+      // A completer took the call just now and is about to signal it.
+      lock.unlock();
+      own.lock();
+      p.cv.wait(own, [&] { return p.done; });
     }
     load_.fetch_sub(1, std::memory_order_relaxed);
     return p.outcome;
   }
 
  private:
+  // A call, on its caller's stack. A completer claims it under mu_ (takes it out of queue_ or
+  // sent_ and writes its outcome), then signals it under its own mu, which keeps it alive until
+  // the signal is given: the caller returns only after it saw `done` under that mutex.
   struct Pending {
     uint64_t tag = 0;
     v1::SubRequest request;
     size_t bytes = 0;
     v1::SubResult* result = nullptr;
-    bool done = false;
-    bool sent = false;
-    Outcome outcome;
+    bool sent = false;     // under the stream's mu_
+    bool claimed = false;  // under the stream's mu_: a completer owns the outcome
+    Outcome outcome;       // written by the claimer
+    std::mutex mu;
     std::condition_variable cv;
+    bool done = false;  // under mu
   };
 
   // One opening of the stream.
@@ -102,10 +120,19 @@ class Batcher::Stream {
     bool ended = false;  // under mu_: the reader saw the end; no more writes
   };
 
-  void Complete(Pending* p, Outcome outcome) {
+  // Claims `p` (called with mu_ held); Signal must follow, with or without mu_.
+  static void Claim(Pending* p, Outcome outcome) {
     p->outcome = std::move(outcome);
+    p->claimed = true;
+  }
+  static void Signal(Pending* p) {
+    std::lock_guard<std::mutex> own(p->mu);
     p->done = true;
     p->cv.notify_one();
+  }
+  static void Complete(Pending* p, Outcome outcome) {
+    Claim(p, std::move(outcome));
+    Signal(p);
   }
 
   // The deadline passed: a call still queued was never sent; a sent one's outcome is unknown.
@@ -119,7 +146,7 @@ class Batcher::Stream {
       sent_.erase(p->tag);
       p->outcome = {expired, false};
     }
-    p->done = true;
+    p->claimed = true;
   }
 
   // Opens the stream when it is not open (the previous one ended). Called with mu_ held; joins
@@ -136,12 +163,13 @@ class Batcher::Stream {
   }
 
   // Takes the queued calls (up to the limits) as the next message and writes it, with mu_
-  // released during the write; again while answers to the last message came back during its
-  // write and more calls wait. Does nothing while a message is in flight or being written: the
-  // results of a message may arrive before its Write returns, and a second Write must not start
-  // before the first returned.
+  // released during the write; again while fewer than messages_in_flight messages are in flight
+  // and more calls wait. Does nothing while the window is full or a message is being written:
+  // the results of a message may arrive before its Write returns, and a second Write must not
+  // start before the first returned.
   void SendQueued(std::unique_lock<std::mutex>* lock) {
-    while (!in_flight_ && !writing_ && !queue_.empty() && !closing_) {
+    while (expected_.size() < options_->messages_in_flight && !writing_ && !queue_.empty() &&
+           !closing_) {
       std::shared_ptr<Conn> conn = Open();
       v1::BatchRequest message;
       size_t bytes = 0;
@@ -155,8 +183,7 @@ class Batcher::Stream {
         p->sent = true;
         sent_[p->tag] = p;
       }
-      in_flight_ = true;
-      expected_ = static_cast<size_t>(message.requests_size());
+      expected_.push_back(static_cast<size_t>(message.requests_size()));
       writing_ = true;
       lock->unlock();
       const bool written = conn->rw->Write(message);
@@ -165,8 +192,8 @@ class Batcher::Stream {
       written_cv_.notify_all();
       if (!written) {
         // The stream had ended: the message did not leave. Its calls fail as not applied,
-        // unless the reader's end-of-stream pass failed them already; that pass also resets
-        // in_flight_.
+        // unless the reader's end-of-stream pass failed them already; that pass also clears
+        // expected_.
         for (const v1::SubRequest& r : message.requests()) {
           auto it = sent_.find(r.tag());
           if (it == sent_.end()) continue;
@@ -181,21 +208,26 @@ class Batcher::Stream {
 
   void ReadLoop(std::shared_ptr<Conn> conn) {
     v1::BatchResponse response;
+    std::vector<Pending*> answered;
     while (conn->rw->Read(&response)) {
       std::unique_lock<std::mutex> lock(mu_);
+      answered.clear();
       for (v1::SubResult& r : *response.mutable_results()) {
-        if (expected_ > 0) --expected_;
+        if (!expected_.empty() && --expected_.front() == 0) expected_.pop_front();
         auto it = sent_.find(r.tag());
         if (it == sent_.end()) continue;  // given up at its deadline
         Pending* p = it->second;
         sent_.erase(it);
         *p->result = std::move(r);
-        Complete(p, {grpc::Status::OK, false});
+        Claim(p, {grpc::Status::OK, false});
+        answered.push_back(p);
       }
-      if (expected_ == 0 && in_flight_) {
-        in_flight_ = false;
-        SendQueued(&lock);  // a writer still in Write sends it when its Write returns
-      }
+      // Callers are woken outside mu_ (they need only their own mutex); the calls they make
+      // meanwhile join the queue and go out with the next message.
+      lock.unlock();
+      for (Pending* p : answered) Signal(p);
+      lock.lock();
+      SendQueued(&lock);  // a writer still in Write sends it when its Write returns
     }
     std::unique_lock<std::mutex> lock(mu_);
     // Finish must not overlap a Write; a write to an ended stream returns at once.
@@ -213,7 +245,7 @@ class Batcher::Stream {
     }
     const std::string why = "the Batch stream ended (" + end.error_message() + ")";
     for (auto& [tag, p] : sent_) {
-      if (p->done) continue;
+      if (p->claimed) continue;
       Complete(p, {Unavailable(why + (not_applied ? "; the server did not apply the call"
                                                   : "; the call was sent and may or may not "
                                                     "have been applied")),
@@ -222,11 +254,10 @@ class Batcher::Stream {
     sent_.clear();
     // Calls queued behind the message in flight were never sent.
     for (Pending* p : queue_) {
-      if (!p->done) Complete(p, {Unavailable(why + "; the call was not sent"), true});
+      if (!p->claimed) Complete(p, {Unavailable(why + "; the call was not sent"), true});
     }
     queue_.clear();
-    in_flight_ = false;
-    expected_ = 0;
+    expected_.clear();
     conn->ended = true;
   }
 
@@ -237,10 +268,9 @@ class Batcher::Stream {
   std::shared_ptr<Conn> conn_;
   std::deque<Pending*> queue_;
   std::unordered_map<uint64_t, Pending*> sent_;
-  bool in_flight_ = false;
   bool writing_ = false;  // a thread is in Write, with mu_ released
   std::condition_variable written_cv_;
-  size_t expected_ = 0;
+  std::deque<size_t> expected_;  // results still due, per message in flight, oldest first
   uint64_t next_tag_ = 1;
   bool closing_ = false;
 };

@@ -3,13 +3,14 @@
 // Batcher: the calls of many threads multiplexed onto a few grove.v1.KV/Batch streams of one
 // channel (docs/server.md, "Many calls on one stream").
 //
-// Each stream has at most one request message in flight (the server answers a message whole
-// before it reads the next). A call that finds its stream idle is sent at once by the calling
-// thread, in a message of its own: an idle client adds no latency. Calls that arrive while a
-// message is in flight queue and go out together as the next message, up to max_calls
-// sub-requests and max_bytes, as soon as the last result of the one in flight is back: the busier
-// the client, the larger the messages. A reader thread per stream completes calls by tag and sends
-// the next message. A call takes the stream with the fewest calls waiting.
+// Each stream has at most messages_in_flight request messages in flight; groved answers them in
+// order, one at a time, and reads the next while the client is still busy with the last answer,
+// so the server need not wait a round trip between messages. A call that finds a free slot is
+// sent at once by the calling thread, in a message of its own: an idle client adds no latency.
+// Calls that arrive while the window is full queue and go out together as the next message, up
+// to max_calls sub-requests and max_bytes, as soon as a message in flight has all its results
+// back: the busier the client, the larger the messages. A reader thread per stream completes
+// calls by tag and sends the next message. A call takes the stream with the fewest calls waiting.
 //
 // When a stream ends, its calls fail with UNAVAILABLE: those not sent yet are marked not applied
 // (safe to send again), those sent are of unknown outcome, unless the server ended the stream with
@@ -39,9 +40,10 @@
 namespace grove::client {
 
 struct BatcherOptions {
-  int streams = 2;             // streams per channel (each holds one server thread while open)
-  size_t max_calls = 256;      // sub-requests per message
-  size_t max_bytes = 1 << 20;  // encoded sub-requests per message (one larger call goes alone)
+  int streams = 1;                // streams per channel (each holds one server thread while open)
+  size_t max_calls = 256;         // sub-requests per message
+  size_t max_bytes = 1 << 20;     // encoded sub-requests per message (one larger call goes alone)
+  size_t messages_in_flight = 2;  // per stream: sent and not yet answered in full
   // Adds the stream's metadata (the bearer token, ClientOptions::metadata) to its context.
   std::function<void(grpc::ClientContext*)> prepare;
 };

@@ -128,6 +128,7 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
     BatcherOptions b;
     b.streams = options_.streams;
     b.max_calls = std::max<size_t>(1, options_.stream_max_calls);
+    b.messages_in_flight = std::max<size_t>(1, options_.stream_messages_in_flight);
     b.prepare = [this](grpc::ClientContext* ctx) {
       if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
       for (const auto& [key, value] : options_.metadata) ctx->AddMetadata(key, value);

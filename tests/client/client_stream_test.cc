@@ -23,10 +23,13 @@ using namespace std::chrono_literals;
 
 class ClientStreamTest : public GrovedTest {
  protected:
-  std::unique_ptr<Client> Connect(const std::string& address) {
+  std::unique_ptr<Client> Connect(const std::string& address, int streams = 1,
+                                  size_t messages_in_flight = 2) {
     ClientOptions o;
     o.address = address;
     o.transport = ClientOptions::Transport::kStream;
+    o.streams = streams;
+    o.stream_messages_in_flight = messages_in_flight;
     o.max_backoff = 100ms;
     o.max_attempts = 50;
     std::unique_ptr<Client> c;
@@ -40,48 +43,57 @@ class ClientStreamTest : public GrovedTest {
     config.metrics_port = PickFreePort();
     return config;
   }
+
+  // 16 threads of Put, Get and a refused conditional Put through one client with `streams`
+  // streams of `messages_in_flight` messages each: every answer is the call's own, and every call
+  // went over those streams, not an RPC each.
+  void ManyThreadsShareTheStreams(int streams, size_t messages_in_flight) {
+    StartGroved();
+    std::unique_ptr<Client> c = Connect(groved_->address(), streams, messages_in_flight);
+    constexpr int kThreads = 16;
+    constexpr int kPerThread = 200;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          const std::string key = "t" + std::to_string(t) + "-" + std::to_string(i);
+          ASSERT_TRUE(c->Put(key, key + "-v").ok());
+          std::string v;
+          bool found = false;
+          ASSERT_TRUE(c->Get(key, &v, &found).ok());
+          ASSERT_TRUE(found);
+          ASSERT_EQ(v, key + "-v");
+          if (i % 50 == 0) {
+            client::WriteOptions cas;
+            cas.precondition = client::Precondition::Absent();
+            client::WriteOutcome out;
+            ASSERT_EQ(c->Put(key, "again", cas, &out).error_code(),
+                      grpc::StatusCode::FAILED_PRECONDITION);
+            ASSERT_TRUE(out.failure.found);
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    const std::string m = MetricsText();
+    EXPECT_NE(m.find("grpc_server_started_total{grpc_method=\"Batch\",grpc_service=\"grove.v1.KV\","
+                     "grpc_type=\"bidi_stream\"} " +
+                     std::to_string(streams)),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\","
+                     "grpc_service=\"grove.v1.KV\",grpc_type=\"batched\"} " +
+                     std::to_string(kThreads * kPerThread)),
+              std::string::npos)
+        << m;
+  }
 };
 
-TEST_F(ClientStreamTest, ManyThreadsShareTheStreams) {
-  StartGroved();
-  std::unique_ptr<Client> c = Connect(groved_->address());
-  constexpr int kThreads = 16;
-  constexpr int kPerThread = 200;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kPerThread; ++i) {
-        const std::string key = "t" + std::to_string(t) + "-" + std::to_string(i);
-        ASSERT_TRUE(c->Put(key, key + "-v").ok());
-        std::string v;
-        bool found = false;
-        ASSERT_TRUE(c->Get(key, &v, &found).ok());
-        ASSERT_TRUE(found);
-        ASSERT_EQ(v, key + "-v");
-        if (i % 50 == 0) {
-          client::WriteOptions cas;
-          cas.precondition = client::Precondition::Absent();
-          client::WriteOutcome out;
-          ASSERT_EQ(c->Put(key, "again", cas, &out).error_code(),
-                    grpc::StatusCode::FAILED_PRECONDITION);
-          ASSERT_TRUE(out.failure.found);
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  // Every call went over the client's two streams, not an RPC each.
-  const std::string m = MetricsText();
-  EXPECT_NE(m.find("grpc_server_started_total{grpc_method=\"Batch\",grpc_service=\"grove.v1.KV\","
-                   "grpc_type=\"bidi_stream\"} 2"),
-            std::string::npos)
-      << m;
-  EXPECT_NE(m.find("grpc_server_handled_total{grpc_code=\"OK\",grpc_method=\"Put\","
-                   "grpc_service=\"grove.v1.KV\",grpc_type=\"batched\"} " +
-                   std::to_string(kThreads * kPerThread)),
-            std::string::npos)
-      << m;
+TEST_F(ClientStreamTest, ManyThreadsShareTheStreams) { ManyThreadsShareTheStreams(1, 2); }
+TEST_F(ClientStreamTest, ManyThreadsOneMessageInFlightPerStream) {
+  ManyThreadsShareTheStreams(2, 1);
 }
+TEST_F(ClientStreamTest, ManyThreadsManyMessagesInFlight) { ManyThreadsShareTheStreams(3, 4); }
 
 // Writers through the stream while groved is killed: every acknowledged write is there after the
 // restart, and every failed one says it was not applied or that its outcome is unknown.

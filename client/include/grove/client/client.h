@@ -86,8 +86,11 @@ struct ClientOptions {
   // server without Batch (UNIMPLEMENTED) is served unary calls from then on.
   enum class Transport { kStream, kUnary };
   Transport transport = Transport::kStream;
-  int streams = 2;
+  int streams = 1;
   size_t stream_max_calls = 256;
+  // Request messages a stream has sent and not had answered in full; groved answers them in
+  // order. 1: a message is sent only once the last one's results are all back.
+  size_t stream_messages_in_flight = 2;
 
   // etcd:// addresses only: TLS to etcd when etcd_ca_file (the CA that signed etcd's
   // certificate) is set; etcd_cert_file and etcd_key_file, together, for etcd's

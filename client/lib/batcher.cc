@@ -106,6 +106,7 @@ class Batcher::Stream {
     v1::SubResult* result = nullptr;
     bool sent = false;     // under the stream's mu_
     bool claimed = false;  // under the stream's mu_: a completer owns the outcome
+    bool unsent = false;   // under the stream's mu_: its message's Write found the stream ended
     Outcome outcome;       // written by the claimer
     std::mutex mu;
     std::condition_variable cv;
@@ -191,15 +192,13 @@ class Batcher::Stream {
       writing_ = false;
       written_cv_.notify_all();
       if (!written) {
-        // The stream had ended: the message did not leave. Its calls fail as not applied,
-        // unless the reader's end-of-stream pass failed them already; that pass also clears
-        // expected_.
+        // The stream had ended: the message did not leave. Its calls stay in sent_ for the
+        // reader's end-of-stream pass (it waits for this Write and runs after it), which fails
+        // them with the stream's own status: a server without Batch must be seen as one, not
+        // as an ended stream.
         for (const v1::SubRequest& r : message.requests()) {
           auto it = sent_.find(r.tag());
-          if (it == sent_.end()) continue;
-          Complete(it->second,
-                   {Unavailable("the Batch stream ended before the call was sent"), true});
-          sent_.erase(it);
+          if (it != sent_.end()) it->second->unsent = true;
         }
         return;
       }
@@ -246,6 +245,10 @@ class Batcher::Stream {
     const std::string why = "the Batch stream ended (" + end.error_message() + ")";
     for (auto& [tag, p] : sent_) {
       if (p->claimed) continue;
+      if (p->unsent) {
+        Complete(p, {Unavailable(why + "; the call was not sent"), true});
+        continue;
+      }
       Complete(p, {Unavailable(why + (not_applied ? "; the server did not apply the call"
                                                   : "; the call was sent and may or may not "
                                                     "have been applied")),

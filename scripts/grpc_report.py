@@ -38,8 +38,10 @@ def main():
           "library on the same machine (clients, server and engine share its 2 cores). Put = "
           "insert of a new key (one durable write); Get = uniform random existing keys; no-op = "
           "a health check, one RPC each (the unary RPC stack's ceiling). **stream**: the client "
-          "threads share one client whose two `Batch` streams carry their calls (docs/server.md, "
-          "\"Many calls on one stream\"); **unary**: a client per thread, one RPC per call.")
+          "threads share one client whose `Batch` stream (two request messages in flight) carries "
+          "their calls, a call that finds no other in flight going unary (docs/server.md, \"Many "
+          "calls on one stream\"; docs/grovectl.md); **unary**: a client per thread, one RPC per "
+          "call.")
     print()
     print("CPU µs/call: groved's and grove-bench's CPU time over the run (from /proc; warm-up "
           "included) divided by the run's calls, both processes together.")
@@ -141,9 +143,10 @@ def main():
                          f"ceiling of {ceiling:,.0f} calls/s on {cores} cores, measured "
                          f"{rows[t]['throughput']:,.0f} ({rows[t]['throughput'] / ceiling:.0%})")
     if notes:
-        print("What bounds the stream: CPU. " + "; ".join(notes) + ". The syncs are shared: a "
-              "message's writes take one group commit, and the engine's own group commit joins "
-              "the messages of both streams.")
+        print("What bounds the stream: CPU per call and, for Puts, the syncs. " +
+              "; ".join(notes) + ". A message's writes take one group commit, so Puts complete "
+              "in cycles of a sync plus the round trip of the answers to the callers and of their "
+              "next calls to groved (docs/grovectl.md, \"Which resource bounds the stream\").")
         print()
 
     batch = by("grpc batch")

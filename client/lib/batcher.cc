@@ -34,11 +34,11 @@ bool RefusedStream(grpc::StatusCode code) {
 // opening is a Conn with its own context and reader thread.
 //
 // State (under mu_): queue_ holds calls not sent yet, in arrival order; sent_ the calls of sent
-// messages by tag, until answered or given up; expected_ has an entry per message in flight,
-// oldest first, from the moment it is taken for sending, counting down the results still due
-// (groved answers messages in order, so the results that come back are the oldest message's).
-// A message is taken while fewer than messages_in_flight are; writing_ keeps writes from
-// overlapping.
+// messages by tag, until answered or given up; due_ counts the results still due per message in
+// flight, from the moment it is taken for sending, and message_of_ maps each tag still due to its
+// message (groved may answer two messages of a stream at once, their results interleaved; a call
+// given up at its deadline still counts until its result arrives). A message is taken while
+// fewer than messages_in_flight are; writing_ keeps writes from overlapping.
 class Batcher::Stream {
  public:
   Stream(v1::KV::Stub* stub, const BatcherOptions* options) : stub_(stub), options_(options) {}
@@ -169,11 +169,12 @@ class Batcher::Stream {
   // the results of a message may arrive before its Write returns, and a second Write must not
   // start before the first returned.
   void SendQueued(std::unique_lock<std::mutex>* lock) {
-    while (expected_.size() < options_->messages_in_flight && !writing_ && !queue_.empty() &&
+    while (due_.size() < options_->messages_in_flight && !writing_ && !queue_.empty() &&
            !closing_) {
       std::shared_ptr<Conn> conn = Open();
       v1::BatchRequest message;
       size_t bytes = 0;
+      const uint64_t seq = next_message_++;
       while (!queue_.empty() &&
              static_cast<size_t>(message.requests_size()) < options_->max_calls) {
         Pending* p = queue_.front();
@@ -183,8 +184,9 @@ class Batcher::Stream {
         message.add_requests()->Swap(&p->request);  // not needed once sent
         p->sent = true;
         sent_[p->tag] = p;
+        message_of_[p->tag] = seq;
       }
-      expected_.push_back(static_cast<size_t>(message.requests_size()));
+      due_[seq] = static_cast<size_t>(message.requests_size());
       writing_ = true;
       lock->unlock();
       const bool written = conn->rw->Write(message);
@@ -212,7 +214,10 @@ class Batcher::Stream {
       std::unique_lock<std::mutex> lock(mu_);
       answered.clear();
       for (v1::SubResult& r : *response.mutable_results()) {
-        if (!expected_.empty() && --expected_.front() == 0) expected_.pop_front();
+        if (auto m = message_of_.find(r.tag()); m != message_of_.end()) {
+          if (auto d = due_.find(m->second); d != due_.end() && --d->second == 0) due_.erase(d);
+          message_of_.erase(m);
+        }
         auto it = sent_.find(r.tag());
         if (it == sent_.end()) continue;  // given up at its deadline
         Pending* p = it->second;
@@ -239,8 +244,12 @@ class Batcher::Stream {
     if (RefusedStream(end.error_code())) {
       // The server refused the stream itself (no Batch, no valid token, a message over its
       // size limit): it applied nothing unanswered, and the caller sees its answer.
+      // (A completed call may return at once: it is dropped from sent_ and queue_ here, not
+      // looked at again.)
       for (auto& [tag, p] : sent_) Complete(p, {end, true});
       for (Pending* p : queue_) Complete(p, {end, true});
+      sent_.clear();
+      queue_.clear();
     }
     const std::string why = "the Batch stream ended (" + end.error_message() + ")";
     for (auto& [tag, p] : sent_) {
@@ -260,7 +269,8 @@ class Batcher::Stream {
       if (!p->claimed) Complete(p, {Unavailable(why + "; the call was not sent"), true});
     }
     queue_.clear();
-    expected_.clear();
+    due_.clear();
+    message_of_.clear();
     conn->ended = true;
   }
 
@@ -273,7 +283,9 @@ class Batcher::Stream {
   std::unordered_map<uint64_t, Pending*> sent_;
   bool writing_ = false;  // a thread is in Write, with mu_ released
   std::condition_variable written_cv_;
-  std::deque<size_t> expected_;  // results still due, per message in flight, oldest first
+  std::unordered_map<uint64_t, size_t> due_;           // message -> results still due
+  std::unordered_map<uint64_t, uint64_t> message_of_;  // tag -> its message, until answered
+  uint64_t next_message_ = 1;
   uint64_t next_tag_ = 1;
   bool closing_ = false;
 };
@@ -286,6 +298,12 @@ Batcher::Batcher(std::shared_ptr<grpc::Channel> channel, BatcherOptions options)
 }
 
 Batcher::~Batcher() = default;
+
+size_t Batcher::Load() const {
+  size_t n = 0;
+  for (const auto& s : streams_) n += s->load();
+  return n;
+}
 
 Batcher::Outcome Batcher::Call(v1::SubRequest request,
                                std::chrono::system_clock::time_point deadline,

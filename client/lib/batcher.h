@@ -64,6 +64,8 @@ class Batcher {
   // Sends `request` (its tag and timeout are set here) and waits for its result until `deadline`.
   Outcome Call(v1::SubRequest request, std::chrono::system_clock::time_point deadline,
                v1::SubResult* result);
+  // Calls in Call() now, over every stream.
+  size_t Load() const;
 
  private:
   class Stream;

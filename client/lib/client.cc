@@ -189,6 +189,16 @@ grpc::Status Client::KvCall(const v1::SubRequest& sub, bool write, ConditionFail
   if (batcher_ == nullptr || no_stream_.load(std::memory_order_relaxed)) {
     return Retry(unary_attempt, write);
   }
+  if (options_.stream_lone_calls_unary && batcher_->Load() == 0) {
+    // No other call in flight: this one goes unary (ClientOptions::stream_lone_calls_unary),
+    // unless another lone call just took that way, which makes this one not alone.
+    int none = 0;
+    if (lone_calls_.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
+      grpc::Status s = Retry(unary_attempt, write);
+      lone_calls_.store(0, std::memory_order_release);
+      return s;
+    }
+  }
   v1::SubResult result;
   bool via_stream = true;
   grpc::Status s = Retry(

@@ -92,6 +92,7 @@ class ClientDeadlineTest : public ::testing::TestWithParam<ClientOptions::Transp
     o.timeout = milliseconds(200);
     o.max_attempts = 1;  // DEADLINE_EXCEEDED is not retried anyway; keep the test short
     o.transport = GetParam();
+    o.stream_lone_calls_unary = false;  // the stream's own path, though calls come one at a time
     ASSERT_TRUE(Client::Create(o, &client_).ok());
     // Connect while Health still answers, so that no write is refused unsent (UNAVAILABLE)
     // because a slow machine took longer than the timeout to connect.

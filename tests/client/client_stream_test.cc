@@ -30,6 +30,7 @@ class ClientStreamTest : public GrovedTest {
     o.transport = ClientOptions::Transport::kStream;
     o.streams = streams;
     o.stream_messages_in_flight = messages_in_flight;
+    o.stream_lone_calls_unary = false;  // every call on the stream, also when it is alone
     o.max_backoff = 100ms;
     o.max_attempts = 50;
     std::unique_ptr<Client> c;

@@ -210,6 +210,28 @@ TEST_F(GrovedBatchTest, OneKeyInMessageOrder) {
   EXPECT_EQ(Get("k"), "3");
 }
 
+// Messages sent back to back, without waiting for answers, keep one key in stream order: each
+// message's Get reads the previous message's Put, and the Puts' versions follow the messages.
+TEST_F(GrovedBatchTest, OneKeyInStreamOrderAcrossMessages) {
+  constexpr int kMessages = 60;
+  Stream s(kv_.get());
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_TRUE(s.Send({GetSub(3 * i, "k"), PutSub(3 * i + 1, "k", std::to_string(i)),
+                        PutSub(3 * i + 2, U64Key(i), "other")}));
+  }
+  Results r = s.Collect();
+  ASSERT_EQ(r.size(), 3u * kMessages);
+  for (auto& [tag, res] : r) ASSERT_EQ(Code(res), grpc::StatusCode::OK) << tag;
+  EXPECT_FALSE(r[0].get().found());
+  for (int i = 1; i < kMessages; ++i) {
+    EXPECT_EQ(r[3 * i].get().value(), std::to_string(i - 1)) << "message " << i;
+    EXPECT_EQ(r[3 * i].get().version(), r[3 * i - 2].put().version()) << "message " << i;
+    EXPECT_LT(r[3 * i - 2].put().version(), r[3 * i + 1].put().version()) << "message " << i;
+  }
+  EXPECT_TRUE(s.Finish().ok());
+  EXPECT_EQ(Get("k"), std::to_string(kMessages - 1));
+}
+
 // A message of writes on distinct keys shares one log sync (wal.sync: always, the default).
 TEST_F(GrovedBatchTest, WritesOfAMessageShareOneSync) {
   std::vector<v1::SubRequest> subs;

@@ -91,6 +91,11 @@ struct ClientOptions {
   // Request messages a stream has sent and not had answered in full; groved answers them in
   // order. 1: a message is sent only once the last one's results are all back.
   size_t stream_messages_in_flight = 2;
+  // kStream: a call that finds no other call of this client in flight goes as a unary RPC.
+  // Alone it shares no message, and the stream's thread hand-offs (the caller to groved's reader,
+  // the client's reader back to the caller) would only add to its latency: at one thread the
+  // stream's p50 was 1.13x and its p99 1.24-1.47x unary's. Calls that overlap take the stream.
+  bool stream_lone_calls_unary = true;
 
   // etcd:// addresses only: TLS to etcd when etcd_ca_file (the CA that signed etcd's
   // certificate) is set; etcd_cert_file and etcd_key_file, together, for etcd's
@@ -268,6 +273,7 @@ class Client {
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
   std::unique_ptr<Batcher> batcher_;    // Transport::kStream (not for a cluster client)
   std::atomic<bool> no_stream_{false};  // the server answered Batch with UNIMPLEMENTED
+  std::atomic<int> lone_calls_{0};      // a lone call is on its unary way (0 or 1)
   std::mutex rng_mu_;
   std::minstd_rand rng_;  // backoff jitter; guarded by rng_mu_
   // Cluster mode: the router (then the stubs above are null); for a router's node client, the

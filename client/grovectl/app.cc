@@ -181,6 +181,23 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
                      "Copy at most this many bytes per second, e.g. 50MiB (default: unlimited)");
   backup->add_option("--wait", backup_wait, "How long to wait for the copy (default 1h)");
 
+  TraceArgs trace_args;
+  std::string trace_duration = "0s";
+  CLI::App* trace = app.add_subcommand(
+      "trace",
+      "Record a sample of the calls the server serves into a trace file under its trace.dir "
+      "(needs the admin role)");
+  trace->require_subcommand(1);
+  CLI::App* trace_start = trace->add_subcommand("start", "Start a trace (one at a time)");
+  trace_start->add_option("--sample", trace_args.sample,
+                          "Fraction of calls recorded, in (0, 1] (default 0.01)");
+  trace_start->add_option("--duration", trace_duration,
+                          "End the trace after this long, e.g. 10m (default: when stopped)");
+  trace_start->add_option("--out", trace_args.name,
+                          "File name under trace.dir, without .trace (default: trace-<UTC time>)");
+  CLI::App* trace_stop = trace->add_subcommand("stop", "End the running trace");
+  trace->add_subcommand("status", "The running trace, or the last one");
+
   RestoreArgs restore_args;
   std::string restore_cache = "256MiB";
   CLI::App* restore = app.add_subcommand(
@@ -394,6 +411,25 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   if (*load) {
     load_args.progress = progress_on ? 1 : progress_off ? 0 : -1;
     return RunLoad(ctx, load_args);
+  }
+  if (*trace) {
+    if (*trace_start) {
+      trace_args.action = TraceArgs::Action::kStart;
+      std::chrono::milliseconds d{0};
+      std::string why;
+      if (!ParseDuration(trace_duration, &d, &why)) {
+        err << "grovectl: trace start: --duration: " << why << "\n";
+        return kExitUsage;
+      }
+      if (!(trace_args.sample > 0 && trace_args.sample <= 1)) {
+        err << "grovectl: trace start: --sample: must be in (0, 1]\n";
+        return kExitUsage;
+      }
+      trace_args.duration_seconds = d.count() / 1000.0;
+    } else if (*trace_stop) {
+      trace_args.action = TraceArgs::Action::kStop;
+    }
+    return RunTrace(ctx, trace_args);
   }
   if (*backup) {
     std::string why;

@@ -381,6 +381,42 @@ int RunBackup(const Context& ctx, const BackupArgs& args) {
   return kExitOk;
 }
 
+int RunTrace(const Context& ctx, const TraceArgs& args) {
+  v1::TraceStatusResponse r;
+  grpc::Status s;
+  switch (args.action) {
+    case TraceArgs::Action::kStart:
+      s = ctx.client->StartTrace(args.sample, args.duration_seconds, args.name, &r);
+      break;
+    case TraceArgs::Action::kStop:
+      s = ctx.client->StopTrace(&r);
+      break;
+    case TraceArgs::Action::kStatus:
+      s = ctx.client->TraceStatus(&r);
+      break;
+  }
+  if (!s.ok()) return ReportRpcError(ctx, s);
+  if (ctx.output == Output::kJson) {
+    *ctx.out << Dump({{"active", r.active()},
+                      {"path", r.path()},
+                      {"sample", r.sample()},
+                      {"records_written", r.records_written()},
+                      {"records_dropped", r.records_dropped()},
+                      {"bytes", r.bytes()},
+                      {"ended_because", r.ended_because()}})
+             << "\n";
+  } else if (r.path().empty()) {
+    *ctx.out << "no trace has run\n";
+  } else {
+    *ctx.out << (r.active() ? "tracing into " : "trace ") << r.path() << " (on the server): sample "
+             << r.sample() << ", " << r.records_written() << " records, " << r.records_dropped()
+             << " dropped, " << r.bytes() << " bytes";
+    if (!r.active()) *ctx.out << "; ended: " << r.ended_because();
+    *ctx.out << "\n";
+  }
+  return kExitOk;
+}
+
 namespace {
 
 Options RestoreOptions(const RestoreArgs& args, const std::string& data_dir) {

@@ -86,6 +86,16 @@ struct BackupArgs {
 };
 int RunBackup(const Context& ctx, const BackupArgs& args);
 
+// trace start|stop|status: a sampled trace of what the server serves, under its trace.dir.
+struct TraceArgs {
+  enum class Action { kStart, kStop, kStatus };
+  Action action = Action::kStatus;
+  double sample = 0.01;
+  double duration_seconds = 0;  // 0: until stopped
+  std::string name;             // empty: trace-<UTC time>
+};
+int RunTrace(const Context& ctx, const TraceArgs& args);
+
 // restore BACKUP DATA_DIR and verify-backup BACKUP: local, on the machine holding the backup
 // (they open the database with the engine, not through a server).
 struct RestoreArgs {

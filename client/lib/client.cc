@@ -413,6 +413,32 @@ grpc::Status Client::Backup(const std::string& name, uint64_t max_bytes_per_seco
       /*write=*/true);
 }
 
+grpc::Status Client::StartTrace(double sample, double duration_seconds, const std::string& name,
+                                v1::TraceStatusResponse* response) {
+  if (router_) return PerNode("StartTrace");
+  v1::StartTraceRequest req;
+  req.set_sample(sample);
+  req.set_duration_seconds(duration_seconds);
+  req.set_name(name);
+  // Not retried once sent: a second start would find the first running.
+  return WithRetries(
+      [&](grpc::ClientContext* ctx) { return admin_->StartTrace(ctx, req, response); },
+      /*write=*/true);
+}
+
+grpc::Status Client::StopTrace(v1::TraceStatusResponse* response) {
+  if (router_) return PerNode("StopTrace");
+  return WithRetries([&](grpc::ClientContext* ctx) { return admin_->StopTrace(ctx, {}, response); },
+                     /*write=*/true);
+}
+
+grpc::Status Client::TraceStatus(v1::TraceStatusResponse* response) {
+  if (router_) return PerNode("TraceStatus");
+  return WithRetries(
+      [&](grpc::ClientContext* ctx) { return admin_->GetTraceStatus(ctx, {}, response); },
+      /*write=*/false);
+}
+
 grpc::Status Client::Scan(const ScanRange& range, const ScanVisitor& visit) {
   return ScanWithExpiry(
       range, [&](std::string_view k, std::string_view v, uint64_t) { return visit(k, v); });

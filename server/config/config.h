@@ -57,6 +57,13 @@ struct BackupConfig {
   std::string dir;  // backups are directories under it; empty: Backup is refused
 };
 
+// Workload traces (grove.v1.Admin/StartTrace, grovectl trace; docs/operations.md, "Trace the
+// workload").
+struct TraceConfig {
+  std::string dir;                  // traces are <dir>/<name>.trace; empty: tracing is refused
+  uint64_t max_bytes = 1ull << 30;  // the cap of one trace file (records past it are dropped)
+};
+
 // Cluster mode (docs/cluster.md): membership and metadata in etcd. Off when etcd_endpoints is
 // empty; then groved behaves as a single node.
 struct ClusterConfig {
@@ -84,6 +91,7 @@ struct ServerOptions {
   AuthConfig auth;
   LoggingConfig logging;
   BackupConfig backup;
+  TraceConfig trace;
   ClusterConfig cluster;
 };
 

@@ -94,6 +94,11 @@ void ReadServer(YamlSection& top, ServerOptions* o) {
   backup.String("dir", &o->backup.dir);
   backup.Finish();
 
+  YamlSection trace = top.Child("trace");
+  trace.String("dir", &o->trace.dir);
+  trace.Uint64("max_bytes", &o->trace.max_bytes, /*sizes=*/true);
+  trace.Finish();
+
   YamlSection cluster = top.Child("cluster");
   cluster.StringList("etcd_endpoints", &o->cluster.etcd_endpoints);
   cluster.String("name", &o->cluster.name);

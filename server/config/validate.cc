@@ -226,9 +226,12 @@ Status ValidateConfig(const Config& config) {
   CheckEngine(config.engine, &p);
   CheckLimits(config.engine, config.server.limits, &p);
   CheckServer(config.server, &p);
-  // Backups beside the database, never inside it: a data directory holds only the engine's files.
-  const std::string& b = config.server.backup.dir;
-  if (!b.empty()) {
+  // Backups and traces beside the database, never inside it: a data directory holds only the
+  // engine's files.
+  for (const auto& [field, b] :
+       {std::pair<const char*, const std::string&>{"backup.dir", config.server.backup.dir},
+        {"trace.dir", config.server.trace.dir}}) {
+    if (b.empty()) continue;
     // Compared as absolute, normalised paths without a trailing separator.
     auto normal = [](const std::string& path) {
       std::error_code ec;
@@ -242,8 +245,12 @@ Status ValidateConfig(const Config& config) {
     const auto dir = normal(b);
     const auto [d, _] = std::mismatch(data.begin(), data.end(), dir.begin(), dir.end());
     if (d == data.end()) {
-      p.Add("backup.dir", "must not be data_dir or inside it ('" + b + "')");
+      p.Add(field, "must not be data_dir or inside it ('" + b + "')");
     }
+  }
+  if (config.server.trace.max_bytes < 4096) {
+    p.Add("trace.max_bytes",
+          "must be at least 4096 (got " + std::to_string(config.server.trace.max_bytes) + ")");
   }
   return p.ToStatus();
 }

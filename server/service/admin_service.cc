@@ -1,6 +1,8 @@
 #include "service/admin_service.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 
@@ -105,6 +107,93 @@ grpc::Status AdminService::MoveChanges(grpc::ServerContext* context,
   ContextMetadata md(context);
   return ownership_->TakeChanges(&md, request->move_id(), request->token(),
                                  std::min<uint32_t>(request->max_keys(), 100000), response);
+}
+
+namespace {
+
+void FillTraceStatus(const trace::TraceStatus& st, v1::TraceStatusResponse* response) {
+  response->set_active(st.active);
+  response->set_path(st.path);
+  response->set_sample(st.sample);
+  response->set_records_written(st.records_written);
+  response->set_records_dropped(st.records_dropped);
+  response->set_bytes(st.bytes);
+  response->set_ended_because(st.ended_because);
+}
+
+// The tracer's refusals keep their message as is: it names the field at fault.
+grpc::Status FromTracer(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kAlreadyExists:
+      return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, std::string(s.message()));
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kUnavailable:
+      return ToGrpcStatus(s);
+    default:
+      return ToGrpcStatus(s, "trace");
+  }
+}
+
+grpc::Status NoTraceDir() {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      "trace.dir is not set in the server's config: traces go under it");
+}
+
+}  // namespace
+
+grpc::Status AdminService::StartTrace(grpc::ServerContext* context,
+                                      const v1::StartTraceRequest* request,
+                                      v1::TraceStatusResponse* response) {
+  if (grpc::Status a = auth_->Check(*context, Role::kAdmin, "StartTrace"); !a.ok()) return a;
+  if (tracer_ == nullptr) return NoTraceDir();
+  if (!std::isfinite(request->duration_seconds()) || request->duration_seconds() < 0 ||
+      request->duration_seconds() > 366.0 * 24 * 3600) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "duration_seconds: must be 0 (until stopped) or up to a year");
+  }
+  trace::TraceRequest r;
+  r.sample = request->sample() == 0 ? 0.01 : request->sample();
+  r.duration = std::chrono::milliseconds(std::llround(request->duration_seconds() * 1000));
+  r.name = request->name();
+  if (r.name.empty()) {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "trace-%Y%m%dT%H%M%SZ", &utc);
+    r.name = buf;
+  }
+  if (Status s = tracer_->Start(r); !s.ok()) return FromTracer(s);
+  const trace::TraceStatus st = tracer_->GetStatus();
+  log_->info("trace started: {} (sample {}, {})", st.path, st.sample,
+             r.duration.count() == 0 ? std::string("until stopped")
+                                     : fmt::format("{:.3f} s", request->duration_seconds()));
+  FillTraceStatus(st, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::StopTrace(grpc::ServerContext* context, const v1::StopTraceRequest*,
+                                     v1::TraceStatusResponse* response) {
+  if (grpc::Status a = auth_->Check(*context, Role::kAdmin, "StopTrace"); !a.ok()) return a;
+  if (tracer_ == nullptr) return NoTraceDir();
+  const Status s = tracer_->Stop();
+  const trace::TraceStatus st = tracer_->GetStatus();
+  if (s.code() == StatusCode::kFailedPrecondition) return FromTracer(s);
+  log_->info("trace stopped: {} ({} records, {} dropped, {} bytes{})", st.path, st.records_written,
+             st.records_dropped, st.bytes, s.ok() ? "" : "; " + st.ended_because);
+  if (!s.ok()) return FromTracer(s);
+  FillTraceStatus(st, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::GetTraceStatus(grpc::ServerContext* context,
+                                          const v1::TraceStatusRequest*,
+                                          v1::TraceStatusResponse* response) {
+  if (grpc::Status a = auth_->Check(*context, Role::kAdmin, "GetTraceStatus"); !a.ok()) return a;
+  if (tracer_ == nullptr) return NoTraceDir();
+  FillTraceStatus(tracer_->GetStatus(), response);
+  return grpc::Status::OK;
 }
 
 }  // namespace grove::service

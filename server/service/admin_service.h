@@ -17,6 +17,7 @@
 #include "service/auth.h"
 #include "service/engine_handle.h"
 #include "service/ownership.h"
+#include "trace/tracer.h"
 
 namespace grove::service {
 
@@ -29,18 +30,26 @@ class AdminService final : public v1::Admin::Service {
   // `backup_dir`: where backups go (backup.dir); empty: Backup is refused. Every pointer must
   // outlive the service.
   // `ownership`: cluster mode (MoveChanges); null otherwise.
+  // `tracer`: workload traces (trace.dir set); null: tracing is refused.
   AdminService(std::string backup_dir, EngineHandle* engine, const Authorizer* auth,
-               spdlog::logger* log, Ownership* ownership = nullptr)
+               spdlog::logger* log, Ownership* ownership = nullptr, trace::Tracer* tracer = nullptr)
       : backup_dir_(std::move(backup_dir)),
         engine_(engine),
         auth_(auth),
         log_(log),
-        ownership_(ownership) {}
+        ownership_(ownership),
+        tracer_(tracer) {}
 
   grpc::Status Backup(grpc::ServerContext* context, const v1::BackupRequest* request,
                       v1::BackupResponse* response) override;
   grpc::Status MoveChanges(grpc::ServerContext* context, const v1::MoveChangesRequest* request,
                            v1::MoveChangesResponse* response) override;
+  grpc::Status StartTrace(grpc::ServerContext* context, const v1::StartTraceRequest* request,
+                          v1::TraceStatusResponse* response) override;
+  grpc::Status StopTrace(grpc::ServerContext* context, const v1::StopTraceRequest* request,
+                         v1::TraceStatusResponse* response) override;
+  grpc::Status GetTraceStatus(grpc::ServerContext* context, const v1::TraceStatusRequest* request,
+                              v1::TraceStatusResponse* response) override;
 
  private:
   const std::string backup_dir_;
@@ -48,6 +57,7 @@ class AdminService final : public v1::Admin::Service {
   const Authorizer* const auth_;
   spdlog::logger* const log_;
   Ownership* const ownership_;
+  trace::Tracer* const tracer_;
 };
 
 }  // namespace grove::service

@@ -29,6 +29,7 @@
 #include "grove/v1/metadata.h"
 
 #include "service/kv_call.h"
+#include "service/trace_record.h"
 
 namespace grove::service {
 namespace {
@@ -67,6 +68,7 @@ struct KvService::SubCall {
   metrics::MethodMetrics* method = nullptr;
   std::chrono::steady_clock::time_point started;
   bool answered = false;
+  bool served = false;  // passed the gate: traced when sampled
 };
 
 // Runs one request message: see the table above.
@@ -127,6 +129,7 @@ class KvService::MessageRun {
     }
     sub->call.emplace(service_, context_, &sub->md, deadline, RoleOf(kind), method);
     if (!sub->call->ok()) return Answer(sub, sub->call->status());
+    sub->served = true;
     const Call& call = *sub->call;
     switch (kind) {
       case v1::SubRequest::kGet:
@@ -217,6 +220,11 @@ class KvService::MessageRun {
       sub->method->Handled(static_cast<int>(s.error_code()), elapsed.count());
     }
     sub->call.reset();  // frees its admission slot and engine lease
+    if (sub->served && service_->Traced()) {
+      if (std::optional<trace::Record> r = TraceOf(*sub->request, sub->result)) {
+        service_->tracer_->Add(std::move(*r));
+      }
+    }
     out_bytes_ += sub->result.ByteSizeLong();
     *out_.add_results() = std::move(sub->result);
     if (out_bytes_ >= service_->options_.scan_message_bytes) Send();

@@ -10,6 +10,7 @@
 #include "metrics/engine_metrics.h"
 #include "service/kv_call.h"
 #include "service/status_mapping.h"
+#include "service/trace_record.h"
 #include "service/version.h"
 #include "util/clock.h"
 
@@ -44,14 +45,15 @@ WriteCondition ToCondition(const std::string& key, const v1::Precondition& p) {
 
 KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
                      metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership,
-                     metrics::GrpcMetrics* grpc_metrics)
+                     metrics::GrpcMetrics* grpc_metrics, trace::Tracer* tracer)
     : options_(std::move(options)),
       engine_(engine),
       auth_(auth),
       metrics_(metrics),
       log_(log),
       ownership_(ownership),
-      grpc_metrics_(grpc_metrics) {
+      grpc_metrics_(grpc_metrics),
+      tracer_(tracer) {
   if (grpc_metrics_ == nullptr) return;
   for (size_t i = 0; i < batched_metrics_.size(); ++i) {
     batched_metrics_[i] =
@@ -108,7 +110,9 @@ grpc::Status KvService::Get(grpc::ServerContext* context, const v1::GetRequest* 
                             v1::GetResponse* response) {
   Call call(this, context, Role::kRead, "Get");
   if (!call.ok()) return call.status();
-  return DoGet(call, *request, response);
+  grpc::Status s = DoGet(call, *request, response);
+  if (Traced()) tracer_->Add(TraceOf(*request, *response, s));
+  return s;
 }
 
 grpc::Status KvService::DoGet(const Call& call, const v1::GetRequest& request,
@@ -129,7 +133,9 @@ grpc::Status KvService::BatchGet(grpc::ServerContext* context, const v1::BatchGe
                                  v1::BatchGetResponse* response) {
   Call call(this, context, Role::kRead, "BatchGet");
   if (!call.ok()) return call.status();
-  return DoBatchGet(call, *request, response);
+  grpc::Status s = DoBatchGet(call, *request, response);
+  if (Traced()) tracer_->Add(TraceOf(*request, *response, s));
+  return s;
 }
 
 grpc::Status KvService::DoBatchGet(const Call& call, const v1::BatchGetRequest& request,
@@ -176,10 +182,14 @@ grpc::Status KvService::Put(grpc::ServerContext* context, const v1::PutRequest* 
                             v1::PutResponse* response) {
   Call call(this, context, Role::kWrite, "Put");
   if (!call.ok()) return call.status();
-  PendingWrite w;
-  if (grpc::Status s = PreparePut(call, *request, &w); !s.ok()) return s;
-  grpc::Status s = RunWrite(call, &w);
-  if (s.ok()) response->set_version(w.result.version);
+  const grpc::Status s = [&] {
+    PendingWrite w;
+    if (grpc::Status p = PreparePut(call, *request, &w); !p.ok()) return p;
+    grpc::Status r = RunWrite(call, &w);
+    if (r.ok()) response->set_version(w.result.version);
+    return r;
+  }();
+  if (Traced()) tracer_->Add(TraceOf(*request, s));
   return s;
 }
 
@@ -207,10 +217,14 @@ grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteReq
                                v1::DeleteResponse* response) {
   Call call(this, context, Role::kWrite, "Delete");
   if (!call.ok()) return call.status();
-  PendingWrite w;
-  if (grpc::Status s = PrepareDelete(call, *request, &w); !s.ok()) return s;
-  grpc::Status s = RunWrite(call, &w);
-  if (s.ok()) response->set_version(w.result.version);
+  const grpc::Status s = [&] {
+    PendingWrite w;
+    if (grpc::Status p = PrepareDelete(call, *request, &w); !p.ok()) return p;
+    grpc::Status r = RunWrite(call, &w);
+    if (r.ok()) response->set_version(w.result.version);
+    return r;
+  }();
+  if (Traced()) tracer_->Add(TraceOf(*request, s));
   return s;
 }
 
@@ -235,13 +249,17 @@ grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
                                     v1::BatchInsertResponse* response) {
   Call call(this, context, Role::kWrite, "BatchInsert");
   if (!call.ok()) return call.status();
-  PendingWrite w;
-  if (grpc::Status s = PrepareBatchInsert(call, *request, &w); !s.ok()) return s;
-  grpc::Status s = RunWrite(call, &w);
-  if (!s.ok()) return s;
-  response->set_applied(static_cast<uint32_t>(request->mutations_size()));
-  response->set_version(w.result.version);
-  return grpc::Status::OK;
+  const grpc::Status s = [&] {
+    PendingWrite w;
+    if (grpc::Status p = PrepareBatchInsert(call, *request, &w); !p.ok()) return p;
+    grpc::Status r = RunWrite(call, &w);
+    if (!r.ok()) return r;
+    response->set_applied(static_cast<uint32_t>(request->mutations_size()));
+    response->set_version(w.result.version);
+    return grpc::Status::OK;
+  }();
+  if (Traced()) tracer_->Add(TraceOf(*request, s));
+  return s;
 }
 
 grpc::Status KvService::PrepareBatchInsert(const Call& call, const v1::BatchInsertRequest& request,
@@ -280,6 +298,15 @@ grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest
                              grpc::ServerWriter<v1::ScanResponse>* writer) {
   Call call(this, context, Role::kRead, "Scan");
   if (!call.ok()) return call.status();
+  uint32_t returned = 0;
+  grpc::Status s = DoScan(call, context, request, writer, &returned);
+  if (Traced()) tracer_->Add(TraceOfScan(*request, returned, s));
+  return s;
+}
+
+grpc::Status KvService::DoScan(const Call& call, grpc::ServerContext* context,
+                               const v1::ScanRequest* request,
+                               grpc::ServerWriter<v1::ScanResponse>* writer, uint32_t* returned) {
   if (CheckResult r = CheckScan(*request, options_.limits); !r.ok()) return Reject(r);
 
   ScanOptions scan;
@@ -297,7 +324,7 @@ grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest
   Iterator& iter = **it;
 
   const uint32_t limit = EffectiveScanLimit(*request, options_.limits);
-  uint32_t count = 0;
+  uint32_t& count = *returned;
   uint64_t message_bytes = 0;
   v1::ScanResponse message;
   auto flush = [&]() -> grpc::Status {
@@ -432,7 +459,9 @@ grpc::Status KvService::DeleteRange(grpc::ServerContext* context,
                                     v1::DeleteRangeResponse* response) {
   Call call(this, context, Role::kWrite, "DeleteRange");
   if (!call.ok()) return call.status();
-  return DoDeleteRange(call, *request, response);
+  grpc::Status s = DoDeleteRange(call, *request, response);
+  if (Traced()) tracer_->Add(TraceOf(*request, *response, s));
+  return s;
 }
 
 grpc::Status KvService::DoDeleteRange(const Call& call, const v1::DeleteRangeRequest& request,

@@ -37,6 +37,7 @@
 #include "service/engine_handle.h"
 #include "service/ownership.h"
 #include "service/request_checks.h"
+#include "trace/tracer.h"
 #include "util/mutex.h"
 
 namespace grove::service {
@@ -56,7 +57,7 @@ class KvService final : public v1::KV::Service {
   // (grpc_type="batched").
   KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
             metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership = nullptr,
-            metrics::GrpcMetrics* grpc_metrics = nullptr);
+            metrics::GrpcMetrics* grpc_metrics = nullptr, trace::Tracer* tracer = nullptr);
 
   grpc::Status Get(grpc::ServerContext* context, const v1::GetRequest* request,
                    v1::GetResponse* response) override;
@@ -107,6 +108,12 @@ class KvService final : public v1::KV::Service {
                           v1::BatchGetResponse* response);
   grpc::Status DoDeleteRange(const Call& call, const v1::DeleteRangeRequest& request,
                              v1::DeleteRangeResponse* response);
+  grpc::Status DoScan(const Call& call, grpc::ServerContext* context,
+                      const v1::ScanRequest* request, grpc::ServerWriter<v1::ScanResponse>* writer,
+                      uint32_t* returned);
+  // Whether the call served now goes into the running trace (docs/formats/trace.md); calls
+  // refused at the gate (auth, admission, drain) are not traced.
+  bool Traced() { return tracer_ != nullptr && tracer_->Sampled(); }
   // Writes come in halves, so that a stream can log several in one Db::WriteMany: Prepare checks
   // the request and builds the batch; FinishWrite maps the engine's outcome (a failed condition
   // becomes FAILED_PRECONDITION with the key's current state in trailing metadata) and records
@@ -130,6 +137,7 @@ class KvService final : public v1::KV::Service {
   spdlog::logger* const log_;
   Ownership* const ownership_;
   metrics::GrpcMetrics* const grpc_metrics_;
+  trace::Tracer* const tracer_;
   // The methods a Batch sub-request can call, by SubRequest::CallCase - kGet (get = 10 ..
   // delete_range = 15), and their series (grpc_type="batched"; null without grpc_metrics_).
   static constexpr std::array<const char*, 6> kBatchedMethods = {

@@ -82,17 +82,31 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
   // Cluster mode: ownership is in force from the first call (keys are refused until the map is
   // known); the watcher starts in Run, membership once the engine is open.
   if (s->config_.server.cluster.enabled()) GROVE_RETURN_IF_ERROR(s->PrepareCluster());
-  s->kv_ = std::make_unique<KvService>(ServiceOptions(s->config_), &s->engine_,
-                                       s->authorizer_.get(), s->server_metrics_.get(),
-                                       s->log_.get(), s->ownership_.get(), s->grpc_metrics_.get());
+  if (!so.trace.dir.empty()) {
+    s->tracer_ =
+        std::make_unique<trace::Tracer>(trace::TracerOptions{so.trace.dir, so.trace.max_bytes});
+  }
+  trace::Tracer* tracer = s->tracer_.get();
+  s->trace_collector_ = std::make_shared<metrics::TraceCollector>([tracer] {
+    metrics::TraceTotals t;
+    if (tracer == nullptr) return t;
+    t.written = tracer->records_written_total();
+    t.dropped = tracer->records_dropped_total();
+    t.active = tracer->Sampling();
+    return t;
+  });
+  s->kv_ = std::make_unique<KvService>(
+      ServiceOptions(s->config_), &s->engine_, s->authorizer_.get(), s->server_metrics_.get(),
+      s->log_.get(), s->ownership_.get(), s->grpc_metrics_.get(), tracer);
   s->admin_ = std::make_unique<AdminService>(so.backup.dir, &s->engine_, s->authorizer_.get(),
-                                             s->log_.get(), s->ownership_.get());
+                                             s->log_.get(), s->ownership_.get(), tracer);
 
   // Metrics first, so that /livez answers while the engine recovers.
   HealthService* health = &s->health_;
   GROVE_ASSIGN_OR_RETURN(
-      s->http_, metrics::HttpServer::Start(so.metrics_listen, {s->registry_, s->engine_collector_},
-                                           [health] { return health->serving(); }));
+      s->http_, metrics::HttpServer::Start(
+                    so.metrics_listen, {s->registry_, s->engine_collector_, s->trace_collector_},
+                    [health] { return health->serving(); }));
   s->metrics_port_ = s->http_->port();
   GROVE_RETURN_IF_ERROR(s->BuildGrpcServer());
 

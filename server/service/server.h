@@ -38,6 +38,7 @@
 #include "metrics/grpc_metrics.h"
 #include "metrics/http_server.h"
 #include "metrics/server_metrics.h"
+#include "metrics/trace_metrics.h"
 #include "service/admin_service.h"
 #include "service/auth.h"
 #include "service/engine_handle.h"
@@ -85,6 +86,8 @@ class GroveServer {
   std::unique_ptr<metrics::GrpcMetrics> grpc_metrics_;
   std::unique_ptr<metrics::ServerMetrics> server_metrics_;
   std::shared_ptr<metrics::EngineCollector> engine_collector_;
+  std::unique_ptr<trace::Tracer> tracer_;  // trace.dir set
+  std::shared_ptr<metrics::TraceCollector> trace_collector_;
   std::unique_ptr<TokenStore> tokens_;
   std::unique_ptr<Authorizer> authorizer_;
 

@@ -66,6 +66,8 @@ class Tracer {
   // dropped silently.
   void Add(Record r) EXCLUDES(mu_);
 
+  // Whether a trace is sampling now (a trace past its duration until something notices).
+  bool Sampling() const { return threshold_.load(std::memory_order_relaxed) != 0; }
   // Totals over every trace, for the metrics.
   uint64_t records_written_total() const { return written_total_.load(); }
   uint64_t records_dropped_total() const { return dropped_total_.load(); }

@@ -177,6 +177,31 @@ TEST_F(GrovectlE2eTest, BackupRestoreAndVerifyBackup) {
   EXPECT_NE(r.err.find("no BACKUP file"), std::string::npos) << r.err;
 }
 
+TEST_F(GrovectlE2eTest, TraceStartStatusStop) {
+  StartGroved("trace:\n  dir: " + dir_.Sub("traces") + "\n");
+  EXPECT_EQ(Cli({"trace", "status"}).out, "no trace has run\n");
+  EXPECT_EQ(Cli({"trace", "start", "--sample", "2"}).code, kExitUsage);
+  EXPECT_EQ(Cli({"trace", "start", "--duration", "soon"}).code, kExitUsage);
+  CliResult r = Cli({"trace", "start", "--sample", "1", "--out", "t1"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("tracing into " + dir_.Sub("traces") + "/t1.trace"), std::string::npos)
+      << r.out;
+  r = Cli({"trace", "start", "--out", "t2"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("FAILED_PRECONDITION: a trace is running"), std::string::npos) << r.err;
+  ASSERT_EQ(Cli({"put", "k", "v"}).code, kExitOk);
+  ASSERT_EQ(Cli({"get", "k"}).code, kExitOk);
+  r = Cli({"-o", "json", "trace", "stop"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["active"], false);
+  EXPECT_EQ(j["records_written"], 2);
+  EXPECT_EQ(j["ended_because"], "stopped");
+  r = Cli({"trace", "stop"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("no trace is running"), std::string::npos) << r.err;
+}
+
 TEST_F(GrovectlE2eTest, BackupNeedsBackupDirAndTheAdminRole) {
   const std::string tokens =
       File("tokens", "write writer-token-0123456789\nadmin admin-token-0123456789\n");

@@ -219,6 +219,12 @@ class Client {
   // it before starting.
   grpc::Status Backup(const std::string& name, uint64_t max_bytes_per_second,
                       std::chrono::seconds deadline, v1::BackupResponse* response);
+  // grove.v1.Admin/StartTrace, StopTrace and GetTraceStatus: a sampled trace of the calls the
+  // server serves, under its trace.dir (docs/operations.md, "Trace the workload"). Admin role.
+  grpc::Status StartTrace(double sample, double duration_seconds, const std::string& name,
+                          v1::TraceStatusResponse* response);
+  grpc::Status StopTrace(v1::TraceStatusResponse* response);
+  grpc::Status TraceStatus(v1::TraceStatusResponse* response);
   grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);
   grpc::Status ScanWithExpiry(const ScanRange& range, const ScanEntryVisitor& visit);
   grpc::Status Stats(v1::StatsResponse* stats);

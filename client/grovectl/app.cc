@@ -190,7 +190,7 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   trace->require_subcommand(1);
   CLI::App* trace_start = trace->add_subcommand("start", "Start a trace (one at a time)");
   trace_start->add_option("--sample", trace_args.sample,
-                          "Fraction of calls recorded, in (0, 1] (default 0.01)");
+                          "Fraction of calls recorded, in [0.000001, 1] (default 0.01)");
   trace_start->add_option("--duration", trace_duration,
                           "End the trace after this long, e.g. 10m (default: when stopped)");
   trace_start->add_option("--out", trace_args.name,
@@ -421,8 +421,8 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
         err << "grovectl: trace start: --duration: " << why << "\n";
         return kExitUsage;
       }
-      if (!(trace_args.sample > 0 && trace_args.sample <= 1)) {
-        err << "grovectl: trace start: --sample: must be in (0, 1]\n";
+      if (!(trace_args.sample >= 1e-6 && trace_args.sample <= 1)) {
+        err << "grovectl: trace start: --sample: must be in [0.000001, 1]\n";
         return kExitUsage;
       }
       trace_args.duration_seconds = d.count() / 1000.0;

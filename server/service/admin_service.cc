@@ -154,7 +154,9 @@ grpc::Status AdminService::StartTrace(grpc::ServerContext* context,
   }
   trace::TraceRequest r;
   r.sample = request->sample() == 0 ? 0.01 : request->sample();
-  r.duration = std::chrono::milliseconds(std::llround(request->duration_seconds() * 1000));
+  // Rounded up: a duration under a millisecond must not become 0, "until stopped".
+  r.duration = std::chrono::milliseconds(
+      static_cast<int64_t>(std::ceil(request->duration_seconds() * 1000)));
   r.name = request->name();
   if (r.name.empty()) {
     const std::time_t now = std::time(nullptr);

@@ -106,6 +106,8 @@ class TraceWriter {
   // Flushes, syncs and closes.
   [[nodiscard]] Status Close();
 
+  // A write failed: the writer takes no more records (Add returns the error).
+  bool failed() const { return !failed_.ok(); }
   uint64_t records_written() const { return written_; }
   uint64_t records_dropped() const { return dropped_; }
   uint64_t bytes() const {
@@ -150,7 +152,10 @@ class TraceReader {
   File file_;
   const std::string path_;
   const Header header_;
+  uint64_t file_bytes_ = 0;  // the file's size when opened
   std::string block_;
+  bool ended_ = false;  // the end, or a cut, was reached
+  Status error_;        // damage found: every later Next returns it
   size_t pos_ = 0;
   uint32_t left_ = 0;               // records of block_ not read yet
   uint64_t offset_ = kHeaderBytes;  // of the next block

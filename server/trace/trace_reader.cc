@@ -1,5 +1,7 @@
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "trace/trace_file.h"
 #include "util/coding.h"
@@ -30,8 +32,16 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
     return Status::InvalidArgument(path + ": trace flags this build does not know");
   }
   header.sample_ppm = DecodeFixed32(h + 12);
+  if (header.sample_ppm == 0 || header.sample_ppm > 1'000'000) {
+    return Status::DataLoss(path + ": the trace header's sample is out of range");
+  }
   header.start_unix_micros = DecodeFixed64(h + 16);
-  return std::unique_ptr<TraceReader>(new TraceReader(std::move(f), path, header));
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Status::Unavailable("reading the size of " + path + ": " + ec.message());
+  std::unique_ptr<TraceReader> r(new TraceReader(std::move(f), path, header));
+  r->file_bytes_ = size;
+  return r;
 }
 
 TraceReader::TraceReader(File f, std::string path, Header header)
@@ -53,6 +63,10 @@ StatusOr<bool> TraceReader::LoadBlock() {
     return Status::DataLoss(where + " has an impossible size (" + std::to_string(bytes) +
                             " bytes, " + std::to_string(records) + " records)");
   }
+  if (offset_ + sizeof(h) + bytes > file_bytes_) {
+    truncated_ = true;  // the file ends inside the payload: nothing to allocate for
+    return false;
+  }
   block_.resize(bytes);
   if (std::fread(block_.data(), 1, bytes, file_.get()) < bytes) {
     if (std::ferror(file_.get())) return Status::FromErrno(errno, "reading " + path_);
@@ -70,18 +84,25 @@ StatusOr<bool> TraceReader::LoadBlock() {
 }
 
 StatusOr<bool> TraceReader::Next(Record* r) {
-  if (left_ == 0) {
-    if (pos_ != block_.size()) {
-      return Status::DataLoss(path_ + ": block at offset " + std::to_string(block_offset_) +
-                              " has bytes past its last record");
-    }
-    GROVE_ASSIGN_OR_RETURN(bool more, LoadBlock());
-    if (!more) return false;
-  }
-  const auto bad = [&](const char* what) {
-    return Status::DataLoss(path_ + ": block at offset " + std::to_string(block_offset_) + ": " +
-                            what);
+  if (!error_.ok()) return error_;
+  if (ended_) return false;
+  const auto bad = [&](const std::string& what) {
+    error_ = Status::DataLoss(path_ + ": block at offset " + std::to_string(block_offset_) + ": " +
+                              what);
+    return error_;
   };
+  if (left_ == 0) {
+    if (pos_ != block_.size()) return bad("bytes past its last record");
+    StatusOr<bool> more = LoadBlock();
+    if (!more.ok()) {
+      error_ = more.status();
+      return error_;
+    }
+    if (!*more) {
+      ended_ = true;
+      return false;
+    }
+  }
   Slice in(block_.data() + pos_, block_.size() - pos_);
   uint64_t delta = 0;
   uint32_t entries = 0;
@@ -93,7 +114,10 @@ StatusOr<bool> TraceReader::Next(Record* r) {
   if (op == 0 || op > kMaxOp) return bad("a record has an unknown op");
   if ((r->flags & ~record_flags::kKnown) != 0) return bad("a record has unknown flags");
   r->op = static_cast<Op>(op);
-  if (!GetVarint32(&in, &entries) || entries > in.size()) return bad("a record is cut short");
+  // An entry takes at least two bytes: a bound before anything is allocated for them.
+  if (!GetVarint32(&in, &entries) || entries > in.size() / 2) {
+    return bad("a record is cut short");
+  }
   r->entries.resize(entries);
   for (Entry& e : r->entries) {
     Slice key;

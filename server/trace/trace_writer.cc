@@ -57,6 +57,7 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   if (f == nullptr) {
     const int err = errno;
     ::close(fd);
+    ::unlink(path.c_str());  // the name stays free for another try
     return Status::FromErrno(err, "opening trace file " + path);
   }
   char h[kHeaderBytes] = {};
@@ -68,7 +69,10 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   EncodeFixed32(h + 24, 0);
   EncodeFixed32(h + 28, crc32c::Mask(crc32c::Value(h, 28)));
   if (std::fwrite(h, 1, kHeaderBytes, f.get()) != kHeaderBytes) {
-    return Status::FromErrno(errno, "writing trace file " + path);
+    const int err = errno;
+    f.reset();
+    ::unlink(path.c_str());
+    return Status::FromErrno(err, "writing trace file " + path);
   }
   std::unique_ptr<TraceWriter> w(new TraceWriter(std::move(f), path, max_bytes, block_bytes));
   w->file_bytes_ = kHeaderBytes;
@@ -104,13 +108,16 @@ Status TraceWriter::Add(const Record& r) {
   }
   PutVarint64(&rec, r.arg);
   PutVarint64(&rec, r.result);
-  // The cap counts the block header of the block this record would open.
-  const uint64_t after = bytes() + (pending_.empty() ? kBlockHeaderBytes : 0) + rec.size();
+  // A record opens a new block when none is pending or when it would take the pending one past
+  // what a reader accepts; the cap counts that block's header.
+  const bool new_block = pending_.empty() || pending_.size() + rec.size() > kMaxBlockBytes;
+  const uint64_t after = bytes() + (new_block ? kBlockHeaderBytes : 0) + rec.size();
   if (after > max_bytes_ || rec.size() > kMaxBlockBytes) {
     ++dropped_;
     return Status::ResourceExhausted("trace file " + path_ + " reached its size cap of " +
                                      std::to_string(max_bytes_) + " bytes");
   }
+  if (new_block) GROVE_RETURN_IF_ERROR(WriteBlock());
   pending_ += rec;
   ++pending_records_;
   ++written_;

@@ -45,8 +45,9 @@ Tracer::~Tracer() {
 }
 
 Status Tracer::Start(const TraceRequest& request) {
-  if (!(request.sample > 0 && request.sample <= 1)) {
-    return Status::InvalidArgument("sample: must be in (0, 1], got " +
+  // The file keeps the sample in millionths, and the draw uses that same figure.
+  if (!(request.sample >= 1e-6 && request.sample <= 1)) {
+    return Status::InvalidArgument("sample: must be in [0.000001, 1], got " +
                                    std::to_string(request.sample));
   }
   if (request.duration.count() < 0) {
@@ -80,8 +81,9 @@ Status Tracer::Start(const TraceRequest& request) {
   last_.active = true;
   last_.path = path;
   last_.sample = header.sample_ppm / 1e6;
-  threshold_.store(static_cast<uint32_t>(std::min(4294967295.0, request.sample * 4294967296.0)),
-                   std::memory_order_relaxed);
+  threshold_.store(
+      static_cast<uint32_t>(std::clamp(header.sample_ppm * 4294.967296, 1.0, 4294967295.0)),
+      std::memory_order_relaxed);
   return Status::Ok();
 }
 
@@ -113,10 +115,11 @@ void Tracer::Add(Record r) {
   const Status s = writer_->Add(r);
   if (s.ok()) {
     written_total_.fetch_add(1, std::memory_order_relaxed);
-  } else if (s.code() == StatusCode::kResourceExhausted) {
-    dropped_total_.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  } else if (writer_->failed()) {
+    // A write error (a full disk among them) ends the trace; the cap only drops the record.
     EndLocked("writing the trace failed: " + s.ToString());
+  } else {
+    dropped_total_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

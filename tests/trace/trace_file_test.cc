@@ -162,6 +162,52 @@ TEST(TraceFileTest, AFileCutShortYieldsItsWholeBlocks) {
   }
 }
 
+TEST(TraceFileTest, TheEndAndDamageAreSticky) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t");
+  WriteAll(path, SampleRecords(30, 5), 128);
+  {
+    auto reader = TraceReader::Open(path);
+    ASSERT_TRUE(reader.ok());
+    Record r;
+    int n = 0;
+    while (*(*reader)->Next(&r)) ++n;
+    EXPECT_EQ(n, 30);
+    for (int i = 0; i < 3; ++i) {
+      auto more = (*reader)->Next(&r);
+      ASSERT_TRUE(more.ok()) << more.status().ToString();
+      EXPECT_FALSE(*more);
+    }
+  }
+  std::string bytes = ReadFile(path);
+  bytes[kHeaderBytes + kBlockHeaderBytes + 2] ^= 0x01;  // inside the first block's payload
+  WriteFile(path, bytes);
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok());
+  Record r;
+  const auto first = (*reader)->Next(&r);
+  ASSERT_FALSE(first.ok());
+  const auto again = (*reader)->Next(&r);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().ToString(), first.status().ToString());
+}
+
+TEST(TraceFileTest, RecordsLargerThanABlockStartTheirOwn) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t");
+  std::vector<Record> records(3);
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].op = Op::kBatchGet;
+    // Two of these would pass the 64 MiB a reader accepts in one block.
+    records[i].entries.push_back({std::string(40 << 20, static_cast<char>('a' + i)), false, 0});
+  }
+  WriteAll(path, records, kMaxBlockBytes);
+  std::vector<Record> back;
+  ASSERT_TRUE(ReadAll(path, &back).ok());
+  ASSERT_EQ(back.size(), 3u);
+  for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i], records[i]);
+}
+
 TEST(TraceFileTest, NotATraceAndOtherVersionsAreRefusedByName) {
   testing::TempDir dir;
   const std::string path = dir.Sub("t");

@@ -73,7 +73,7 @@ TEST(TracerTest, StartsStopsAndKeepsWhatWasAdded) {
 TEST(TracerTest, BadRequestsNameTheField) {
   testing::TempDir dir;
   Tracer tracer({dir.Sub("traces"), 1 << 20});
-  for (double sample : {0.0, -0.5, 1.5}) {
+  for (double sample : {0.0, -0.5, 1.5, 1e-7}) {
     const Status s = tracer.Start({sample, 0ms, "t"});
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(s.message().rfind("sample:", 0), 0u) << s.ToString();

@@ -35,6 +35,9 @@
 #   make bench-cluster    YCSB C and A through etcd:// routing against 1 and 3 groved nodes beside
 #                    one groved without cluster mode, then a 1M-key range moved under YCSB A
 #                    (~12 min): docs/benchmarks.md's cluster section
+#   make bench-advisor    grovectl advise against the truth on six workloads: each traced through
+#                    groved, advised at a tenth of the size, every variant run at full size
+#                    (~35 min): docs/benchmarks.md's advisor section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
@@ -45,7 +48,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -148,6 +151,9 @@ bench-scan: bench-build
 
 bench-cluster: bench-build
 	$(BENCH_ENV) scripts/bench-cluster.sh
+
+bench-advisor: bench-build
+	$(BENCH_ENV) GROVECTL=$(BENCH_BUILD_DIR)/client/grovectl scripts/bench-advisor.sh
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

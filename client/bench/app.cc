@@ -8,6 +8,7 @@
 
 #include "bench/key_set.h"
 #include "bench/parse.h"
+#include "bench/replay.h"
 #include "bench/report.h"
 #include "bench/system_info.h"
 #include "bench/workload.h"
@@ -33,6 +34,13 @@ StatusOr<std::vector<WorkloadSpec>> ResolveWorkloads(const BenchOptions& o) {
   for (size_t i = 0; i < o.workloads.size(); ++i) {
     const std::string& name = o.workloads[i];
     WorkloadSpec w;
+    if (name.rfind("trace:", 0) == 0) {
+      w.name = name;
+      w.trace = name.substr(6);
+      if (w.trace.empty()) return Status::InvalidArgument("--workloads: trace: names no file");
+      out.push_back(std::move(w));
+      continue;
+    }
     if (IsBuiltinWorkload(name)) {
       GROVE_ASSIGN_OR_RETURN(w, BuiltinWorkload(name));
     } else {
@@ -207,12 +215,28 @@ int RunBench(const BenchOptions& o) {
   const std::string scheme = uri.substr(0, uri.find_first_of(":?"));
   const bool stateless = scheme == "device" || scheme == "grpc-noop";
 
+  // A replay with exact keys runs on whatever the target holds; everything else runs on what a
+  // LOAD of this or an earlier grove-bench left (its state file says what that was).
+  const bool needs_state =
+      std::any_of(workloads->begin(), workloads->end(), [&](const WorkloadSpec& w) {
+        return !w.is_load && (w.trace.empty() || o.replay.keys == ReplayOptions::Keys::kScaled);
+      });
+  for (const WorkloadSpec& w : *workloads) {
+    if (!w.trace.empty() && scheme == "device") {
+      return Fail(Status::InvalidArgument("--workloads " + w.name +
+                                          ": the device target has no keys to replay a trace on"));
+    }
+  }
   uint64_t capacity = 0;
   uint64_t inserted = 0;
   const uint64_t budget =
       o.insert_budget ? *o.insert_budget : EstimateInserts(o, *workloads) + o.records / 10;
+  bool has_state = !stateless;
   if (has_load || stateless) {
     capacity = o.records + budget;
+  } else if (!needs_state) {
+    capacity = o.records;
+    has_state = false;  // nothing loaded by grove-bench here: write no state file either
   } else if (Status s = LoadState(o, uri, &capacity, &inserted); !s.ok()) {
     return Fail(s);
   }
@@ -296,6 +320,12 @@ int RunBench(const BenchOptions& o) {
       if (!stateless) std::filesystem::remove(StatePath(o), ec);
       ctx.threads = load_settings.threads;
       run = load_runner.RunLoad();
+    } else if (!w.trace.empty()) {
+      ctx.threads = settings.threads;
+      if (o.replay.keys == ReplayOptions::Keys::kScaled) space.BuildSorted();
+      StatusOr<ReplayPlan> plan = LoadReplay(w.trace, o.replay, space.sorted_loaded());
+      if (!plan.ok()) return Fail(plan.status());
+      run = runner.RunReplay(*plan);
     } else {
       ctx.threads = settings.threads;
       run = runner.RunWorkload(w);
@@ -331,7 +361,7 @@ int RunBench(const BenchOptions& o) {
                    "--insert-budget at load time\n",
                    static_cast<unsigned long long>(run->inserts_exhausted));
     }
-    if (!stateless) {
+    if (has_state) {
       if (Status s = SaveState(o, StateJson(o, uri, capacity, space.inserted())); !s.ok()) {
         return Fail(s);
       }

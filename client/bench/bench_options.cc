@@ -1,5 +1,6 @@
 #include "bench/bench_options.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include <unistd.h>
@@ -22,6 +23,7 @@ Workloads (--workloads, comma separated, run in order on the same data):
   e      95% scan (uniform 1..100) / 5% insert (zipfian)
   f      50% read / 50% read-modify-write      (zipfian)
   FILE   a YAML workload with phases (config/workloads/*.yaml)
+  trace:FILE  replay a trace groved captured (grovectl trace start; --replay-*)
 
 Targets (--target):
   embedded:<variant>[?param=value&...]  the engine in-process
@@ -151,6 +153,21 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
                  "Target counters whose per-interval deltas join every timeline sample "
                  "(names, or prefixes ending in '*', comma separated)")
       ->delimiter(',');
+  std::string replay_keys = "scaled";
+  std::string replay_timing = "closed";
+  app.add_option("--replay-keys", replay_keys,
+                 "trace:FILE workloads: 'scaled' (onto the loaded keys, in order) or 'exact' (the "
+                 "traced keys; the target holds the traced data)")
+      ->capture_default_str();
+  app.add_option("--replay-timing", replay_timing,
+                 "trace:FILE workloads: 'closed' (as fast as the threads go) or 'trace' (each "
+                 "call at its traced time / --replay-speed)")
+      ->capture_default_str();
+  app.add_option("--replay-speed", o.replay.speed,
+                 "trace:FILE with --replay-timing trace: traced times are divided by this")
+      ->capture_default_str();
+  app.add_option("--replay-loops", o.replay.loops, "trace:FILE workloads: replay the trace N times")
+      ->capture_default_str();
   app.add_flag("!--no-settle", o.settle_after_load,
                "Do not checkpoint / flush and wait for compactions after LOAD");
   app.add_option("--print-table", o.print_table, "Print the table of a JSON-lines file and exit");
@@ -234,6 +251,24 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
   o.load_method = load_method == "bulk"    ? LoadMethod::kBulk
                   : load_method == "batch" ? LoadMethod::kBatch
                                            : LoadMethod::kPut;
+  if (replay_keys == "scaled" || replay_keys == "exact") {
+    o.replay.keys =
+        replay_keys == "exact" ? ReplayOptions::Keys::kExact : ReplayOptions::Keys::kScaled;
+  } else {
+    return fail(
+        Status::InvalidArgument("--replay-keys: '" + replay_keys + "' is not scaled or exact"));
+  }
+  if (replay_timing == "closed" || replay_timing == "trace") {
+    o.replay.timing =
+        replay_timing == "trace" ? ReplayOptions::Timing::kTrace : ReplayOptions::Timing::kClosed;
+  } else {
+    return fail(
+        Status::InvalidArgument("--replay-timing: '" + replay_timing + "' is not closed or trace"));
+  }
+  if (!(o.replay.speed > 0) || !std::isfinite(o.replay.speed)) {
+    return fail(Status::InvalidArgument("--replay-speed: must be a number above 0"));
+  }
+  if (o.replay.loops == 0) return fail(Status::InvalidArgument("--replay-loops: must be >= 1"));
   if (o.ops > 0 && o.duration > 0)
     return fail(Status::InvalidArgument("give --ops or --duration, not both"));
   if (o.ops == 0 && o.duration == 0) o.ops = 100000;

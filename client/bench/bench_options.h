@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/replay.h"
 #include "bench/runner.h"
 #include "bench/target.h"
 
@@ -38,6 +39,7 @@ struct BenchOptions {
   double warmup_seconds = 0;
   double rate = 0;
   bool settle_after_load = true;
+  ReplayOptions replay;  // trace:FILE workloads (--replay-*)
 
   std::optional<uint64_t> cache_bytes;
   std::optional<double> cache_fraction;

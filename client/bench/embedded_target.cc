@@ -4,6 +4,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "grove/db.h"
 
@@ -40,15 +41,7 @@ class EmbeddedSession final : public Session {
     }
     if (limit != UINT32_MAX) options.expected_entries = limit;
     GROVE_ASSIGN_OR_RETURN(auto it, db_->NewIterator(options));
-    uint64_t n = 0;
-    uint64_t bytes = 0;  // touch every value so that no target can skip reading it
-    // No Next() after the last entry wanted: it could read a batch nobody asked for.
-    while (n < limit && it->Valid()) {
-      bytes += it->value().size();
-      if (++n < limit) it->Next();
-    }
-    *entries = n;
-    return it->status();
+    return Visit(it.get(), limit, entries);
   }
 
   Status WriteBatch(const std::vector<std::pair<std::string, std::string>>& entries) override {
@@ -57,7 +50,63 @@ class EmbeddedSession final : public Session {
     return db_->Write(batch);
   }
 
+  Status Delete(Slice key) override { return db_->Delete(key); }
+
+  Status BatchRead(const std::vector<std::string>& keys, uint64_t* found) override {
+    std::vector<Slice> slices(keys.begin(), keys.end());
+    std::vector<std::optional<std::string>> values;
+    GROVE_RETURN_IF_ERROR(db_->BatchGet(slices, &values));
+    *found = 0;
+    for (const auto& v : values) *found += v.has_value() ? 1 : 0;
+    return Status::Ok();
+  }
+
+  Status WriteMutations(const std::vector<Mutation>& mutations) override {
+    grove::WriteBatch batch;
+    for (const Mutation& m : mutations) {
+      if (m.is_delete) {
+        batch.Delete(m.key);
+      } else {
+        batch.Put(m.key, m.value);
+      }
+    }
+    return db_->Write(batch);
+  }
+
+  Status DeleteRange(Slice start, Slice end, uint64_t limit, uint64_t* deleted) override {
+    DeleteRangeResult result;
+    GROVE_RETURN_IF_ERROR(db_->DeleteRange(start, end, limit, &result));
+    *deleted = result.deleted;
+    return Status::Ok();
+  }
+
+  Status ReverseScan(Slice start, Slice end, uint32_t limit, uint64_t* entries) override {
+    ScanOptions options;
+    options.lower = std::string(start);
+    if (!end.empty()) {
+      options.upper = std::string(end);
+      options.has_upper = true;
+    }
+    options.reverse = true;
+    if (limit != UINT32_MAX) options.expected_entries = limit;
+    GROVE_ASSIGN_OR_RETURN(auto it, db_->NewIterator(options));
+    return Visit(it.get(), limit, entries);
+  }
+
  private:
+  // Reads up to `limit` entries of `it`, touching every value so that no target can skip
+  // reading it. No Next() after the last entry wanted: it could read a batch nobody asked for.
+  static Status Visit(Iterator* it, uint32_t limit, uint64_t* entries) {
+    uint64_t n = 0;
+    uint64_t bytes = 0;
+    while (n < limit && it->Valid()) {
+      bytes += it->value().size();
+      if (++n < limit) it->Next();
+    }
+    *entries = n;
+    return it->status();
+  }
+
   Db* const db_;
 };
 

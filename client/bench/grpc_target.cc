@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 #include "grove/client/client.h"
 
@@ -42,23 +43,7 @@ class GrpcSession final : public Session {
   }
 
   Status Scan(Slice start, Slice end, uint32_t limit, uint64_t* entries) override {
-    if (noop_) {
-      *entries = 0;
-      return Noop(nullptr);
-    }
-    client::ScanRange range;
-    range.start = std::string(start);
-    range.end = std::string(end);
-    // Width scans pass no count limit; pages stay within the server's max_scan_limit default.
-    range.limit = limit == UINT32_MAX ? 0 : limit;
-    range.page_size = std::min<uint32_t>(limit, 10000);
-    uint64_t n = 0;
-    const grpc::Status s = client_->Scan(range, [&](std::string_view, std::string_view) {
-      ++n;
-      return true;
-    });
-    *entries = n;
-    return FromGrpc(s, "scan");
+    return ScanRange(start, end, limit, /*reverse=*/false, entries);
   }
 
   Status WriteBatch(const std::vector<std::pair<std::string, std::string>>& entries) override {
@@ -71,7 +56,72 @@ class GrpcSession final : public Session {
     return FromGrpc(client_->BatchInsert(m), "batch insert");
   }
 
+  Status Delete(Slice key) override {
+    if (noop_) return Noop(nullptr);
+    return FromGrpc(client_->Delete(key), "delete");
+  }
+
+  Status BatchRead(const std::vector<std::string>& keys, uint64_t* found) override {
+    if (noop_) {
+      *found = keys.size();
+      return Noop(nullptr);
+    }
+    std::vector<std::optional<std::string>> values;
+    GROVE_RETURN_IF_ERROR(FromGrpc(client_->BatchGet(keys, &values), "batch get"));
+    *found = 0;
+    for (const auto& v : values) *found += v.has_value() ? 1 : 0;
+    return Status::Ok();
+  }
+
+  Status WriteMutations(const std::vector<Mutation>& mutations) override {
+    if (noop_) return Noop(nullptr);
+    std::vector<client::Mutation> m(mutations.size());
+    for (size_t i = 0; i < mutations.size(); ++i) {
+      m[i].type =
+          mutations[i].is_delete ? client::Mutation::Type::kDelete : client::Mutation::Type::kPut;
+      m[i].key = mutations[i].key;
+      m[i].value = mutations[i].value;
+    }
+    return FromGrpc(client_->BatchInsert(m), "batch insert");
+  }
+
+  Status DeleteRange(Slice start, Slice end, uint64_t limit, uint64_t* deleted) override {
+    *deleted = 0;
+    if (noop_) return Noop(nullptr);
+    client::DeleteRangeOutcome outcome;
+    const uint32_t capped = static_cast<uint32_t>(std::min<uint64_t>(limit, UINT32_MAX));
+    GROVE_RETURN_IF_ERROR(
+        FromGrpc(client_->DeleteRange(start, end, capped, &outcome), "delete range"));
+    *deleted = outcome.deleted;
+    return Status::Ok();
+  }
+
+  Status ReverseScan(Slice start, Slice end, uint32_t limit, uint64_t* entries) override {
+    return ScanRange(start, end, limit, /*reverse=*/true, entries);
+  }
+
  private:
+  Status ScanRange(Slice start, Slice end, uint32_t limit, bool reverse, uint64_t* entries) {
+    if (noop_) {
+      *entries = 0;
+      return Noop(nullptr);
+    }
+    client::ScanRange range;
+    range.start = std::string(start);
+    range.end = std::string(end);
+    range.reverse = reverse;
+    // Width scans pass no count limit; pages stay within the server's max_scan_limit default.
+    range.limit = limit == UINT32_MAX ? 0 : limit;
+    range.page_size = std::min<uint32_t>(limit, 10000);
+    uint64_t n = 0;
+    const grpc::Status s = client_->Scan(range, [&](std::string_view, std::string_view) {
+      ++n;
+      return true;
+    });
+    *entries = n;
+    return FromGrpc(s, "scan");
+  }
+
   Status Noop(bool* found) {
     grpc::health::v1::HealthCheckResponse::ServingStatus status;
     if (found != nullptr) *found = true;

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <utility>
 
+#include "bench/replay.h"
 #include "bench/rng.h"
 
 namespace grove::bench {
@@ -131,14 +133,36 @@ std::vector<uint64_t> Wiki(uint64_t count, Rng& rng) {
   return keys;
 }
 
+// Samples of the empirical CDF through `points` (sorted, unique), linear between them.
+std::vector<uint64_t> FromCdf(uint64_t count, Rng& rng, const std::vector<uint64_t>& points) {
+  if (points.size() == 1) {
+    std::vector<uint64_t> keys;
+    for (uint64_t i = 0; i < count && points[0] <= UINT64_MAX - i; ++i)
+      keys.push_back(points[0] + i);
+    return keys;
+  }
+  const double segments = static_cast<double>(points.size() - 1);
+  return SampleUnique(count, rng, [&](Rng& r) {
+    const double x = r.NextDouble() * segments;
+    const size_t j = std::min(static_cast<size_t>(x), points.size() - 2);
+    const long double gap = static_cast<long double>(points[j + 1] - points[j]);
+    return points[j] + static_cast<uint64_t>(gap * static_cast<long double>(x - j));
+  });
+}
+
 }  // namespace
 
 StatusOr<KeySetSpec> ParseKeySetSpec(std::string_view text) {
   KeySetSpec spec;
-  if (text.substr(0, 5) == "sosd:") {
-    spec.shape = KeyShape::kSosdFile;
-    spec.file = std::string(text.substr(5));
-    if (spec.file.empty()) return Status::InvalidArgument("--keys sosd:PATH needs a path");
+  constexpr std::pair<std::string_view, KeyShape> kFileShapes[] = {{"sosd:", KeyShape::kSosdFile},
+                                                                   {"trace:", KeyShape::kTrace}};
+  for (const auto& [prefix, shape] : kFileShapes) {
+    if (text.substr(0, prefix.size()) != prefix) continue;
+    spec.shape = shape;
+    spec.file = std::string(text.substr(prefix.size()));
+    if (spec.file.empty()) {
+      return Status::InvalidArgument("--keys " + std::string(prefix) + "PATH needs a path");
+    }
     return spec;
   }
   for (const auto& s : kShapes) {
@@ -149,11 +173,12 @@ StatusOr<KeySetSpec> ParseKeySetSpec(std::string_view text) {
   }
   return Status::InvalidArgument(
       "--keys: '" + std::string(text) +
-      "' is not one of dense, sparse, lognormal, books, fb, osm, wiki, sosd:PATH");
+      "' is not one of dense, sparse, lognormal, books, fb, osm, wiki, sosd:PATH, trace:PATH");
 }
 
 std::string KeySetName(const KeySetSpec& spec) {
   if (spec.shape == KeyShape::kSosdFile) return "sosd:" + spec.file;
+  if (spec.shape == KeyShape::kTrace) return "trace:" + spec.file;
   for (const auto& s : kShapes) {
     if (s.shape == spec.shape) return s.name;
   }
@@ -197,6 +222,11 @@ StatusOr<std::vector<uint64_t>> MakeKeySet(const KeySetSpec& spec, uint64_t capa
         keys.resize(capacity);
         std::sort(keys.begin(), keys.end());
       }
+      break;
+    }
+    case KeyShape::kTrace: {
+      GROVE_ASSIGN_OR_RETURN(std::vector<uint64_t> points, TraceKeyProjections(spec.file));
+      keys = FromCdf(capacity, rng, points);
       break;
     }
   }

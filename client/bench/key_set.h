@@ -22,6 +22,9 @@
 //              duplicates dropped (SOSD "wiki" edit timestamps)
 //   sosd:PATH  sorted uint64 keys from a file in SOSD's binary format: a little-endian u64 count,
 //              then that many little-endian u64 keys. Duplicates are dropped.
+//   trace:PATH keys drawn from the distribution of a workload trace's keys (replay.h): the
+//              empirical CDF of their 8-byte projections, interpolated linearly between them, so
+//              a trace replayed with scaled keys meets a key set of its own shape
 //
 // Keys reach the engines as 8-byte big-endian strings, so byte order is numeric order.
 
@@ -34,15 +37,15 @@
 
 namespace grove::bench {
 
-enum class KeyShape { kDense, kSparse, kLognormal, kBooks, kFb, kOsm, kWiki, kSosdFile };
+enum class KeyShape { kDense, kSparse, kLognormal, kBooks, kFb, kOsm, kWiki, kSosdFile, kTrace };
 
 struct KeySetSpec {
   KeyShape shape = KeyShape::kDense;
-  std::string file;           // kSosdFile
+  std::string file;           // kSosdFile, kTrace
   bool sorted_order = false;  // insertion order ascending instead of random
 };
 
-// "dense", "sparse", ..., "sosd:/path/to/file".
+// "dense", "sparse", ..., "sosd:/path/to/file", "trace:/path/to/file".
 StatusOr<KeySetSpec> ParseKeySetSpec(std::string_view text);
 std::string KeySetName(const KeySetSpec& spec);
 

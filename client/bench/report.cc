@@ -161,6 +161,22 @@ nlohmann::json RunToJson(const RunResult& run, const ReportContext& ctx) {
     j["phases"] = phases;
   }
 
+  if (run.replay) {
+    const ReplayFacts& f = *run.replay;
+    j["replay"] = json{{"file", f.file},
+                       {"keys", f.keys},
+                       {"timing", f.timing},
+                       {"speed", f.speed},
+                       {"loops", f.loops},
+                       {"sample", static_cast<double>(f.sample_ppm) / 1e6},
+                       {"traced_records", f.traced_records},
+                       {"skipped", f.skipped},
+                       {"calls", f.calls},
+                       {"distinct_keys", f.distinct_keys},
+                       {"absent_keys", f.absent_keys},
+                       {"truncated", f.truncated}};
+  }
+
   const TargetStats& b = run.before;
   const TargetStats& a = run.after;
   auto per_op = [&](const std::string& name) { return ops > 0 ? Delta(b, a, name) / ops : NAN; };

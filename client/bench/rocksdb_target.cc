@@ -89,6 +89,76 @@ class RocksSession final : public Session {
     return FromRocks(db_->Write(write_options_, &batch), "write batch");
   }
 
+  Status Delete(Slice key) override {
+    return FromRocks(db_->Delete(write_options_, ToRocks(key)), "delete");
+  }
+
+  Status BatchRead(const std::vector<std::string>& keys, uint64_t* found) override {
+    std::vector<rocksdb::Slice> slices;
+    slices.reserve(keys.size());
+    for (const std::string& k : keys) slices.emplace_back(k);
+    std::vector<std::string> values;
+    const std::vector<rocksdb::Status> st = db_->MultiGet(rocksdb::ReadOptions(), slices, &values);
+    *found = 0;
+    for (const rocksdb::Status& s : st) {
+      if (s.ok()) {
+        ++*found;
+      } else if (!s.IsNotFound()) {
+        return FromRocks(s, "multi get");
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status WriteMutations(const std::vector<Mutation>& mutations) override {
+    rocksdb::WriteBatch batch;
+    for (const Mutation& m : mutations) {
+      if (m.is_delete) {
+        batch.Delete(m.key);
+      } else {
+        batch.Put(m.key, m.value);
+      }
+    }
+    return FromRocks(db_->Write(write_options_, &batch), "write batch");
+  }
+
+  // Grove's range delete removes at most `limit` keys and counts them, so the keys are found
+  // and deleted one by one here too (a RocksDB range tombstone would do neither).
+  Status DeleteRange(Slice start, Slice end, uint64_t limit, uint64_t* deleted) override {
+    rocksdb::ReadOptions ro;
+    rocksdb::Slice upper = ToRocks(end);
+    if (!end.empty()) ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    rocksdb::WriteBatch batch;
+    uint64_t n = 0;
+    for (it->Seek(ToRocks(start)); it->Valid() && (limit == 0 || n < limit); it->Next()) {
+      batch.Delete(it->key());
+      ++n;
+    }
+    GROVE_RETURN_IF_ERROR(FromRocks(it->status(), "delete range scan"));
+    *deleted = n;
+    if (n == 0) return Status::Ok();
+    return FromRocks(db_->Write(write_options_, &batch), "delete range");
+  }
+
+  Status ReverseScan(Slice start, Slice end, uint32_t limit, uint64_t* entries) override {
+    rocksdb::ReadOptions ro;
+    rocksdb::Slice lower = ToRocks(start);
+    rocksdb::Slice upper = ToRocks(end);
+    if (!start.empty()) ro.iterate_lower_bound = &lower;
+    if (!end.empty()) ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    uint64_t n = 0;
+    uint64_t bytes = 0;
+    it->SeekToLast();
+    while (n < limit && it->Valid()) {
+      bytes += it->value().size();
+      if (++n < limit) it->Prev();
+    }
+    *entries = n;
+    return FromRocks(it->status(), "reverse scan");
+  }
+
  private:
   static rocksdb::Slice ToRocks(Slice s) { return rocksdb::Slice(s.data(), s.size()); }
   rocksdb::DB* const db_;

@@ -17,12 +17,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/distributions.h"
 #include "bench/histogram.h"
 #include "bench/key_space.h"
+#include "bench/replay.h"
 #include "bench/rng.h"
 #include "bench/target.h"
 #include "bench/value_gen.h"
@@ -79,6 +81,18 @@ struct TimelinePoint {
   std::map<std::string, double> counters;  // deltas over the interval (timeline_counters)
 };
 
+// What the report says of a trace replay.
+struct ReplayFacts {
+  std::string file;    // the trace's file name (without its directory)
+  std::string keys;    // "exact" or "scaled"
+  std::string timing;  // "closed" or "trace"
+  double speed = 1;
+  uint32_t loops = 1;
+  uint32_t sample_ppm = 0;  // the sample the trace was captured with
+  uint64_t traced_records = 0, skipped = 0, calls = 0, distinct_keys = 0, absent_keys = 0;
+  bool truncated = false;
+};
+
 struct RunResult {
   std::string workload;
   std::string description;
@@ -93,7 +107,8 @@ struct RunResult {
   std::vector<TimelinePoint> timeline;
   uint64_t errors = 0;
   std::string first_error;
-  uint64_t inserts_exhausted = 0;  // inserts turned into updates: the key set ran out
+  uint64_t inserts_exhausted = 0;     // inserts turned into updates: the key set ran out
+  std::optional<ReplayFacts> replay;  // set for a trace replay
 };
 
 class Runner {
@@ -108,6 +123,8 @@ class Runner {
   StatusOr<RunResult> RunAge(uint64_t updates);
   // Runs the phases of `workload` (its distributions already overridden by the caller).
   StatusOr<RunResult> RunWorkload(const WorkloadSpec& workload);
+  // Replays a trace (replay.h; replay_runner.cc) as one phase named "replay".
+  StatusOr<RunResult> RunReplay(const ReplayPlan& plan);
 
  private:
   struct Shared;
@@ -115,6 +132,9 @@ class Runner {
   class Monitor;
 
   Status EnsureSessions();
+  // Counts one finished operation of `type` in *r and in the run's shared counters.
+  void CountOp(OpType type, const Status& s, bool found, uint64_t entries, uint64_t latency_ns,
+               bool measured, PhaseResult* r, Shared* shared) const;
   PhaseResult RunPhase(const PhaseSpec& phase, int phase_index, bool measured, Shared* shared);
   // Writes `n` records with the threads: the i-th is keys_->key(pick(i, rng)); batched: in
   // batches of batch_size, else one Put each. `salt` varies the threads' random streams.

@@ -7,6 +7,24 @@ Status Session::WriteBatch(const std::vector<std::pair<std::string, std::string>
   return Status::Ok();
 }
 
+Status Session::Delete(Slice) { return Status::Unimplemented("this target has no delete"); }
+
+Status Session::BatchRead(const std::vector<std::string>&, uint64_t*) {
+  return Status::Unimplemented("this target has no batch read");
+}
+
+Status Session::WriteMutations(const std::vector<Mutation>&) {
+  return Status::Unimplemented("this target has no batch of puts and deletes");
+}
+
+Status Session::DeleteRange(Slice, Slice, uint64_t, uint64_t*) {
+  return Status::Unimplemented("this target has no range delete");
+}
+
+Status Session::ReverseScan(Slice, Slice, uint32_t, uint64_t*) {
+  return Status::Unimplemented("this target has no reverse scan");
+}
+
 Status Target::BulkLoad(const BulkSource&) {
   return Status::Unimplemented(Uri() + " has no bulk load; use --load-method put or batch");
 }

@@ -72,6 +72,25 @@ class Session {
   virtual Status Scan(Slice start, Slice end, uint32_t limit, uint64_t* entries) = 0;
   // Several writes at once (LOAD with --load-method batch): atomic where the target supports it.
   virtual Status WriteBatch(const std::vector<std::pair<std::string, std::string>>& entries);
+
+  // The calls below serve trace replays (replay.h) and delete mixes; a target without one
+  // answers Unimplemented.
+  // Removes the key (OK when it is absent).
+  virtual Status Delete(Slice key);
+  // Looks every key up at once; *found counts the present ones.
+  virtual Status BatchRead(const std::vector<std::string>& keys, uint64_t* found);
+  struct Mutation {
+    std::string key;
+    std::string value;
+    bool is_delete = false;
+  };
+  // Puts and deletes applied as one (atomic where the target supports it).
+  virtual Status WriteMutations(const std::vector<Mutation>& mutations);
+  // Removes up to `limit` keys (0: the target's most per call) of [start, end) (end empty: to
+  // the last key); *deleted counts them.
+  virtual Status DeleteRange(Slice start, Slice end, uint64_t limit, uint64_t* deleted);
+  // Scan from the last key of [start, end) down (end empty: from the largest key).
+  virtual Status ReverseScan(Slice start, Slice end, uint32_t limit, uint64_t* entries);
 };
 
 // Produces sorted, unique pairs for BulkLoad: returns false at the end.

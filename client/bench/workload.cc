@@ -41,6 +41,14 @@ const char* OpTypeName(OpType type) {
       return "scan";
     case OpType::kRmw:
       return "rmw";
+    case OpType::kDelete:
+      return "delete";
+    case OpType::kBatchRead:
+      return "batch_read";
+    case OpType::kBatchWrite:
+      return "batch_write";
+    case OpType::kDeleteRange:
+      return "delete_range";
   }
   return "?";
 }

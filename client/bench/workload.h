@@ -28,9 +28,24 @@
 
 namespace grove::bench {
 
-enum class OpType : uint8_t { kRead = 0, kUpdate, kInsert, kScan, kRmw };
-inline constexpr int kNumOpTypes = 5;
-const char* OpTypeName(OpType type);  // "read", "update", "insert", "scan", "rmw"
+// The first kNumMixOpTypes can be drawn from a phase's mix; the rest are what a trace replay
+// (replay.h) adds: calls that carry several keys or a range.
+enum class OpType : uint8_t {
+  kRead = 0,
+  kUpdate,
+  kInsert,
+  kScan,
+  kRmw,
+  kDelete,       // of an existing key (mix), or a traced Delete
+  kBatchRead,    // a traced BatchGet: one operation, several keys
+  kBatchWrite,   // a traced BatchInsert: puts and deletes applied as one
+  kDeleteRange,  // a traced DeleteRange
+};
+inline constexpr int kNumMixOpTypes = 6;
+inline constexpr int kNumOpTypes = 9;
+// "read", "update", "insert", "scan", "rmw", "delete", "batch_read", "batch_write",
+// "delete_range"
+const char* OpTypeName(OpType type);
 
 struct DistributionSpec {
   enum class Kind { kUniform, kZipfian, kLatest, kHotspot };
@@ -72,7 +87,8 @@ struct WorkloadSpec {
   std::string name;
   std::string description;
   bool is_load = false;
-  std::vector<PhaseSpec> phases;  // empty for LOAD
+  std::vector<PhaseSpec> phases;  // empty for LOAD and for a replay
+  std::string trace;              // a replay (replay.h) of this trace file instead of phases
 };
 
 // "load", "a".."f" (case-insensitive), or nothing.

@@ -108,12 +108,12 @@ StatusOr<PhaseSpec> ParsePhase(const YAML::Node& n, const std::string& where) {
   for (const auto& kv : n["mix"]) {
     const std::string op = kv.first.as<std::string>();
     int index = -1;
-    for (int t = 0; t < kNumOpTypes; ++t) {
+    for (int t = 0; t < kNumMixOpTypes; ++t) {
       if (op == OpTypeName(static_cast<OpType>(t))) index = t;
     }
     if (index < 0) {
       return Status::InvalidArgument(where + ".mix: '" + op +
-                                     "' is not read, update, insert, scan or rmw");
+                                     "' is not read, update, insert, scan, rmw or delete");
     }
     p.mix[index] = kv.second.as<double>();
   }

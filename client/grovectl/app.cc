@@ -1,12 +1,16 @@
 #include "grovectl/app.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "grove/client/client.h"
 
+#include "grovectl/advise.h"
 #include "grovectl/commands.h"
 #include <CLI/CLI.hpp>
 
@@ -227,6 +231,47 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
 
   CLI::App* stats = app.add_subcommand("stats", "Print engine, index and cache figures");
 
+  bench::AdvisorOptions advise_opts;
+  std::string advise_memory, advise_records = "1M", advise_scratch, advise_candidates;
+  bool advise_progress = false, advise_no_progress = false;
+  CLI::App* advise = app.add_subcommand(
+      "advise",
+      "Which index variant fits a traced workload: load the same data into every candidate at "
+      "the same memory budget, replay the trace on each, rank them (on this machine; no server)");
+  advise->add_option("--trace", advise_opts.trace, "A trace file (grovectl trace start)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  advise->add_option("--memory", advise_memory, "Memory budget of every candidate, e.g. 1GiB")
+      ->required();
+  advise
+      ->add_option("--data", advise_opts.backup,
+                   "Load the records of this backup (exact keys) instead of synthesising them")
+      ->check(CLI::ExistingDirectory);
+  advise->add_option("--records", advise_records,
+                     "Records synthesised from the trace's key distribution (default 1M)");
+  advise->add_option("--value-size", advise_opts.value_bytes,
+                     "Bytes per synthesised value (default: the trace's mean put size)");
+  advise->add_option("--threads", advise_opts.threads, "Replay threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  advise->add_option("--loops", advise_opts.loops, "Replays of the trace per candidate")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  advise->add_option("--candidates", advise_candidates,
+                     "Comma-separated embedded:<variant>[?param=value&...] targets (default: "
+                     "btree, btree with SHORTCUT, hln, treeline, aulid, aha)");
+  advise->add_option("--scratch", advise_scratch,
+                     "Directory for the candidates' databases, on the disk the database will use "
+                     "(default: grovectl-advise-<pid> under $TMPDIR)");
+  advise->add_option("--wal-sync", advise_opts.wal_sync, "always, batch or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"always", "batch", "none"}));
+  advise->add_flag("!--no-direct-io", advise_opts.direct_io,
+                   "Read without O_DIRECT (filesystems without it, e.g. tmpfs)");
+  CLI::Option* advise_on = advise->add_flag("--progress", advise_progress, "Show progress bars");
+  advise->add_flag("--no-progress", advise_no_progress, "Never show progress bars")
+      ->excludes(advise_on);
+
   ClusterArgs cluster_args;
   std::string etcd_list;
   CLI::App* cluster = app.add_subcommand(
@@ -353,6 +398,37 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
     }
     return RunClusterStatus(cluster_args, g.output == "json" ? Output::kJson : Output::kText,
                             *key_format, out, err);
+  }
+
+  if (*advise) {
+    std::string why;
+    if (!ParseBytes(advise_memory, &advise_opts.memory_bytes, &why) ||
+        advise_opts.memory_bytes < (1u << 20)) {
+      err << "grovectl: advise: --memory: " << (why.empty() ? "at least 1MiB" : why) << "\n";
+      return kExitUsage;
+    }
+    if (!ParseBytes(advise_records, &advise_opts.records, &why) || advise_opts.records == 0) {
+      err << "grovectl: advise: --records: " << (why.empty() ? "at least 1" : why) << "\n";
+      return kExitUsage;
+    }
+    if (advise_opts.value_bytes > (1u << 20)) {
+      err << "grovectl: advise: --value-size: at most 1MiB\n";
+      return kExitUsage;
+    }
+    for (size_t start = 0; start < advise_candidates.size();) {
+      const size_t comma = std::min(advise_candidates.find(',', start), advise_candidates.size());
+      if (comma > start) {
+        advise_opts.candidates.push_back(advise_candidates.substr(start, comma - start));
+      }
+      start = comma + 1;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    advise_opts.dir = !advise_scratch.empty() ? advise_scratch
+                                              : std::string(tmp != nullptr && *tmp ? tmp : "/tmp") +
+                                                    "/grovectl-advise-" + std::to_string(getpid());
+    advise_opts.progress =
+        advise_progress || (!advise_no_progress && isatty(STDERR_FILENO) && &err == &std::cerr);
+    return RunAdvise(advise_opts, g.output == "json" ? Output::kJson : Output::kText, out, err);
   }
 
   g.client.timeout = std::chrono::milliseconds(static_cast<int64_t>(g.timeout_seconds * 1000));

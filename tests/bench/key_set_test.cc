@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "testutil/temp_dir.h"
+#include "trace/trace_file.h"
 
 namespace grove::bench {
 namespace {
@@ -69,6 +70,46 @@ TEST(KeySetTest, SosdFileWithWrongCountIsRejected) {
   auto keys = ReadSosdFile(path);
   ASSERT_FALSE(keys.ok());
   EXPECT_NE(keys.status().message().find("10 keys"), std::string::npos);
+}
+
+// trace:PATH draws keys from the trace's keys: two clusters of traced keys give two clusters of
+// generated keys, and nothing outside the traced span.
+TEST(KeySetTest, TraceKeysFollowTheTracedDistribution) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("w.trace");
+  {
+    auto w = trace::TraceWriter::Create(path, trace::Header(), 1 << 30);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (uint64_t i = 0; i < 200; ++i) {
+      trace::Record r;
+      r.op = trace::Op::kGet;
+      // "acct:" shared by all; half the keys in a cluster at 1 << 60, half at 9 << 60 (as the 8
+      // bytes after it, their first bytes differing).
+      const uint64_t v = (i % 2 == 0 ? 1 : 9) * (uint64_t{1} << 60) + i * (uint64_t{1} << 20);
+      r.entries.push_back({"acct:" + EncodeKey(v), false, 0});
+      ASSERT_TRUE((*w)->Add(r).ok());
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto spec = ParseKeySetSpec("trace:" + path);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(KeySetName(*spec), "trace:" + path);
+  auto keys = MakeKeySet(*spec, 5000, 7);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  ASSERT_EQ(keys->size(), 5000u);
+  EXPECT_EQ(std::set<uint64_t>(keys->begin(), keys->end()).size(), 5000u);
+  const uint64_t lo = uint64_t{1} << 60, hi = 9 * (uint64_t{1} << 60) + 199 * (uint64_t{1} << 20);
+  uint64_t low_cluster = 0, high_cluster = 0;
+  for (uint64_t k : *keys) {
+    ASSERT_GE(k, lo);
+    ASSERT_LE(k, hi);
+    low_cluster += k < lo + 200 * (uint64_t{1} << 20) ? 1 : 0;
+    high_cluster += k >= 9 * (uint64_t{1} << 60) ? 1 : 0;
+  }
+  // The jump between the clusters is one segment of 199: about 1/199 of the keys fall in it.
+  EXPECT_GT(low_cluster, 2000u);
+  EXPECT_GT(high_cluster, 2000u);
+  EXPECT_FALSE(ParseKeySetSpec("trace:").ok());
 }
 
 TEST(KeySetTest, UnknownShapeNamesTheChoices) {

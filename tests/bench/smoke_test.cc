@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "testutil/temp_dir.h"
+#include "trace/trace_file.h"
 #include <nlohmann/json.hpp>
 #ifdef GROVE_BENCH_HAVE_GROVED
 #include "service/groved_process.h"
@@ -248,6 +249,68 @@ TEST(BenchSmokeTest, AFailedLoadStopsTheRun) {
                             dir.Sub("data") + " --records 200 --ops 100 --workloads c " +
                             "--progress off > /dev/null 2>&1";
   EXPECT_NE(WEXITSTATUS(std::system(again.c_str())), 0);
+}
+
+// A trace groved could have written, replayed onto the data grove-bench loaded (scaled keys) on
+// an engine and on RocksDB, then again with exact keys on the same data (no load).
+TEST(BenchSmokeTest, ReplayATrace) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("w.trace");
+  uint64_t calls = 0;
+  {
+    auto w = trace::TraceWriter::Create(path, trace::Header(), 1 << 30);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (int i = 0; i < 400; ++i) {
+      trace::Record r;
+      r.micros = static_cast<uint64_t>(i) * 10;
+      const std::string key = "user" + std::to_string(1000 + (i * 7919) % 500);
+      r.op = i % 4 == 1 ? trace::Op::kPut : i % 10 == 3 ? trace::Op::kScan : trace::Op::kGet;
+      r.entries.push_back({key, r.op == trace::Op::kPut, 120});
+      if (r.op == trace::Op::kScan) {
+        r.entries.push_back({"", false, 0});
+        r.arg = 20;
+      } else if (r.op == trace::Op::kGet) {
+        r.result = 1;
+      }
+      ASSERT_TRUE((*w)->Add(r).ok());
+      ++calls;
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  for (const std::string target : {"embedded:btree", "rocksdb"}) {
+    std::vector<json> runs;
+    const std::string data = dir.Sub(target == "rocksdb" ? "rocks" : "grove");
+    ASSERT_EQ(RunBench(dir.path(), Common(target, data) + " --workloads load,trace:" + path, &runs),
+              0);
+    ASSERT_EQ(runs.size(), 2u);
+    CheckRun(runs[1], calls);
+    CheckReadsFound(runs[1]);
+    EXPECT_EQ(runs[1]["workload"], "trace:w.trace");
+    EXPECT_EQ(runs[1]["replay"]["calls"].get<uint64_t>(), calls);
+    EXPECT_EQ(runs[1]["replay"]["keys"], "scaled");
+    EXPECT_GT(runs[1]["ops_by_type"]["scan"]["scan_entries"].get<uint64_t>(), 0u);
+  }
+  // Exact keys need no loaded state; these keys were never loaded, so reads miss until the trace
+  // writes them.
+  std::vector<json> runs;
+  ASSERT_EQ(RunBench(dir.path(),
+                     Common("embedded:btree", dir.Sub("fresh")) + " --workloads trace:" + path +
+                         " --replay-keys exact --replay-timing trace --replay-speed 100",
+                     &runs),
+            0);
+  ASSERT_EQ(runs.size(), 1u);
+  CheckRun(runs[0], calls);
+  EXPECT_EQ(runs[0]["replay"]["timing"], "trace");
+  EXPECT_GT(runs[0]["ops_by_type"]["read"]["not_found"].get<uint64_t>(), 0u);
+  // A bad replay option is refused by name.
+  runs.clear();
+  const std::string bad = std::string(GROVE_BENCH_PATH) + " --workloads trace:" + path +
+                          " --replay-keys hashed --progress off > /dev/null 2> " +
+                          dir.Sub("bad.txt");
+  EXPECT_EQ(WEXITSTATUS(std::system(bad.c_str())), 2);
+  std::ifstream err(dir.Sub("bad.txt"));
+  const std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("--replay-keys"), std::string::npos) << text;
 }
 
 TEST(BenchSmokeTest, BadOptionsExitTwo) {

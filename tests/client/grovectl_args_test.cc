@@ -13,6 +13,8 @@
 #include "grovectl/app.h"
 #include "grovectl/commands.h"
 #include "testutil/temp_dir.h"
+#include "trace/trace_file.h"
+#include <nlohmann/json.hpp>
 
 namespace grove::grovectl {
 namespace {
@@ -139,6 +141,67 @@ TEST(GrovectlArgsTest, GlobalOptionsMayFollowTheCommand) {
   CliRun r = Grovectl({"health", "--addr", addr, "--retries", "1", "--timeout", "2"});
   EXPECT_EQ(r.code, kExitFailed);
   EXPECT_NE(r.err.find(addr), std::string::npos) << r.err;
+}
+
+TEST(GrovectlArgsTest, AdviseNamesBadArguments) {
+  testing::TempDir dir;
+  CliRun r = Grovectl({"advise", "--memory", "64MiB"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+  r = Grovectl({"advise", "--trace", dir.Sub("missing.trace"), "--memory", "64MiB"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+  std::ofstream(dir.Sub("t.trace")) << "not a trace";
+  r = Grovectl({"advise", "--trace", dir.Sub("t.trace"), "--memory", "lots"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--memory"), std::string::npos) << r.err;
+  r = Grovectl({"advise", "--trace", dir.Sub("t.trace"), "--memory", "64MiB", "--records", "0"});
+  EXPECT_EQ(r.code, kExitUsage);
+  EXPECT_NE(r.err.find("--records"), std::string::npos) << r.err;
+  r = Grovectl(
+      {"advise", "--trace", dir.Sub("t.trace"), "--memory", "64MiB", "--scratch", dir.Sub("s")});
+  EXPECT_EQ(r.code, kExitUsage);  // not a trace: the file is named
+  EXPECT_NE(r.err.find(dir.Sub("t.trace")), std::string::npos) << r.err;
+}
+
+// A whole advice on a small synthesised trace, as JSON.
+TEST(GrovectlArgsTest, AdviseRanksTheCandidates) {
+  testing::TempDir dir;
+  {
+    auto w = trace::TraceWriter::Create(dir.Sub("w.trace"), trace::Header(), 1 << 30);
+    ASSERT_TRUE(w.ok());
+    for (int i = 0; i < 300; ++i) {
+      trace::Record r;
+      r.micros = static_cast<uint64_t>(i);
+      r.op = i % 3 == 0 ? trace::Op::kPut : trace::Op::kGet;
+      r.entries.push_back(
+          {"k" + std::to_string(1000 + (i * 37) % 500), r.op == trace::Op::kPut, 40});
+      r.result = 1;
+      ASSERT_TRUE((*w)->Add(r).ok());
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  CliRun r = Grovectl({"-o", "json", "advise", "--trace", dir.Sub("w.trace"), "--memory", "4MiB",
+                       "--records", "3000", "--candidates", "embedded:btree,embedded:aha",
+                       "--scratch", dir.Sub("s"), "--no-direct-io", "--wal-sync", "none",
+                       "--threads", "2", "--no-progress"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["candidates"].size(), 2u);
+  EXPECT_EQ(j["records"], 3000);
+  EXPECT_EQ(j["trace"]["calls"], 300);
+  EXPECT_EQ(j["recommended"], j["candidates"][0]["target"]);
+  EXPECT_GE(j["candidates"][0]["calls_per_sec"].get<double>(),
+            j["candidates"][1]["calls_per_sec"].get<double>());
+  EXPECT_NE(j["config"].get<std::string>().find("variant:"), std::string::npos);
+  // The text form: the table, the bars and the block.
+  r = Grovectl({"advise", "--trace", dir.Sub("w.trace"), "--memory", "4MiB", "--records", "3000",
+                "--candidates", "embedded:btree", "--scratch", dir.Sub("s"), "--no-direct-io",
+                "--wal-sync", "none", "--no-progress"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  for (const char* part : {"calls/s", "embedded:btree", "why:", "index:\n  variant: btree"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  }
 }
 
 }  // namespace

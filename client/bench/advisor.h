@@ -1,0 +1,92 @@
+#pragma once
+
+// Advisor: which index variant fits a traced workload (`grovectl advise`, docs/grovectl.md).
+//
+// Every candidate (a variant with its settings) gets the same data at the same memory budget, in
+// a directory of its own under a scratch directory (removed after its run), and then the same
+// replay of the trace (replay.h); the candidates are ranked by the replay's throughput, and the
+// report says which resource separated the best from the next: device page reads, bytes written,
+// or CPU per operation.
+//
+// The data, one of:
+//   a backup  every record of it (restored once into the scratch directory, read in key order
+//             and bulk loaded into each candidate); the trace replays with its exact keys;
+//   records   N keys synthesised from the trace's own key distribution (key_set.h,
+//             trace:PATH) with values of the trace's mean put size, bulk loaded; the trace
+//             replays with scaled keys onto them.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "grove/status.h"
+
+#include "bench/replay.h"
+#include "bench/runner.h"
+
+namespace grove::bench {
+
+struct AdvisorOptions {
+  std::string trace;           // the trace file
+  std::string backup;          // load this backup's records; empty: synthesise `records`
+  uint64_t records = 1000000;  // synthesised records
+  uint32_t value_bytes = 0;    // synthesised values; 0: the trace's mean put size (100 if none)
+  uint64_t memory_bytes = 64ull << 20;  // every candidate's budget (the engine's cache_bytes)
+  std::string dir;                      // scratch directory (created; candidates removed after)
+  uint32_t threads = 4;                 // replay threads
+  uint32_t loops = 1;                   // replays of the trace per candidate
+  std::vector<std::string> candidates;  // embedded:<variant>?... targets; empty: the defaults
+  std::string wal_sync = "always";
+  bool direct_io = true;
+  uint64_t seed = 1;
+  bool progress = false;  // progress bars on stderr while loading and replaying
+};
+
+// The candidates `advise` compares by default: btree with and without SHORTCUT, hln, treeline,
+// aulid and aha, each with its documented defaults.
+std::vector<std::string> DefaultAdvisorCandidates();
+
+struct CandidateResult {
+  std::string target;   // embedded:<variant>[?params]
+  std::string variant;  // the index variant
+  std::map<std::string, std::string> params;
+  Status status;  // not OK: the candidate failed (load or replay) and is ranked last
+  double load_seconds = 0;
+  double replay_seconds = 0;
+  uint64_t ops = 0;
+  uint64_t errors = 0;
+  double ops_per_sec = 0;
+  double p50_us = 0, p99_us = 0;
+  double page_reads_per_op = 0;     // device page reads (4 KiB) per replayed call
+  double bytes_written_per_op = 0;  // bytes the process wrote to the device per call
+  double cpu_us_per_op = 0;         // process CPU time per call during the replay
+  double index_memory_bytes = 0;    // inner nodes + models + filters (what stays cached)
+};
+
+struct Advice {
+  std::vector<CandidateResult> ranked;  // best first; failed candidates last
+  std::string why;                      // which resource decided, with the figures
+  std::string config;                   // the recommended `index:` block (YAML)
+  ReplayFacts replay;                   // what was replayed
+  uint64_t records = 0;                 // records each candidate held
+  double seconds = 0;                   // the whole advice
+};
+
+// Orders candidates best first: by throughput, failed ones last (stable among equals).
+void RankCandidates(std::vector<CandidateResult>* candidates);
+// Which resource separates `best` from `next`: device page reads when they differ by a fifth
+// (and matter: 0.05 per call or more), else bytes written (a fifth, 512 bytes per call or more),
+// else CPU per call; with both figures, and a tie named as such under 5%.
+std::string ExplainChoice(const CandidateResult& best, const CandidateResult& next);
+// The `index:` block of the server's configuration that selects `c`.
+std::string IndexConfigBlock(const CandidateResult& c);
+
+// Runs every candidate; `say` receives a line per step (may be empty). Fails only when nothing
+// could run (a bad trace or backup, no scratch directory); a failing candidate is reported in
+// its row.
+[[nodiscard]] StatusOr<Advice> Advise(const AdvisorOptions& options,
+                                      const std::function<void(const std::string&)>& say);
+
+}  // namespace grove::bench

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""The advisor's validation section of docs/benchmarks.md (scripts/bench-advisor.sh).
+
+    scripts/advisor_report.py RESULTS ADVICE TIMES COMMANDS > docs/bench-data/advisor.md
+
+RESULTS: grove-bench JSON lines of the truth runs (every candidate on each workload at full
+size; LOAD lines are skipped), labelled "advisor <workload>". ADVICE: one `grovectl -o json
+advise` object per line, with the workload's name, wall seconds and trace size added. TIMES:
+"<workload> truth_seconds S memory BYTES" lines. COMMANDS: the commands that produced them.
+Every figure comes from those files. Standard library only.
+"""
+
+import json
+import sys
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def fmt(v, spec="{:,.0f}"):
+    return "–" if v is None else spec.format(v)
+
+
+def short(target):
+    return target.replace("embedded:", "")
+
+
+def main():
+    results_path, advice_path, times_path, commands_path = sys.argv[1:5]
+    truth = {}
+    for r in load(results_path):
+        if r.get("workload") == "load":
+            continue
+        name = r.get("label", "").replace("advisor ", "", 1)
+        truth.setdefault(name, {})[r["target"]] = r
+    advice = {a["workload"]: a for a in load(advice_path)}
+    times = {}
+    with open(times_path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3:
+                times[parts[0]] = float(parts[2])
+    with open(commands_path, encoding="utf-8") as f:
+        commands = f.read().strip()
+
+    out = []
+    out += ["## The advisor", ""]
+    out += [
+        "`grovectl advise` ([grovectl.md](grovectl.md#advise)) checked against the truth on six "
+        "workloads built from config/workloads, one per variant's niche and a mixed one "
+        "(`make bench-advisor`, scripts/bench-advisor.sh). For each: groved (btree) held the "
+        "full data and served the workload over gRPC while `grovectl trace start` sampled it; "
+        "the advisor replayed that trace on every candidate with a tenth of the records and a "
+        "tenth of the memory (the same share of the data); the truth is every candidate running "
+        "the workload itself at full size with the full memory (embedded, bulk loaded, "
+        "`wal.sync: always`, one run each, in turns). Targets: the pick reaches at least 90% of "
+        "the best candidate's throughput in the truth runs, and the advice takes at most a tenth "
+        "of the truth runs' time.",
+        "",
+    ]
+    out += [
+        "| workload | memory / data | trace calls | advisor's pick | truth's best | pick / best "
+        "| advice s | truth s | advice / truth |",
+        "|---|---:|---:|---|---|---:|---:|---:|---:|",
+    ]
+    details = []
+    for name, a in advice.items():
+        runs = truth.get(name, {})
+        if not runs:
+            continue
+        best_target = max(runs, key=lambda t: runs[t]["throughput"])
+        pick = a["recommended"]
+        pick_tp = runs.get(pick, {}).get("throughput")
+        best_tp = runs[best_target]["throughput"]
+        ratio = pick_tp / best_tp if pick_tp else None
+        truth_s = times.get(name)
+        cfg = next(iter(runs.values()))["config"]
+        share = cfg["cache_bytes"] / cfg["data_bytes"] if cfg.get("data_bytes") else None
+        out.append(
+            f"| {name} | {fmt(share, '{:.2f}')} | {fmt(a['trace']['calls'])} | {short(pick)} "
+            f"| {short(best_target)} | {fmt(ratio, '{:.2f}')} "
+            f"{'(met)' if ratio is not None and ratio >= 0.9 else '(missed)'} "
+            f"| {fmt(a['wall_seconds'], '{:.0f}')} | {fmt(truth_s, '{:.0f}')} "
+            f"| {fmt(a['wall_seconds'] / truth_s if truth_s else None, '{:.2f}')} |")
+        # Per workload: the advisor's ranking beside the truth's.
+        rank_truth = sorted(runs, key=lambda t: -runs[t]["throughput"])
+        d = [f"**{name}** ({a['trace']['calls']:,} traced calls, {a['records']:,} records for "
+             f"the advice). {a['why']}", "",
+             "| candidate | advice calls/s | advice reads/call | truth ops/s | truth reads/op "
+             "| truth / best |",
+             "|---|---:|---:|---:|---:|---:|"]
+        adv = {c["target"]: c for c in a["candidates"]}
+        for t in rank_truth:
+            r = runs[t]
+            c = adv.get(t, {})
+            d.append(
+                f"| {short(t)}{' (pick)' if t == pick else ''} | {fmt(c.get('calls_per_sec'))} "
+                f"| {fmt(c.get('page_reads_per_call'), '{:.3f}')} | {fmt(r['throughput'])} "
+                f"| {fmt(r.get('io', {}).get('page_reads_per_op'), '{:.3f}')} "
+                f"| {fmt(r['throughput'] / best_tp, '{:.2f}')} |")
+        details += d + [""]
+    out += [""] + details
+    out += ["Commands (from the repository root, after `make bench-build`):", "", "```",
+            commands, "```"]
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

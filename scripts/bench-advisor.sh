@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# The advisor's validation (docs/benchmarks.md, "The advisor"): six workloads built from
+# config/workloads, one per variant's niche and a mixed one. For each:
+#   1. trace  groved (btree, from the Release build) holds RECORDS records (loaded through
+#             BatchInsert); grove-bench runs the workload over gRPC for TRACE_SECONDS per phase
+#             while `grovectl trace start --sample SAMPLE` records it;
+#   2. advise `grovectl advise` on that trace with RECORDS/SCALE synthesised records and
+#             MEMORY/SCALE of memory (the same share of the data), timed;
+#   3. truth  every candidate at RECORDS records and the workload's MEMORY runs the workload
+#             itself (embedded, bulk loaded, DURATION seconds per phase after a warm-up), timed.
+# The pick passes when it reaches 90% of the best candidate's throughput in the truth runs, and
+# the advice when it took at most a tenth of the truth runs' time.
+#
+# Writes docs/bench-data/advisor.jsonl (truth runs), advisor-advice.jsonl (one advice per
+# workload), advisor-times.txt, advisor-commands.txt and the section advisor.md, then regenerates
+# docs/benchmarks.md. Not a test. WORKLOADS picks a subset by name.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BENCH=${BENCH:-build-bench/client/bench/grove-bench}
+GROVED=${GROVED:-build-bench/server/groved}
+GROVECTL=${GROVECTL:-build-bench/client/grovectl}
+DATA=${DATA:-build-bench/data/advisor}
+RECORDS=${RECORDS:-1M}
+VALUE=${VALUE:-100}
+SCALE=${SCALE:-10}
+SAMPLE=${SAMPLE:-0.05}
+TRACE_SECONDS=${TRACE_SECONDS:-15}
+DURATION=${DURATION:-15}
+WARMUP=${WARMUP:-3}
+THREADS=${THREADS:-4}
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "$PYTHON" ] || PYTHON=python3
+CANDIDATES=${CANDIDATES:-embedded:btree embedded:btree?prefetch=shortcut embedded:hln embedded:treeline embedded:aulid embedded:aha}
+
+# name | workload | --distribution | memory as a share of the data
+ALL_WORKLOADS="
+skewed-points|config/workloads/ycsb-a.yaml|zipfian|0.1
+hot-range-burst|config/workloads/hot-range-burst.yaml||0.1
+inserts-little-memory|config/workloads/read-insert-50.yaml||0.01
+cold-points|config/workloads/ycsb-c.yaml|uniform|0.02
+scans|config/workloads/scan-100.yaml||0.1
+mixed|config/workloads/mixed.yaml||0.1
+"
+WORKLOADS=${WORKLOADS:-$(echo "$ALL_WORKLOADS" | cut -d'|' -f1 | xargs)}
+
+OUT=docs/bench-data
+RESULTS=$OUT/advisor.jsonl
+ADVICE=$OUT/advisor-advice.jsonl
+TIMES=$OUT/advisor-times.txt
+COMMANDS=$OUT/advisor-commands.txt
+mkdir -p "$OUT"
+rm -rf "$DATA"
+mkdir -p "$DATA/traces"
+: >"$RESULTS"
+: >"$ADVICE"
+: >"$TIMES"
+: >"$COMMANDS"
+
+run() {
+  echo "$*" >>"$COMMANDS"
+  echo "+ $*" >&2
+  "$@"
+}
+now() { date +%s.%N; }
+records_n=$("$PYTHON" -c "
+import re,sys
+t='$RECORDS'; m=re.fullmatch(r'([0-9.]+)([KMG]?)',t)
+print(int(float(m.group(1))*{'':1,'K':10**3,'M':10**6,'G':10**9}[m.group(2)]))")
+data_bytes=$((records_n * (8 + VALUE)))
+
+read -r port mport < <("$PYTHON" - <<'PY'
+import socket
+ports = []
+socks = []
+for _ in range(2):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); ports.append(s.getsockname()[1]); socks.append(s)
+print(*ports)
+PY
+)
+groved_pid=
+trap '[ -n "$groved_pid" ] && kill $groved_pid 2>/dev/null || true' EXIT
+
+for name in $WORKLOADS; do
+  line=$(echo "$ALL_WORKLOADS" | grep "^$name|")
+  IFS='|' read -r _ workload dist share <<<"$line"
+  memory=$("$PYTHON" -c "print(max(1 << 20, int($data_bytes * $share) // 4096 * 4096))")
+  advise_memory=$("$PYTHON" -c "print(max(1 << 20, int($data_bytes * $share / $SCALE) // 4096 * 4096))")
+  advise_records=$((records_n / SCALE))
+  distflag=()
+  [ -n "$dist" ] && distflag=(--distribution "$dist")
+
+  # 1. The trace, through groved.
+  gdir=$DATA/groved-$name
+  mkdir -p "$gdir"
+  cat >"$gdir/groved.yaml" <<YAML
+data_dir: $gdir/data
+cache_bytes: $memory
+trace:
+  dir: $DATA/traces
+server:
+  listen: 127.0.0.1:$port
+  metrics_listen: 127.0.0.1:$mport
+YAML
+  echo "$GROVED --config $gdir/groved.yaml  # cache_bytes: $memory" >>"$COMMANDS"
+  "$GROVED" --config "$gdir/groved.yaml" >"$gdir/groved.log" 2>&1 &
+  groved_pid=$!
+  for _ in $(seq 150); do
+    curl -sf "http://127.0.0.1:$mport/readyz" >/dev/null 2>&1 && break
+    kill -0 "$groved_pid" 2>/dev/null || { cat "$gdir/groved.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  target="grpc://127.0.0.1:$port"
+  run "$BENCH" --target "$target" --dir "$gdir/bench" --records "$RECORDS" --value-size "$VALUE" \
+    --progress off --no-table --workloads load --load-method batch --batch-size 100 \
+    --load-threads 4 --label "advisor trace load"
+  run "$GROVECTL" --addr "127.0.0.1:$port" trace start --sample "$SAMPLE" --out "$name"
+  run "$BENCH" --target "$target" --dir "$gdir/bench" --records "$RECORDS" --value-size "$VALUE" \
+    --progress off --no-table --workloads "$workload" "${distflag[@]}" --threads 16 \
+    --duration "$TRACE_SECONDS" --label "advisor traced run"
+  run "$GROVECTL" --addr "127.0.0.1:$port" trace stop
+  kill "$groved_pid"
+  wait "$groved_pid" || true
+  groved_pid=
+  rm -rf "$gdir/data"
+  trace=$DATA/traces/$name.trace
+
+  # 2. The advice.
+  t0=$(now)
+  # shellcheck disable=SC2086
+  run "$GROVECTL" -o json advise --trace "$trace" --memory "$advise_memory" \
+    --records "$advise_records" --value-size "$VALUE" --threads "$THREADS" \
+    --scratch "$DATA/advise" --no-progress \
+    --candidates "$(echo $CANDIDATES | tr ' ' ',')" >"$DATA/advice.json"
+  t1=$(now)
+  "$PYTHON" -c "
+import json,sys
+a=json.load(open('$DATA/advice.json')); a['workload']='$name'; a['wall_seconds']=$t1-$t0
+a['trace_bytes']=$(stat -c %s "$trace"); a['advise_memory']=$advise_memory
+print(json.dumps(a))" >>"$ADVICE"
+
+  # 3. The truth: every candidate on the workload itself, at full size.
+  t0=$(now)
+  for c in $CANDIDATES; do
+    rm -rf "$DATA/truth"
+    run "$BENCH" --target "$c" --dir "$DATA/truth" --records "$RECORDS" --value-size "$VALUE" \
+      --cache-bytes "$memory" --direct-io true --wal-sync always --load-method bulk \
+      --workloads "load,$workload" "${distflag[@]}" --threads "$THREADS" --duration "$DURATION" \
+      --warmup "$WARMUP" --json "$RESULTS" --progress off --no-table --label "advisor $name"
+  done
+  t1=$(now)
+  rm -rf "$DATA/truth"
+  echo "$name truth_seconds $("$PYTHON" -c "print($t1-$t0)") memory $memory" >>"$TIMES"
+done
+trap - EXIT
+
+"$PYTHON" scripts/advisor_report.py "$RESULTS" "$ADVICE" "$TIMES" "$COMMANDS" \
+  >"$OUT/advisor.md"
+"$PYTHON" scripts/bench_report.py --out docs/benchmarks.md

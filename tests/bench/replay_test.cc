@@ -1,0 +1,341 @@
+// Trace replay: what LoadReplay makes of a trace (which calls, which keys, which op types) and what
+// Runner::RunReplay does with it against a real engine.
+
+#include "bench/replay.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bench/key_set.h"
+#include "bench/key_space.h"
+#include "bench/runner.h"
+#include "bench/target.h"
+#include "bench/value_gen.h"
+#include "testutil/temp_dir.h"
+#include "trace/trace_file.h"
+
+namespace grove::bench {
+namespace {
+
+constexpr uint8_t kOk = 0;
+constexpr uint8_t kInvalidArgument = 3;
+constexpr uint8_t kFailedPrecondition = 9;
+
+trace::Record Rec(trace::Op op, std::vector<std::string> keys, uint64_t micros = 0) {
+  trace::Record r;
+  r.op = op;
+  r.micros = micros;
+  for (std::string& k : keys) r.entries.push_back({std::move(k), false, 0});
+  return r;
+}
+
+trace::Record Get(const std::string& key, bool found, uint64_t micros = 0) {
+  trace::Record r = Rec(trace::Op::kGet, {key}, micros);
+  r.result = found ? 1 : 0;
+  return r;
+}
+
+trace::Record Put(const std::string& key, uint32_t value_bytes, uint64_t micros = 0) {
+  trace::Record r = Rec(trace::Op::kPut, {key}, micros);
+  r.entries[0].has_value = true;
+  r.entries[0].value_size = value_bytes;
+  return r;
+}
+
+void WriteTrace(const std::string& path, const std::vector<trace::Record>& records) {
+  trace::Header h;
+  h.sample_ppm = 10'000;
+  auto w = trace::TraceWriter::Create(path, h, 1 << 30);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (const trace::Record& r : records) ASSERT_TRUE((*w)->Add(r).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+}
+
+std::vector<uint64_t> Loaded(uint64_t n, uint64_t step) {
+  std::vector<uint64_t> keys;
+  for (uint64_t i = 0; i < n; ++i) keys.push_back(1000 + i * step);
+  return keys;
+}
+
+TEST(ReplayTest, ExactKeysKeepEveryCallThatReachedTheEngine) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.trace");
+  std::vector<trace::Record> records;
+  records.push_back(Get("apple", true, 5));
+  records.push_back(Put("pear", 300, 9));
+  trace::Record cas = Put("pear", 40, 12);
+  cas.flags =
+      trace::record_flags::kPrecondition | (3 << trace::record_flags::kPreconditionKindShift);
+  cas.code = kFailedPrecondition;  // not applied: replayed as its read only
+  records.push_back(cas);
+  trace::Record bad = Put("", 1, 13);
+  bad.code = kInvalidArgument;  // never reached the engine
+  records.push_back(bad);
+  records.push_back(Rec(trace::Op::kDelete, {"apple"}, 20));
+  trace::Record batch_get = Rec(trace::Op::kBatchGet, {"a", "b", "c"}, 21);
+  batch_get.result = 2;
+  records.push_back(batch_get);
+  trace::Record batch = Rec(trace::Op::kBatchInsert, {"x", "y"}, 22);
+  batch.entries[0].has_value = true;
+  batch.entries[0].value_size = 7;
+  records.push_back(batch);
+  trace::Record range = Rec(trace::Op::kDeleteRange, {"m", ""}, 30);
+  range.arg = 0;  // the server's most: the count it deleted stands in
+  range.result = 17;
+  records.push_back(range);
+  trace::Record scan = Rec(trace::Op::kScan, {"b", "q"}, 31);
+  scan.arg = 50;
+  scan.result = 12;
+  scan.flags = trace::record_flags::kReverse;
+  records.push_back(scan);
+  WriteTrace(path, records);
+
+  ReplayOptions options;
+  options.keys = ReplayOptions::Keys::kExact;
+  auto plan = LoadReplay(path, options, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->traced_records, 9u);
+  EXPECT_EQ(plan->skipped, 1u);
+  EXPECT_EQ(plan->header.sample_ppm, 10'000u);
+  EXPECT_EQ(plan->max_value_bytes, 300u);
+  ASSERT_EQ(plan->ops.size(), 8u);
+  const std::vector<ReplayOp>& ops = plan->ops;
+  EXPECT_EQ(ops[0].type, OpType::kRead);
+  EXPECT_EQ(ops[0].keys, std::vector<std::string>{"apple"});
+  EXPECT_EQ(ops[0].micros, 5u);
+  EXPECT_EQ(ops[1].type, OpType::kUpdate);  // a key first seen written is taken to exist
+  EXPECT_EQ(ops[1].values, std::vector<int64_t>{300});
+  EXPECT_TRUE(ops[2].conditional);
+  EXPECT_FALSE(ops[2].apply);
+  EXPECT_EQ(ops[3].type, OpType::kDelete);
+  EXPECT_EQ(ops[4].type, OpType::kBatchRead);
+  EXPECT_EQ(ops[4].keys.size(), 3u);
+  EXPECT_EQ(ops[5].type, OpType::kBatchWrite);
+  EXPECT_EQ(ops[5].values, (std::vector<int64_t>{7, -1}));
+  EXPECT_EQ(ops[6].type, OpType::kDeleteRange);
+  EXPECT_EQ(ops[6].keys, std::vector<std::string>{"m"});
+  EXPECT_EQ(ops[6].end, "");
+  EXPECT_EQ(ops[6].limit, 17u);
+  EXPECT_EQ(ops[7].type, OpType::kScan);
+  EXPECT_TRUE(ops[7].reverse);
+  EXPECT_EQ(ops[7].limit, 50u);
+  EXPECT_EQ(ops[7].end, "q");
+}
+
+TEST(ReplayTest, ScaledKeysKeepOrderAndRepeatsAndMissesStayMisses) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.trace");
+  std::vector<trace::Record> records;
+  // Five distinct keys onto ten loaded ones: each keeps a key of its own, in order.
+  for (const char* k : {"k3", "k1", "k5", "k2", "k1"}) records.push_back(Get(k, true));
+  records.push_back(Get("k4", false));  // first seen missing: it stays absent ...
+  records.push_back(Put("k4", 10));     // ... until this insert
+  records.push_back(Get("k4", true));
+  records.push_back(Put("k4", 10));  // the second put is an update
+  trace::Record scan = Rec(trace::Op::kScan, {"k2", "k5"});
+  scan.arg = 10;
+  records.push_back(scan);
+  WriteTrace(path, records);
+
+  const std::vector<uint64_t> loaded = Loaded(10, 100);
+  auto plan = LoadReplay(path, ReplayOptions(), loaded);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->distinct_keys, 5u);
+  EXPECT_EQ(plan->absent_keys, 1u);
+  const std::vector<ReplayOp>& ops = plan->ops;
+  auto is_loaded = [&](const std::string& k) {
+    return k.size() == 8 && std::binary_search(loaded.begin(), loaded.end(), DecodeKey(k));
+  };
+  // k1 < k2 < k3 < k5 keep that order on distinct loaded keys; k1 twice is one key.
+  const std::string k1 = ops[1].keys[0], k2 = ops[3].keys[0], k3 = ops[0].keys[0],
+                    k5 = ops[2].keys[0];
+  for (const std::string& k : {k1, k2, k3, k5}) EXPECT_TRUE(is_loaded(k));
+  EXPECT_LT(k1, k2);
+  EXPECT_LT(k2, k3);
+  EXPECT_LT(k3, k5);
+  EXPECT_EQ(ops[4].keys[0], k1);
+  // k4 goes between k3 and k5, onto no loaded key.
+  const std::string k4 = ops[5].keys[0];
+  EXPECT_FALSE(is_loaded(k4));
+  EXPECT_GT(k4, k3);
+  EXPECT_LT(k4, k5);
+  EXPECT_EQ(ops[6].keys[0], k4);
+  EXPECT_EQ(ops[6].type, OpType::kInsert);
+  EXPECT_EQ(ops[8].type, OpType::kUpdate);
+  // Scan bounds map like keys.
+  EXPECT_EQ(ops[9].keys[0], k2);
+  EXPECT_EQ(ops[9].end, k5);
+}
+
+TEST(ReplayTest, ScaledKeysMergeNeighboursWhenTheReplayDatabaseIsSmaller) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.trace");
+  std::vector<trace::Record> records;
+  for (int i = 0; i < 100; ++i) {
+    char k[8];
+    std::snprintf(k, sizeof(k), "k%03d", (i * 37) % 100);
+    records.push_back(Get(k, true));
+  }
+  WriteTrace(path, records);
+  const std::vector<uint64_t> loaded = Loaded(10, 1);
+  auto plan = LoadReplay(path, ReplayOptions(), loaded);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  // Monotone: sorting by traced key sorts the replay keys too; ten traced keys share each one.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (size_t i = 0; i < records.size(); ++i) {
+    pairs.emplace_back(records[i].entries[0].key, plan->ops[i].keys[0]);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  std::vector<std::string> mapped;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (i > 0) EXPECT_LE(pairs[i - 1].second, pairs[i].second);
+    mapped.push_back(pairs[i].second);
+  }
+  mapped.erase(std::unique(mapped.begin(), mapped.end()), mapped.end());
+  EXPECT_EQ(mapped.size(), loaded.size());
+}
+
+TEST(ReplayTest, RefusesWhatCannotBeReplayed) {
+  testing::TempDir dir;
+  EXPECT_FALSE(LoadReplay(dir.Sub("missing.trace"), ReplayOptions(), Loaded(3, 1)).ok());
+  const std::string failed_only = dir.Sub("failed.trace");
+  trace::Record bad = Get("a", false);
+  bad.code = kInvalidArgument;
+  WriteTrace(failed_only, {bad});
+  auto plan = LoadReplay(failed_only, ReplayOptions(), Loaded(3, 1));
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  const std::string ok = dir.Sub("ok.trace");
+  WriteTrace(ok, {Get("a", true)});
+  // Scaled keys need loaded data to map onto.
+  plan = LoadReplay(ok, ReplayOptions(), {});
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("load"), std::string::npos);
+}
+
+// The replay against an engine: reads find what the trace says they found, writes and range
+// calls run, counts add up.
+class ReplayRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TargetOptions o;
+    o.dir = dir_.Sub("db");
+    o.cache_bytes = 4 << 20;
+    o.direct_io = false;
+    o.wal_sync = "none";
+    auto t = OpenTarget("embedded:btree", o);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    target_ = std::move(t).value();
+    std::vector<uint64_t> keys = Loaded(kLoaded, 10);
+    space_ = std::make_unique<KeySpace>(keys, kLoaded);
+    ASSERT_TRUE(target_->Reset().ok());
+    Runner loader(target_.get(), space_.get(), &values_, RunSettings());
+    auto load = loader.RunLoad();
+    ASSERT_TRUE(load.ok()) << load.status().ToString();
+    ASSERT_EQ(load->errors, 0u);
+    space_->BuildSorted();
+  }
+
+  StatusOr<RunResult> Replay(const std::vector<trace::Record>& records,
+                             const ReplayOptions& options, uint32_t threads = 1) {
+    const std::string path = dir_.Sub("run" + std::to_string(++runs_) + ".trace");
+    WriteTrace(path, records);
+    GROVE_ASSIGN_OR_RETURN(ReplayPlan plan, LoadReplay(path, options, space_->sorted_loaded()));
+    RunSettings settings;
+    settings.threads = threads;
+    Runner runner(target_.get(), space_.get(), &values_, settings);
+    return runner.RunReplay(plan);
+  }
+
+  static const OpStats& Of(const RunResult& r, OpType t) {
+    return r.total.per_op[static_cast<int>(t)];
+  }
+
+  static constexpr uint64_t kLoaded = 200;
+  testing::TempDir dir_;
+  std::unique_ptr<Target> target_;
+  std::unique_ptr<KeySpace> space_;
+  const ValueGen values_{16, 16, 1};
+  int runs_ = 0;
+};
+
+TEST_F(ReplayRunTest, ScaledReplayFindsWhatTheTraceFound) {
+  std::vector<trace::Record> records;
+  char key[16];
+  for (int i = 0; i < 50; ++i) {
+    std::snprintf(key, sizeof(key), "user%04d", i * 2);
+    records.push_back(Get(key, true));
+  }
+  records.push_back(Get("user0051", false));  // absent ...
+  records.push_back(Put("user0051", 100));    // ... inserted ...
+  records.push_back(Get("user0051", true));   // ... and found
+  records.push_back(Rec(trace::Op::kDelete, {"user0010"}));
+  records.push_back(Get("user0010", false));  // the delete took it
+  trace::Record batch_get = Rec(trace::Op::kBatchGet, {"user0000", "user0002"});
+  batch_get.result = 2;
+  records.push_back(batch_get);
+  trace::Record batch = Rec(trace::Op::kBatchInsert, {"user0004", "user0006"});
+  batch.entries[0].has_value = true;
+  batch.entries[0].value_size = 20;
+  records.push_back(batch);
+  trace::Record scan = Rec(trace::Op::kScan, {"user0020", ""});
+  scan.arg = 5;
+  records.push_back(scan);
+  trace::Record reverse = scan;
+  reverse.flags = trace::record_flags::kReverse;
+  records.push_back(reverse);
+  trace::Record range = Rec(trace::Op::kDeleteRange, {"user0090", ""});
+  range.arg = 3;
+  records.push_back(range);
+
+  auto run = Replay(records, ReplayOptions());
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->errors, 0u) << run->first_error;
+  EXPECT_EQ(run->total.ops, records.size());
+  EXPECT_EQ(Of(*run, OpType::kRead).ok, 51u);
+  EXPECT_EQ(Of(*run, OpType::kRead).not_found, 2u);
+  EXPECT_EQ(Of(*run, OpType::kInsert).ok, 1u);
+  EXPECT_EQ(Of(*run, OpType::kDelete).ok, 1u);
+  EXPECT_EQ(Of(*run, OpType::kBatchRead).ok, 1u);
+  EXPECT_EQ(Of(*run, OpType::kBatchWrite).ok, 1u);
+  EXPECT_EQ(Of(*run, OpType::kScan).count(), 2u);
+  EXPECT_EQ(Of(*run, OpType::kScan).scan_entries, 10u);
+  EXPECT_EQ(Of(*run, OpType::kDeleteRange).scan_entries, 3u);
+  ASSERT_TRUE(run->replay.has_value());
+  EXPECT_EQ(run->replay->keys, "scaled");
+  EXPECT_EQ(run->replay->calls, records.size());
+  EXPECT_EQ(run->workload, "trace:run1.trace");
+}
+
+TEST_F(ReplayRunTest, ExactReplayLoopsAndRunsOnManyThreads) {
+  std::vector<trace::Record> records;
+  for (int i = 0; i < 40; ++i) records.push_back(Get(EncodeKey(1000 + 10 * i), true));
+  records.push_back(Get("no such key", false));
+  ReplayOptions options;
+  options.keys = ReplayOptions::Keys::kExact;
+  options.loops = 3;
+  auto run = Replay(records, options, /*threads=*/3);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->errors, 0u) << run->first_error;
+  EXPECT_EQ(Of(*run, OpType::kRead).ok, 120u);
+  EXPECT_EQ(Of(*run, OpType::kRead).not_found, 3u);
+}
+
+TEST_F(ReplayRunTest, TraceTimingStartsEachCallAtItsTime) {
+  // Calls at 0, 100 and 200 ms, replayed at twice the speed: the last starts 100 ms in.
+  std::vector<trace::Record> records = {Get("a", true, 0), Get("b", true, 100'000),
+                                        Get("c", true, 200'000)};
+  ReplayOptions options;
+  options.timing = ReplayOptions::Timing::kTrace;
+  options.speed = 2;
+  auto run = Replay(records, options, /*threads=*/2);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->total.ops, 3u);
+  EXPECT_GE(run->total.seconds, 0.1);
+  EXPECT_EQ(run->replay->timing, "trace");
+}
+
+}  // namespace
+}  // namespace grove::bench

@@ -45,6 +45,13 @@ def main():
     with open(commands_path, encoding="utf-8") as f:
         commands = f.read().strip()
 
+    scale = "a fraction"
+    for name, a in advice.items():
+        runs = truth.get(name, {})
+        if runs and a.get("records"):
+            full = next(iter(runs.values()))["config"]["records"]
+            scale = f"1/{round(full / a['records'])}"
+            break
     out = []
     out += ["## The advisor", ""]
     out += [
@@ -52,8 +59,8 @@ def main():
         "workloads built from config/workloads, one per variant's niche and a mixed one "
         "(`make bench-advisor`, scripts/bench-advisor.sh). For each: groved (btree) held the "
         "full data and served the workload over gRPC while `grovectl trace start` sampled it; "
-        "the advisor replayed that trace on every candidate with a tenth of the records and a "
-        "tenth of the memory (the same share of the data); the truth is every candidate running "
+        f"the advisor replayed that trace on every candidate with {scale} of the records and "
+        f"{scale} of the memory (the same share of the data); the truth is every candidate running "
         "the workload itself at full size with the full memory (embedded, bulk loaded, "
         "`wal.sync: always`, one run each, in turns). Targets: the pick reaches at least 90% of "
         "the best candidate's throughput in the truth runs, and the advice takes at most a tenth "

@@ -74,6 +74,11 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
         "--workloads, or replay with --replay-keys exact against the traced data");
   }
   GROVE_ASSIGN_OR_RETURN(auto reader, trace::TraceReader::Open(path));
+  if (!scaled && (reader->header().flags & trace::header_flags::kKeysHashed) != 0) {
+    return Status::InvalidArgument("trace:" + path +
+                                   ": its keys were hashed when traced, so no database holds "
+                                   "them: replay it with --replay-keys scaled");
+  }
   ReplayPlan plan;
   plan.path = path;
   plan.header = reader->header();

@@ -199,6 +199,8 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
                           "End the trace after this long, e.g. 10m (default: when stopped)");
   trace_start->add_option("--out", trace_args.name,
                           "File name under trace.dir, without .trace (default: trace-<UTC time>)");
+  trace_start->add_flag("--hash-keys", trace_args.hash_keys,
+                        "Write keys hashed: unreadable, their order and equality kept");
   CLI::App* trace_stop = trace->add_subcommand("stop", "End the running trace");
   trace->add_subcommand("status", "The running trace, or the last one");
 

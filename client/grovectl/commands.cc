@@ -386,7 +386,7 @@ int RunTrace(const Context& ctx, const TraceArgs& args) {
   grpc::Status s;
   switch (args.action) {
     case TraceArgs::Action::kStart:
-      s = ctx.client->StartTrace(args.sample, args.duration_seconds, args.name, &r);
+      s = ctx.client->StartTrace(args.sample, args.duration_seconds, args.name, args.hash_keys, &r);
       break;
     case TraceArgs::Action::kStop:
       s = ctx.client->StopTrace(&r);
@@ -400,6 +400,7 @@ int RunTrace(const Context& ctx, const TraceArgs& args) {
     *ctx.out << Dump({{"active", r.active()},
                       {"path", r.path()},
                       {"sample", r.sample()},
+                      {"keys_hashed", r.keys_hashed()},
                       {"records_written", r.records_written()},
                       {"records_dropped", r.records_dropped()},
                       {"bytes", r.bytes()},
@@ -409,8 +410,9 @@ int RunTrace(const Context& ctx, const TraceArgs& args) {
     *ctx.out << "no trace has run\n";
   } else {
     *ctx.out << (r.active() ? "tracing into " : "trace ") << r.path() << " (on the server): sample "
-             << r.sample() << ", " << r.records_written() << " records, " << r.records_dropped()
-             << " dropped, " << r.bytes() << " bytes";
+             << r.sample() << (r.keys_hashed() ? ", keys hashed" : "") << ", "
+             << r.records_written() << " records, " << r.records_dropped() << " dropped, "
+             << r.bytes() << " bytes";
     if (!r.active()) *ctx.out << "; ended: " << r.ended_because();
     *ctx.out << "\n";
   }

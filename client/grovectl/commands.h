@@ -93,6 +93,7 @@ struct TraceArgs {
   double sample = 0.01;
   double duration_seconds = 0;  // 0: until stopped
   std::string name;             // empty: trace-<UTC time>
+  bool hash_keys = false;
 };
 int RunTrace(const Context& ctx, const TraceArgs& args);
 

@@ -414,12 +414,13 @@ grpc::Status Client::Backup(const std::string& name, uint64_t max_bytes_per_seco
 }
 
 grpc::Status Client::StartTrace(double sample, double duration_seconds, const std::string& name,
-                                v1::TraceStatusResponse* response) {
+                                bool hash_keys, v1::TraceStatusResponse* response) {
   if (router_) return PerNode("StartTrace");
   v1::StartTraceRequest req;
   req.set_sample(sample);
   req.set_duration_seconds(duration_seconds);
   req.set_name(name);
+  req.set_hash_keys(hash_keys);
   // Not retried once sent: a second start would find the first running.
   return WithRetries(
       [&](grpc::ClientContext* ctx) { return admin_->StartTrace(ctx, req, response); },

@@ -115,6 +115,7 @@ void FillTraceStatus(const trace::TraceStatus& st, v1::TraceStatusResponse* resp
   response->set_active(st.active);
   response->set_path(st.path);
   response->set_sample(st.sample);
+  response->set_keys_hashed(st.keys_hashed);
   response->set_records_written(st.records_written);
   response->set_records_dropped(st.records_dropped);
   response->set_bytes(st.bytes);
@@ -158,6 +159,7 @@ grpc::Status AdminService::StartTrace(grpc::ServerContext* context,
   r.duration = std::chrono::milliseconds(
       static_cast<int64_t>(std::ceil(request->duration_seconds() * 1000)));
   r.name = request->name();
+  r.hash_keys = request->hash_keys();
   if (r.name.empty()) {
     const std::time_t now = std::time(nullptr);
     std::tm utc{};

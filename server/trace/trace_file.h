@@ -6,7 +6,7 @@
 // yields every whole block before the cut.
 //
 //   file    := header block*
-//   header  := magic "GRVTRACE" (8) | version u16 (1) | flags u16 (0) | sample_ppm u32
+//   header  := magic "GRVTRACE" (8) | version u16 (1) | flags u16 | sample_ppm u32
 //              | start_unix_micros u64 | reserved u32 (0) | masked crc32c of bytes 0..27 u32
 //   block   := payload_bytes u32 | records u32 | masked crc32c of the payload u32 | payload
 //   record  := delta_micros varint64 (from the previous record; the first from the start)
@@ -14,7 +14,8 @@
 //              | entry* | arg varint64 | result varint64
 //   entry   := key_bytes varint32 | key | value varint32 (0: no value; else value size + 1)
 //
-// Integers are little-endian. `flags` of a record: bit 0 a precondition was given (kept as
+// Integers are little-endian. `flags` of the header: bit 0 the keys are hashed (key_hash.h);
+// other bits 0. `flags` of a record: bit 0 a precondition was given (kept as
 // such: its kind in bits 1-2, 1 absent, 2 value equals, 3 version equals), bit 3 a reverse
 // scan; other bits 0. What entries, arg and result hold per op is in Op's comments.
 
@@ -80,8 +81,14 @@ struct Record {
   bool operator==(const Record&) const = default;
 };
 
+namespace header_flags {
+inline constexpr uint16_t kKeysHashed = 1 << 0;  // keys went through a KeyHasher
+inline constexpr uint16_t kKnown = kKeysHashed;
+}  // namespace header_flags
+
 struct Header {
   uint16_t version = kVersion;
+  uint16_t flags = 0;               // header_flags
   uint32_t sample_ppm = 1'000'000;  // the sampled fraction, in millionths
   uint64_t start_unix_micros = 0;
 };

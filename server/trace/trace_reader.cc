@@ -28,7 +28,8 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
                                    std::to_string(header.version) + "; this build reads version " +
                                    std::to_string(kVersion));
   }
-  if (DecodeFixed16(h + 10) != 0) {
+  header.flags = DecodeFixed16(h + 10);
+  if ((header.flags & ~header_flags::kKnown) != 0) {
     return Status::InvalidArgument(path + ": trace flags this build does not know");
   }
   header.sample_ppm = DecodeFixed32(h + 12);

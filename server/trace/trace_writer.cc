@@ -63,7 +63,7 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   char h[kHeaderBytes] = {};
   std::memcpy(h, kMagic, sizeof(kMagic));
   EncodeFixed16(h + 8, kVersion);
-  EncodeFixed16(h + 10, 0);
+  EncodeFixed16(h + 10, header.flags);
   EncodeFixed32(h + 12, header.sample_ppm);
   EncodeFixed64(h + 16, header.start_unix_micros);
   EncodeFixed32(h + 24, 0);

@@ -72,8 +72,15 @@ Status Tracer::Start(const TraceRequest& request) {
   header.sample_ppm =
       static_cast<uint32_t>(std::clamp(std::llround(request.sample * 1e6), 1LL, 1'000'000LL));
   header.start_unix_micros = UnixMicros();
+  if (request.hash_keys) header.flags |= header_flags::kKeysHashed;
   const std::string path = options_.dir + "/" + request.name + ".trace";
   GROVE_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(path, header, options_.max_bytes));
+  // The secret lives only as long as the trace: the file alone cannot be unhashed with it.
+  hasher_.reset();
+  if (request.hash_keys) {
+    std::random_device rd;
+    hasher_ = std::make_unique<KeyHasher>((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  }
   started_ = std::chrono::steady_clock::now();
   ends_ = request.duration.count() == 0 ? std::chrono::steady_clock::time_point::max()
                                         : started_ + request.duration;
@@ -81,6 +88,7 @@ Status Tracer::Start(const TraceRequest& request) {
   last_.active = true;
   last_.path = path;
   last_.sample = header.sample_ppm / 1e6;
+  last_.keys_hashed = request.hash_keys;
   threshold_.store(
       static_cast<uint32_t>(std::clamp(header.sample_ppm * 4294.967296, 1.0, 4294967295.0)),
       std::memory_order_relaxed);
@@ -112,6 +120,11 @@ void Tracer::Add(Record r) {
   r.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                        std::chrono::steady_clock::now() - started_)
                                        .count());
+  if (hasher_ != nullptr) {
+    for (Entry& e : r.entries) {
+      if (!e.key.empty()) e.key = hasher_->Hash(e.key);
+    }
+  }
   const Status s = writer_->Add(r);
   if (s.ok()) {
     written_total_.fetch_add(1, std::memory_order_relaxed);
@@ -138,6 +151,7 @@ void Tracer::EndLocked(const std::string& why) {
   last_.active = false;
   last_.ended_because = closed.ok() ? why : "closing the trace failed: " + closed.ToString();
   writer_.reset();
+  hasher_.reset();
 }
 
 }  // namespace grove::trace

@@ -19,6 +19,7 @@
 
 #include "grove/status.h"
 
+#include "trace/key_hash.h"
 #include "trace/trace_file.h"
 #include "util/mutex.h"
 
@@ -33,12 +34,14 @@ struct TraceRequest {
   double sample = 0.01;                   // the fraction of calls recorded, in (0, 1]
   std::chrono::milliseconds duration{0};  // 0: until stopped
   std::string name;                       // the file is <dir>/<name>.trace
+  bool hash_keys = false;  // write keys hashed, order kept (key_hash.h), with a fresh secret
 };
 
 struct TraceStatus {
   bool active = false;
   std::string path;  // of the running trace, or of the last one
   double sample = 0;
+  bool keys_hashed = false;
   uint64_t records_written = 0, records_dropped = 0, bytes = 0;
   std::string ended_because;  // for the last trace: "stopped", "duration", or the write error
 };
@@ -84,6 +87,7 @@ class Tracer {
   std::atomic<uint64_t> written_total_{0}, dropped_total_{0};
   Mutex mu_;
   std::unique_ptr<TraceWriter> writer_ GUARDED_BY(mu_);
+  std::unique_ptr<KeyHasher> hasher_ GUARDED_BY(mu_);  // set while a hashed trace runs
   std::chrono::steady_clock::time_point started_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point ends_ GUARDED_BY(mu_);  // max(): no end
   TraceStatus last_ GUARDED_BY(mu_);

@@ -4,6 +4,8 @@
 #include "bench/replay.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -209,10 +211,143 @@ TEST(ReplayTest, RefusesWhatCannotBeReplayed) {
   EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
   const std::string ok = dir.Sub("ok.trace");
   WriteTrace(ok, {Get("a", true)});
+  // Hashed keys exist in no database: only scaled keys replay them.
+  const std::string hashed = dir.Sub("hashed.trace");
+  {
+    trace::Header h;
+    h.flags = trace::header_flags::kKeysHashed;
+    auto w = trace::TraceWriter::Create(hashed, h, 1 << 20);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Add(Get("a", true)).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  ReplayOptions exact;
+  exact.keys = ReplayOptions::Keys::kExact;
+  plan = LoadReplay(hashed, exact, {});
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("hashed"), std::string::npos);
+  EXPECT_TRUE(LoadReplay(hashed, ReplayOptions(), Loaded(3, 1)).ok());
   // Scaled keys need loaded data to map onto.
   plan = LoadReplay(ok, ReplayOptions(), {});
   EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(plan.status().message().find("load"), std::string::npos);
+}
+
+// A target that only writes down what it is asked, so that a replay's calls can be compared
+// with the trace's.
+class RecordingTarget final : public Target {
+ public:
+  class RecordingSession final : public Session {
+   public:
+    explicit RecordingSession(std::vector<std::string>* log) : log_(log) {}
+    Status Read(Slice key, std::string*, bool* found) override {
+      *found = true;
+      return Log("get " + std::string(key));
+    }
+    Status Write(Slice key, Slice value) override {
+      return Log("put " + std::string(key) + " " + std::to_string(value.size()));
+    }
+    Status Scan(Slice start, Slice end, uint32_t limit, uint64_t* entries) override {
+      *entries = 0;
+      return Log("scan " + std::string(start) + " " + std::string(end) + " " +
+                 std::to_string(limit));
+    }
+    Status ReverseScan(Slice start, Slice end, uint32_t limit, uint64_t* entries) override {
+      *entries = 0;
+      return Log("rscan " + std::string(start) + " " + std::string(end) + " " +
+                 std::to_string(limit));
+    }
+    Status Delete(Slice key) override { return Log("delete " + std::string(key)); }
+    Status BatchRead(const std::vector<std::string>& keys, uint64_t* found) override {
+      *found = keys.size();
+      std::string line = "batch_get";
+      for (const auto& k : keys) line += " " + k;
+      return Log(line);
+    }
+    Status WriteMutations(const std::vector<Mutation>& m) override {
+      std::string line = "batch";
+      for (const auto& x : m) {
+        line += " " + x.key + (x.is_delete ? ":del" : ":" + std::to_string(x.value.size()));
+      }
+      return Log(line);
+    }
+    Status DeleteRange(Slice start, Slice end, uint64_t limit, uint64_t* deleted) override {
+      *deleted = 0;
+      return Log("delete_range " + std::string(start) + " " + std::string(end) + " " +
+                 std::to_string(limit));
+    }
+
+   private:
+    Status Log(std::string line) {
+      log_->push_back(std::move(line));
+      return Status::Ok();
+    }
+    std::vector<std::string>* log_;
+  };
+
+  std::string Uri() const override { return "recording"; }
+  std::map<std::string, std::string> Config() const override { return {}; }
+  Status Reset() override { return Status::Ok(); }
+  StatusOr<std::unique_ptr<Session>> NewSession() override {
+    return std::unique_ptr<Session>(std::make_unique<RecordingSession>(&log));
+  }
+  StatusOr<TargetStats> Stats() override { return TargetStats(); }
+  Status Close() override { return Status::Ok(); }
+
+  std::vector<std::string> log;
+};
+
+// Replay equivalence: one thread, exact keys, and the calls issued are the trace's, in order,
+// with their keys, value sizes, bounds and limits.
+TEST(ReplayTest, IssuesTheTracedCallsInOrder) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.trace");
+  std::vector<trace::Record> records;
+  records.push_back(Get("k1", true));
+  records.push_back(Put("k2", 33));
+  records.push_back(Rec(trace::Op::kDelete, {"k3"}));
+  trace::Record bg = Rec(trace::Op::kBatchGet, {"k1", "k2"});
+  bg.result = 2;
+  records.push_back(bg);
+  trace::Record bi = Rec(trace::Op::kBatchInsert, {"k4", "k5"});
+  bi.entries[1].has_value = true;
+  bi.entries[1].value_size = 9;
+  records.push_back(bi);
+  trace::Record dr = Rec(trace::Op::kDeleteRange, {"k6", "k8"});
+  dr.arg = 4;
+  records.push_back(dr);
+  trace::Record sc = Rec(trace::Op::kScan, {"k0", "k9"});
+  sc.arg = 7;
+  records.push_back(sc);
+  trace::Record rs = sc;
+  rs.flags = trace::record_flags::kReverse;
+  rs.arg = 0;
+  rs.result = 3;
+  records.push_back(rs);
+  trace::Record cas = Put("k2", 5);  // applied: read, then write
+  cas.flags =
+      trace::record_flags::kPrecondition | (2 << trace::record_flags::kPreconditionKindShift);
+  records.push_back(cas);
+  trace::Record refused = cas;  // not applied: the read alone
+  refused.code = kFailedPrecondition;
+  records.push_back(refused);
+  WriteTrace(path, records);
+
+  ReplayOptions options;
+  options.keys = ReplayOptions::Keys::kExact;
+  auto plan = LoadReplay(path, options, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  RecordingTarget target;
+  KeySpace space({}, 0);
+  const ValueGen values(8, 8, 1);
+  Runner runner(&target, &space, &values, RunSettings());
+  auto run = runner.RunReplay(*plan);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(target.log,
+            (std::vector<std::string>{"get k1", "put k2 33", "delete k3", "batch_get k1 k2",
+                                      "batch k4:del k5:9", "delete_range k6 k8 4", "scan k0 k9 7",
+                                      "rscan k0 k9 3", "get k2", "put k2 5", "get k2"}));
+  EXPECT_EQ(run->total.ops, records.size());
 }
 
 // The replay against an engine: reads find what the trace says they found, writes and range

@@ -226,6 +226,24 @@ TEST(TraceFileTest, NotATraceAndOtherVersionsAreRefusedByName) {
   r = TraceReader::Open(path + "2");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("version 2"), std::string::npos) << r.status().ToString();
+
+  // Header flags: the known one comes back, an unknown one is refused.
+  bytes = ReadFile(path + "2");
+  bytes[8] = 1;
+  bytes[10] = static_cast<char>(header_flags::kKeysHashed);
+  uint32_t fixed = crc32c::Mask(crc32c::Value(bytes.data(), 28));
+  std::memcpy(bytes.data() + 28, &fixed, 4);
+  WriteFile(path + "3", bytes);
+  r = TraceReader::Open(path + "3");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->header().flags, header_flags::kKeysHashed);
+  bytes[10] = 0x40;
+  fixed = crc32c::Mask(crc32c::Value(bytes.data(), 28));
+  std::memcpy(bytes.data() + 28, &fixed, 4);
+  WriteFile(path + "4", bytes);
+  r = TraceReader::Open(path + "4");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("flags"), std::string::npos) << r.status().ToString();
 }
 
 TEST(TraceFileTest, TheSizeCapDropsRecordsWhole) {

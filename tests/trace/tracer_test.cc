@@ -70,6 +70,34 @@ TEST(TracerTest, StartsStopsAndKeepsWhatWasAdded) {
   EXPECT_TRUE(tracer.Start({1.0, 0ms, "again"}).ok());
 }
 
+TEST(TracerTest, HashedKeysKeepTheirOrder) {
+  testing::TempDir dir;
+  Tracer tracer({dir.Sub("traces"), 1 << 20});
+  TraceRequest request{1.0, 0ms, "hashed"};
+  request.hash_keys = true;
+  ASSERT_TRUE(tracer.Start(request).ok());
+  EXPECT_TRUE(tracer.GetStatus().keys_hashed);
+  for (const char* k : {"carol", "alice", "bob", "alice"}) tracer.Add(GetOf(k));
+  ASSERT_TRUE(tracer.Stop().ok());
+  auto reader = TraceReader::Open(dir.Sub("traces") + "/hashed.trace");
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->header().flags, header_flags::kKeysHashed);
+  const std::vector<Record> got = ReadAll(dir.Sub("traces") + "/hashed.trace");
+  ASSERT_EQ(got.size(), 4u);
+  const std::string carol = got[0].entries[0].key, alice = got[1].entries[0].key,
+                    bob = got[2].entries[0].key;
+  EXPECT_EQ(alice, got[3].entries[0].key);
+  EXPECT_LT(alice, bob);
+  EXPECT_LT(bob, carol);
+  EXPECT_EQ(alice.find("alice"), std::string::npos);
+  // A trace without hashing writes keys as they are.
+  ASSERT_TRUE(tracer.Start({1.0, 0ms, "plain"}).ok());
+  EXPECT_FALSE(tracer.GetStatus().keys_hashed);
+  tracer.Add(GetOf("alice"));
+  ASSERT_TRUE(tracer.Stop().ok());
+  EXPECT_EQ(ReadAll(dir.Sub("traces") + "/plain.trace")[0].entries[0].key, "alice");
+}
+
 TEST(TracerTest, BadRequestsNameTheField) {
   testing::TempDir dir;
   Tracer tracer({dir.Sub("traces"), 1 << 20});

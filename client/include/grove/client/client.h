@@ -221,8 +221,9 @@ class Client {
                       std::chrono::seconds deadline, v1::BackupResponse* response);
   // grove.v1.Admin/StartTrace, StopTrace and GetTraceStatus: a sampled trace of the calls the
   // server serves, under its trace.dir (docs/operations.md, "Trace the workload"). Admin role.
+  // `hash_keys`: the server writes keys hashed, order kept (docs/formats/trace.md).
   grpc::Status StartTrace(double sample, double duration_seconds, const std::string& name,
-                          v1::TraceStatusResponse* response);
+                          bool hash_keys, v1::TraceStatusResponse* response);
   grpc::Status StopTrace(v1::TraceStatusResponse* response);
   grpc::Status TraceStatus(v1::TraceStatusResponse* response);
   grpc::Status Scan(const ScanRange& range, const ScanVisitor& visit);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The advisor's validation (docs/benchmarks.md, "The advisor"): six workloads built from
 # config/workloads, one per variant's niche and a mixed one. For each:
-#   1. trace  groved (btree, from the Release build) holds RECORDS records (loaded through
-#             BatchInsert); grove-bench runs the workload over gRPC for TRACE_SECONDS per phase
-#             while `grovectl trace start --sample SAMPLE` records it;
+#   1. trace  groved (btree, from the Release build) holds RECORDS records (bulk loaded once by
+#             grove-bench embedded and copied for each workload); grove-bench runs the workload
+#             over gRPC for TRACE_SECONDS per phase while `grovectl trace start --sample SAMPLE`
+#             records it;
 #   2. advise `grovectl advise` on that trace with RECORDS/SCALE synthesised records and
 #             MEMORY/SCALE of memory (the same share of the data), timed;
 #   3. truth  every candidate at RECORDS records and the workload's MEMORY runs the workload
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-build-bench/client/bench/grove-bench}
 GROVED=${GROVED:-build-bench/server/groved}
 GROVECTL=${GROVECTL:-build-bench/client/grovectl}
-DATA=${DATA:-build-bench/data/advisor}
+DATA=${DATA:-build-bench/data}/advisor
 RECORDS=${RECORDS:-2M}
 VALUE=${VALUE:-100}
 SCALE=${SCALE:-4}
@@ -83,6 +84,11 @@ PY
 groved_pid=
 trap '[ -n "$groved_pid" ] && kill $groved_pid 2>/dev/null || true' EXIT
 
+# The traced groved's starting database: bulk loaded once, copied for each workload.
+base=$DATA/groved-base
+run "$BENCH" --target embedded:btree --dir "$base" --records "$RECORDS" --value-size "$VALUE" \
+  --load-method bulk --workloads load --progress off --no-table
+
 for name in $WORKLOADS; do
   line=$(echo "$ALL_WORKLOADS" | grep "^$name|")
   IFS='|' read -r _ workload dist share <<<"$line"
@@ -94,7 +100,15 @@ for name in $WORKLOADS; do
 
   # 1. The trace, through groved.
   gdir=$DATA/groved-$name
-  mkdir -p "$gdir"
+  mkdir -p "$gdir/bench"
+  cp -r "$base" "$gdir/data"
+  rm "$gdir/data/grove-bench-state.json"
+  # grove-bench over gRPC finds the keys the bulk load wrote through its state file.
+  "$PYTHON" -c "
+import json
+s = json.load(open('$base/grove-bench-state.json'))
+s['target'] = 'grpc://127.0.0.1:$port'
+json.dump(s, open('$gdir/bench/grove-bench-state.json', 'w'))"
   cat >"$gdir/groved.yaml" <<YAML
 data_dir: $gdir/data
 cache_bytes: $memory
@@ -113,9 +127,6 @@ YAML
     sleep 0.2
   done
   target="grpc://127.0.0.1:$port"
-  run "$BENCH" --target "$target" --dir "$gdir/bench" --records "$RECORDS" --value-size "$VALUE" \
-    --progress off --no-table --workloads load --load-method batch --batch-size 100 \
-    --load-threads 4 --label "advisor trace load"
   run "$GROVECTL" --addr "127.0.0.1:$port" trace start --sample "$SAMPLE" --out "$name"
   run "$BENCH" --target "$target" --dir "$gdir/bench" --records "$RECORDS" --value-size "$VALUE" \
     --progress off --no-table --workloads "$workload" "${distflag[@]}" --threads 16 \
@@ -157,6 +168,7 @@ print(json.dumps(a))" >>"$ADVICE"
   echo "$name truth_seconds $("$PYTHON" -c "print($t1-$t0)") memory $memory" >>"$TIMES"
 done
 trap - EXIT
+rm -rf "$base"
 
 "$PYTHON" scripts/advisor_report.py "$RESULTS" "$ADVICE" "$TIMES" "$COMMANDS" \
   >"$OUT/advisor.md"

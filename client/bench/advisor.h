@@ -76,8 +76,8 @@ struct Advice {
 
 // Orders candidates best first: by throughput, failed ones last (stable among equals).
 void RankCandidates(std::vector<CandidateResult>* candidates);
-// Which resource separates `best` from `next`: device page reads when they differ by a fifth
-// (and matter: 0.05 per call or more), else bytes written (a fifth, 512 bytes per call or more),
+// Which resource separates `best` from `next`: device page reads when the winner read a fifth
+// fewer (of at least 0.05 per call), else bytes written (a fifth fewer, of at least 512 per call),
 // else CPU per call; with both figures, and a tie named as such under 5%.
 std::string ExplainChoice(const CandidateResult& best, const CandidateResult& next);
 // The `index:` block of the server's configuration that selects `c`.

@@ -59,6 +59,11 @@ TEST(AdvisorRulesTest, NamesTheResourceThatDecided) {
                       Figures("embedded:btree", 10000, 0.0, 0, 83));
   EXPECT_NE(why.find("CPU decided it: 80.0 against 83.0"), std::string::npos) << why;
   EXPECT_NE(why.find("tie"), std::string::npos) << why;
+  // A winner that read more did not win on reads.
+  why = ExplainChoice(Figures("embedded:aha", 3000, 1.5, 0, 30),
+                      Figures("embedded:btree", 2000, 1.1, 0, 60));
+  EXPECT_NE(why.find("CPU decided it: 30.0 against 60.0"), std::string::npos) << why;
+  EXPECT_NE(why.find("read more pages and still ran faster"), std::string::npos) << why;
   // A read count too small to matter does not decide.
   why = ExplainChoice(Figures("embedded:btree", 2000, 0.001, 0, 30),
                       Figures("embedded:hln", 1000, 0.01, 0, 60));

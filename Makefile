@@ -37,7 +37,7 @@
 #                    (~12 min): docs/benchmarks.md's cluster section
 #   make bench-advisor    grovectl advise against the truth on six workloads: each traced through
 #                    groved, advised at a tenth of the size, every variant run at full size
-#                    (~35 min): docs/benchmarks.md's advisor section
+#                    (~30 min): docs/benchmarks.md's advisor section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 

@@ -31,16 +31,10 @@ double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double Delta(const TargetStats& before, const TargetStats& after, const std::string& name) {
-  auto a = after.counters.find(name);
-  if (a == after.counters.end()) return 0;
-  auto b = before.counters.find(name);
-  return a->second - (b == before.counters.end() ? 0 : b->second);
-}
-
-double GaugeOr0(const TargetStats& s, const std::string& name) {
-  auto it = s.gauges.find(name);
-  return it == s.gauges.end() ? 0 : it->second;
+// A counter's change over a run, 0 when the target does not count it.
+double DeltaOr0(const TargetStats& before, const TargetStats& after, const std::string& name) {
+  const double d = CounterDelta(before, after, name);
+  return std::isnan(d) ? 0 : d;
 }
 
 // "k=v;k=v" (BackupInfo::params) as a map.
@@ -282,11 +276,12 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
       c.p99_us = static_cast<double>(all.Percentile(99)) / 1e3;
       const double ops = std::max<double>(1, static_cast<double>(c.ops));
       c.ops_per_sec = c.replay_seconds > 0 ? static_cast<double>(c.ops) / c.replay_seconds : 0;
-      c.page_reads_per_op = Delta(run.before, run.after, "page_reads") / ops;
-      c.bytes_written_per_op = Delta(run.before, run.after, "device_write_bytes") / ops;
+      c.page_reads_per_op = DeltaOr0(run.before, run.after, "page_reads") / ops;
+      c.bytes_written_per_op = DeltaOr0(run.before, run.after, "device_write_bytes") / ops;
       c.cpu_us_per_op = cpu * 1e6 / ops;
       for (const char* g : {"index_inner_bytes", "index_model_bytes", "index_filter_bytes"}) {
-        c.index_memory_bytes += GaugeOr0(run.after, g);
+        const double v = GaugeValue(run.after, g);
+        if (!std::isnan(v)) c.index_memory_bytes += v;
       }
       GROVE_RETURN_IF_ERROR(target->Close());
       if (run.errors > 0) {

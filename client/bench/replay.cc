@@ -139,22 +139,20 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
       if (f == Seen::kUnseen) f = missed ? Seen::kAbsent : Seen::kPresent;
     }
   }
-  std::vector<bool> absent_first(distinct.size());
-  for (size_t k = 0; k < distinct.size(); ++k) absent_first[k] = first[k] == Seen::kAbsent;
-  for (bool a : absent_first) plan.absent_keys += a ? 1 : 0;
+  auto absent_first = [&](size_t k) { return first[k] == Seen::kAbsent; };
+  plan.absent_keys = static_cast<uint64_t>(std::count(first.begin(), first.end(), Seen::kAbsent));
 
   std::vector<bool> created(distinct.size(), false);  // absent-first keys put since
   auto replay_key = [&](const std::string& k, bool bound) -> std::string {
     if (!scaled) return k;
     if (bound && k.empty()) return std::string();
     const size_t rank = map.RankOf(k);
-    return map.KeyOf(rank, !bound && absent_first[rank]);
+    return map.KeyOf(rank, !bound && absent_first(rank));
   };
   plan.ops.reserve(records.size());
   for (trace::Record& rec : records) {
     ReplayOp op;
     op.micros = rec.micros;
-    op.op = rec.op;
     op.type = TypeOf(rec.op);
     op.conditional = (rec.flags & trace::record_flags::kPrecondition) != 0;
     op.apply = rec.code == kCodeOk;
@@ -174,7 +172,7 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
         if (e.has_value) plan.max_value_bytes = std::max(plan.max_value_bytes, e.value_size);
         const size_t k = map.RankOf(e.key);
         // The first put of a key the trace saw missing creates it: an insert.
-        if (rec.op == trace::Op::kPut && absent_first[k] && !created[k] && op.apply) {
+        if (rec.op == trace::Op::kPut && absent_first(k) && !created[k] && op.apply) {
           op.type = OpType::kInsert;
           created[k] = true;
         }

@@ -52,7 +52,6 @@ struct ReplayOptions {
 struct ReplayOp {
   uint64_t micros = 0;  // since the trace's start
   OpType type = OpType::kRead;
-  trace::Op op = trace::Op::kGet;
   // A precondition was given: the replay reads the keys first (what groved does to check it),
   // and writes only when the traced call applied.
   bool conditional = false;

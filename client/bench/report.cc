@@ -54,18 +54,6 @@ json PhaseJson(const PhaseResult& p) {
   return j;
 }
 
-double Delta(const TargetStats& before, const TargetStats& after, const std::string& name) {
-  auto a = after.counters.find(name);
-  if (a == after.counters.end()) return NAN;
-  auto b = before.counters.find(name);
-  return a->second - (b == before.counters.end() ? 0 : b->second);
-}
-
-double Gauge(const TargetStats& s, const std::string& name) {
-  auto it = s.gauges.find(name);
-  return it == s.gauges.end() ? NAN : it->second;
-}
-
 // NaN (a counter the target does not have) becomes null in JSON.
 json Num(double v, int digits = 4) {
   return std::isnan(v) ? json(nullptr) : json(Round(v, digits));
@@ -179,34 +167,36 @@ nlohmann::json RunToJson(const RunResult& run, const ReportContext& ctx) {
 
   const TargetStats& b = run.before;
   const TargetStats& a = run.after;
-  auto per_op = [&](const std::string& name) { return ops > 0 ? Delta(b, a, name) / ops : NAN; };
+  auto per_op = [&](const std::string& name) {
+    return ops > 0 ? CounterDelta(b, a, name) / ops : NAN;
+  };
   json io;
   io["page_reads_per_op"] = Num(per_op("page_reads"));
   io["page_writes_per_op"] = Num(per_op("page_writes"));
   io["bytes_read_per_op"] = Num(per_op("device_read_bytes"), 1);
   io["bytes_written_per_op"] = Num(per_op("device_write_bytes"), 1);
   j["io"] = io;
-  const double hits = Delta(b, a, "cache_hits");
-  const double misses = Delta(b, a, "cache_misses");
+  const double hits = CounterDelta(b, a, "cache_hits");
+  const double misses = CounterDelta(b, a, "cache_misses");
   j["cache_hit_ratio"] = Num(hits + misses > 0 ? hits / (hits + misses) : NAN);
 
   json index;
   for (const char* g :
        {"index_height", "index_inner_pages", "index_leaf_pages", "index_inner_bytes",
         "index_model_bytes", "index_filter_bytes", "index_entries"}) {
-    const double v = Gauge(a, g);
+    const double v = GaugeValue(a, g);
     if (!std::isnan(v)) index[std::string(g).substr(6)] = v;
   }
   double memory = 0;
   for (const char* g : {"index_inner_bytes", "index_model_bytes", "index_filter_bytes"}) {
-    const double v = Gauge(a, g);
+    const double v = GaugeValue(a, g);
     if (!std::isnan(v)) memory += v;
   }
   index["memory_bytes"] = memory;
   j["index"] = index;
 
   json counters = json::object();
-  for (const auto& [name, v] : a.counters) counters[name] = Num(Delta(b, a, name), 1);
+  for (const auto& [name, v] : a.counters) counters[name] = Num(CounterDelta(b, a, name), 1);
   j["counters"] = counters;
   json gauges = json::object();
   for (const auto& [name, v] : a.gauges) gauges[name] = Num(v, 6);

@@ -1,6 +1,20 @@
 #include "bench/target.h"
 
+#include <cmath>
+
 namespace grove::bench {
+
+double CounterDelta(const TargetStats& before, const TargetStats& after, const std::string& name) {
+  auto a = after.counters.find(name);
+  if (a == after.counters.end()) return NAN;
+  auto b = before.counters.find(name);
+  return a->second - (b == before.counters.end() ? 0 : b->second);
+}
+
+double GaugeValue(const TargetStats& s, const std::string& name) {
+  auto it = s.gauges.find(name);
+  return it == s.gauges.end() ? NAN : it->second;
+}
 
 Status Session::WriteBatch(const std::vector<std::pair<std::string, std::string>>& entries) {
   for (const auto& [k, v] : entries) GROVE_RETURN_IF_ERROR(Write(k, v));

@@ -59,6 +59,11 @@ struct TargetStats {
   std::map<std::string, double> gauges;
 };
 
+// A counter's change from `before` to `after` (NaN when `after` lacks it); a gauge's value (NaN
+// when absent).
+double CounterDelta(const TargetStats& before, const TargetStats& after, const std::string& name);
+double GaugeValue(const TargetStats& s, const std::string& name);
+
 // One thread's connection to the target.
 class Session {
  public:

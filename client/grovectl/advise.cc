@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "grovectl/progress.h"
 #include <nlohmann/json.hpp>
 
 namespace grove::grovectl {
@@ -22,16 +23,6 @@ std::string Grouped(double v) {
   std::string s = Num(std::round(v), 0);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
   return s;
-}
-
-std::string Bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return Num(b, u == 0 ? 0 : 1) + " " + units[u];
 }
 
 std::string Pad(const std::string& s, size_t width, bool right) {
@@ -69,8 +60,8 @@ void PrintText(const bench::AdvisorOptions& o, const bench::Advice& a, std::ostr
       << "%), keys " << r.keys << "\n";
   out << "data: " << Grouped(static_cast<double>(a.records)) << " records "
       << (o.backup.empty() ? "synthesised from the trace's keys" : "from backup " + o.backup)
-      << "; memory " << Bytes(static_cast<double>(o.memory_bytes)) << " per candidate; "
-      << o.threads << " threads; wal.sync " << o.wal_sync << "\n\n";
+      << "; memory " << HumanBytes(o.memory_bytes) << " per candidate; " << o.threads
+      << " threads; wal.sync " << o.wal_sync << "\n\n";
 
   const std::vector<std::string> head = {
       "rank",       "candidate",        "calls/s",     "p50 us",      "p99 us",
@@ -85,7 +76,7 @@ void PrintText(const bench::AdvisorOptions& o, const bench::Advice& a, std::ostr
     rows.push_back({std::to_string(i + 1), c.target, Grouped(c.ops_per_sec), Num(c.p50_us, 1),
                     Num(c.p99_us, 1), Num(c.page_reads_per_op, 3),
                     Num(c.bytes_written_per_op / 1024, 2), Num(c.cpu_us_per_op, 1),
-                    Bytes(c.index_memory_bytes)});
+                    HumanBytes(static_cast<uint64_t>(c.index_memory_bytes))});
   }
   std::vector<size_t> width(head.size());
   for (size_t k = 0; k < head.size(); ++k) width[k] = head[k].size();

@@ -4,13 +4,15 @@
     scripts/advisor_report.py RESULTS ADVICE TIMES COMMANDS > docs/bench-data/advisor.md
 
 RESULTS: grove-bench JSON lines of the truth runs (every candidate on each workload at full
-size; LOAD lines are skipped), labelled "advisor <workload>". ADVICE: one `grovectl -o json
+size, in rounds; LOAD lines are skipped), labelled "advisor <workload> round <n>" (or
+"advisor <workload>" for one round); a candidate's truth is the mean over its rounds. ADVICE: one `grovectl -o json
 advise` object per line, with the workload's name, wall seconds and trace size added. TIMES:
 "<workload> truth_seconds S memory BYTES" lines. COMMANDS: the commands that produced them.
 Every figure comes from those files. Standard library only.
 """
 
 import json
+import re
 import sys
 
 
@@ -29,12 +31,29 @@ def short(target):
 
 def main():
     results_path, advice_path, times_path, commands_path = sys.argv[1:5]
-    truth = {}
+    rounds = {}
     for r in load(results_path):
         if r.get("workload") == "load":
             continue
-        name = r.get("label", "").replace("advisor ", "", 1)
-        truth.setdefault(name, {})[r["target"]] = r
+        name = re.sub(r" round \d+$", "", r.get("label", "").replace("advisor ", "", 1))
+        rounds.setdefault(name, {}).setdefault(r["target"], []).append(r)
+    # Per workload and candidate: the first run's config, the mean throughput and reads over its
+    # rounds, and how far its rounds were apart.
+    truth = {}
+    n_rounds = 1
+    for name, by_target in rounds.items():
+        for target, runs in by_target.items():
+            n_rounds = max(n_rounds, len(runs))
+            tps = [x["throughput"] for x in runs]
+            reads = [x.get("io", {}).get("page_reads_per_op") for x in runs]
+            reads = [x for x in reads if x is not None]
+            truth.setdefault(name, {})[target] = {
+                "config": runs[0]["config"],
+                "throughput": sum(tps) / len(tps),
+                "spread": (max(tps) - min(tps)) / (sum(tps) / len(tps)) if len(tps) > 1 else None,
+                "reads": sum(reads) / len(reads) if reads else None,
+                "rounds": len(tps),
+            }
     advice = {a["workload"]: a for a in load(advice_path)}
     times = {}
     with open(times_path, encoding="utf-8") as f:
@@ -45,13 +64,6 @@ def main():
     with open(commands_path, encoding="utf-8") as f:
         commands = f.read().strip()
 
-    scale = "a fraction"
-    for name, a in advice.items():
-        runs = truth.get(name, {})
-        if runs and a.get("records"):
-            full = next(iter(runs.values()))["config"]["records"]
-            scale = f"1/{round(full / a['records'])}"
-            break
     out = []
     out += ["## The advisor", ""]
     out += [
@@ -59,18 +71,22 @@ def main():
         "workloads built from config/workloads, one per variant's niche and a mixed one "
         "(`make bench-advisor`, scripts/bench-advisor.sh). For each: groved (btree) held the "
         "full data and served the workload over gRPC while `grovectl trace start` sampled it; "
-        f"the advisor replayed that trace on every candidate with {scale} of the records and "
-        f"{scale} of the memory (the same share of the data); the truth is every candidate running "
+        "the advisor replayed that trace on every candidate with a quarter of the records and of "
+        "the memory (the same share of the data; a larger share where a quarter of the memory "
+        "would be under 4 MiB, the smallest budget every candidate runs at), warmed up for a "
+        "second and measured over whole passes of the trace for at least 1.5 s; the truth is "
+        "every candidate running "
         "the workload itself at full size with the full memory (embedded, bulk loaded, "
-        "`wal.sync: always`, one run each, in turns). Targets: the pick reaches at least 90% of "
+        f"`wal.sync: always`, {n_rounds} run{'s' if n_rounds > 1 else ''} each, in turns, "
+        "their mean). Targets: the pick reaches at least 90% of "
         "the best candidate's throughput in the truth runs, and the advice takes at most a tenth "
         "of the truth runs' time.",
         "",
     ]
     out += [
-        "| workload | memory / data | trace calls | advisor's pick | truth's best | pick / best "
-        "| advice s | truth s | advice / truth |",
-        "|---|---:|---:|---|---|---:|---:|---:|---:|",
+        "| workload | memory / data | trace calls | advice records | advisor's pick "
+        "| truth's best | pick / best | advice s | truth s | advice / truth |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|",
     ]
     details = []
     for name, a in advice.items():
@@ -86,7 +102,8 @@ def main():
         cfg = next(iter(runs.values()))["config"]
         share = cfg["cache_bytes"] / cfg["data_bytes"] if cfg.get("data_bytes") else None
         out.append(
-            f"| {name} | {fmt(share, '{:.2f}')} | {fmt(a['trace']['calls'])} | {short(pick)} "
+            f"| {name} | {fmt(share, '{:.2f}')} | {fmt(a['trace']['calls'])} "
+            f"| {fmt(a.get('records'))} | {short(pick)} "
             f"| {short(best_target)} | {fmt(ratio, '{:.2f}')} "
             f"{'(met)' if ratio is not None and ratio >= 0.9 else '(missed)'} "
             f"| {fmt(a['wall_seconds'], '{:.0f}')} | {fmt(truth_s, '{:.0f}')} "
@@ -96,8 +113,8 @@ def main():
         d = [f"**{name}** ({a['trace']['calls']:,} traced calls, {a['records']:,} records for "
              f"the advice). {a['why']}", "",
              "| candidate | advice calls/s | advice reads/call | truth ops/s | truth reads/op "
-             "| truth / best |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| truth / best | rounds apart |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
         adv = {c["target"]: c for c in a["candidates"]}
         for t in rank_truth:
             r = runs[t]
@@ -105,8 +122,9 @@ def main():
             d.append(
                 f"| {short(t)}{' (pick)' if t == pick else ''} | {fmt(c.get('calls_per_sec'))} "
                 f"| {fmt(c.get('page_reads_per_call'), '{:.3f}')} | {fmt(r['throughput'])} "
-                f"| {fmt(r.get('io', {}).get('page_reads_per_op'), '{:.3f}')} "
-                f"| {fmt(r['throughput'] / best_tp, '{:.2f}')} |")
+                f"| {fmt(r['reads'], '{:.3f}')} "
+                f"| {fmt(r['throughput'] / best_tp, '{:.2f}')} "
+                f"| {fmt(r['spread'] * 100 if r['spread'] is not None else None, '{:.0f}%')} |")
         details += d + [""]
     out += [""] + details
     out += ["Commands (from the repository root, after `make bench-build`):", "", "```",

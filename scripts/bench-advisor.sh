@@ -5,10 +5,13 @@
 #             grove-bench embedded and copied for each workload); grove-bench runs the workload
 #             over gRPC for TRACE_SECONDS per phase while `grovectl trace start --sample SAMPLE`
 #             records it;
-#   2. advise `grovectl advise` on that trace with RECORDS/SCALE synthesised records and
-#             MEMORY/SCALE of memory (the same share of the data), timed;
+#   2. advise `grovectl advise` on that trace with RECORDS/s synthesised records and MEMORY/s of
+#             memory (the same share of the data), timed, where s is SCALE or less: the largest
+#             at which MEMORY/s still holds MIN_MEMORY, the smallest budget every candidate runs
+#             at (TreeLine's buffer pool);
 #   3. truth  every candidate at RECORDS records and the workload's MEMORY runs the workload
-#             itself (embedded, bulk loaded, DURATION seconds per phase after a warm-up), timed.
+#             itself (embedded, bulk loaded, DURATION seconds per phase after a warm-up), ROUNDS
+#             times in turns (every candidate once, then again), timed.
 # The pick passes when it reaches 90% of the best candidate's throughput in the truth runs, and
 # the advice when it took at most a tenth of the truth runs' time.
 #
@@ -26,6 +29,8 @@ DATA=${DATA:-build-bench/data}/advisor
 RECORDS=${RECORDS:-2M}
 VALUE=${VALUE:-100}
 SCALE=${SCALE:-4}
+MIN_MEMORY=${MIN_MEMORY:-$((4 << 20))}
+ROUNDS=${ROUNDS:-2}
 SAMPLE=${SAMPLE:-0.25}
 TRACE_SECONDS=${TRACE_SECONDS:-10}
 DURATION=${DURATION:-30}
@@ -93,8 +98,9 @@ for name in $WORKLOADS; do
   line=$(echo "$ALL_WORKLOADS" | grep "^$name|")
   IFS='|' read -r _ workload dist share <<<"$line"
   memory=$("$PYTHON" -c "print(max(1 << 20, int($data_bytes * $share) // 4096 * 4096))")
-  advise_memory=$("$PYTHON" -c "print(max(1 << 20, int($data_bytes * $share / $SCALE) // 4096 * 4096))")
-  advise_records=$((records_n / SCALE))
+  scale=$("$PYTHON" -c "print(max(1.0, min($SCALE, $memory / $MIN_MEMORY)))")
+  advise_memory=$("$PYTHON" -c "print(max(1 << 20, int($data_bytes * $share / $scale) // 4096 * 4096))")
+  advise_records=$("$PYTHON" -c "print(int($records_n / $scale))")
   distflag=()
   [ -n "$dist" ] && distflag=(--distribution "$dist")
 
@@ -154,14 +160,17 @@ print(json.dumps(a))" >>"$ADVICE"
 
   # 3. The truth: every candidate on the workload itself, at full size.
   t0=$(now)
-  for c in $CANDIDATES; do
-    rm -rf "$DATA/truth"
-    # A candidate that cannot run at this budget (treeline's smallest pool) is reported missing.
-    run "$BENCH" --target "$c" --dir "$DATA/truth" --records "$RECORDS" --value-size "$VALUE" \
-      --cache-bytes "$memory" --direct-io true --wal-sync always --load-method bulk \
-      --workloads "load,$workload" "${distflag[@]}" --threads "$THREADS" --duration "$DURATION" \
-      --warmup "$WARMUP" --json "$RESULTS" --progress off --no-table --label "advisor $name" ||
-      echo "$name $c failed" >>"$TIMES.failed"
+  for round in $(seq "$ROUNDS"); do
+    for c in $CANDIDATES; do
+      rm -rf "$DATA/truth"
+      # A candidate that cannot run at this budget (treeline's smallest pool) is reported missing.
+      run "$BENCH" --target "$c" --dir "$DATA/truth" --records "$RECORDS" --value-size "$VALUE" \
+        --cache-bytes "$memory" --direct-io true --wal-sync always --load-method bulk \
+        --workloads "load,$workload" "${distflag[@]}" --threads "$THREADS" --duration "$DURATION" \
+        --warmup "$WARMUP" --json "$RESULTS" --progress off --no-table \
+        --label "advisor $name round $round" ||
+        echo "$name $c failed" >>"$TIMES.failed"
+    done
   done
   t1=$(now)
   rm -rf "$DATA/truth"

@@ -188,7 +188,7 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
 
   // The data and the plan, built once for every candidate.
   ReplayOptions replay_options;
-  replay_options.loops = o.loops;
+  replay_options.loops = std::max<uint32_t>(1, o.loops);
   std::unique_ptr<BackupSource> backup;
   std::vector<uint64_t> no_keys;
   std::unique_ptr<KeySpace> space;
@@ -217,6 +217,12 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
     }
     space = std::make_unique<KeySpace>(std::move(keys), o.records);
     space->BuildSorted();
+    GROVE_ASSIGN_OR_RETURN(const TraceShape shape, ReadTraceShape(o.trace));
+    if (!shape.cell_bounds.empty()) {
+      replay_options.keys = ReplayOptions::Keys::kProjected;
+      say("the trace's key sketch counts " + std::to_string(shape.sketch_keys) + " keys; the " +
+          std::to_string(o.records) + " synthesised follow its shape");
+    }
   }
   GROVE_ASSIGN_OR_RETURN(ReplayPlan plan, LoadReplay(o.trace, replay_options,
                                                      backup ? no_keys : space->sorted_loaded()));
@@ -263,8 +269,31 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
       }
       c.load_seconds = WallSeconds() - load_start;
       Runner runner(target.get(), space.get(), &values, settings);
+      ReplayPlan pass = plan;
+      double one_pass = 0;  // seconds, at the warm-up's rate
+      if (o.warmup_seconds > 0) {
+        pass.options.loops = 1;
+        pass.options.max_seconds = o.warmup_seconds;
+        GROVE_ASSIGN_OR_RETURN(RunResult warm, runner.RunReplay(pass));
+        if (warm.errors > 0) {
+          return Status::Internal(std::to_string(warm.errors) +
+                                  " replayed calls failed; the first: " + warm.first_error);
+        }
+        c.warmup_seconds = warm.total.seconds;
+        if (warm.total.ops > 0) {
+          one_pass = warm.total.seconds * static_cast<double>(plan.ops.size()) /
+                     static_cast<double>(warm.total.ops);
+        }
+        pass.options.max_seconds = 0;
+      }
+      pass.options.loops = plan.options.loops;
+      if (one_pass > 0 && o.min_seconds > 0) {
+        pass.options.loops = static_cast<uint32_t>(
+            std::clamp<double>(std::ceil(o.min_seconds / one_pass), pass.options.loops, 1000000));
+      }
+      c.loops = pass.options.loops;
       const double cpu0 = CpuSeconds();
-      GROVE_ASSIGN_OR_RETURN(RunResult run, runner.RunReplay(plan));
+      GROVE_ASSIGN_OR_RETURN(RunResult run, runner.RunReplay(pass));
       const double cpu = CpuSeconds() - cpu0;
       advice.replay = *run.replay;
       c.replay_seconds = run.total.seconds;

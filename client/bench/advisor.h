@@ -11,9 +11,14 @@
 // The data, one of:
 //   a backup  every record of it (restored once into the scratch directory, read in key order
 //             and bulk loaded into each candidate); the trace replays with its exact keys;
-//   records   N keys synthesised from the trace's own key distribution (key_set.h,
-//             trace:PATH) with values of the trace's mean put size, bulk loaded; the trace
-//             replays with scaled keys onto them.
+//   records   N keys synthesised from the trace's key space (key_set.h, trace:PATH) with values
+//             of the trace's mean put size, bulk loaded. With the traced database's key sketch
+//             in the trace, the keys follow the database's shape and the trace replays with
+//             projected keys (each to the nearest key in its place); a trace without one
+//             replays with scaled keys (by rank) onto keys shaped like its own.
+//
+// Each candidate replays the trace unmeasured for `warmup_seconds` (or one pass), then measured,
+// whole passes, as many as its warm-up rate says `min_seconds` take (at least `loops`).
 
 #include <cstdint>
 #include <functional>
@@ -36,7 +41,14 @@ struct AdvisorOptions {
   uint64_t memory_bytes = 64ull << 20;  // every candidate's budget (the engine's cache_bytes)
   std::string dir;                      // scratch directory (created; candidates removed after)
   uint32_t threads = 4;                 // replay threads
-  uint32_t loops = 1;                   // replays of the trace per candidate
+  uint32_t loops = 1;                   // measured replays of the trace per candidate, at least
+  // An unmeasured replay first, for this long or one pass, whichever ends first (0: none): a
+  // replay from a fresh load would see cold caches and empty write buffers that the traced
+  // server, running for a while, did not have.
+  double warmup_seconds = 1;
+  // Measured replays repeat until they have run this long (one pass of a short trace is over
+  // in a fraction of a second, too short to measure).
+  double min_seconds = 1.5;
   std::vector<std::string> candidates;  // embedded:<variant>?... targets; empty: the defaults
   std::string wal_sync = "always";
   bool direct_io = true;
@@ -54,7 +66,9 @@ struct CandidateResult {
   std::map<std::string, std::string> params;
   Status status;  // not OK: the candidate failed (load or replay) and is ranked last
   double load_seconds = 0;
-  double replay_seconds = 0;
+  double replay_seconds = 0;  // measured
+  double warmup_seconds = 0;
+  uint32_t loops = 0;  // measured replays of the trace
   uint64_t ops = 0;
   uint64_t errors = 0;
   double ops_per_sec = 0;

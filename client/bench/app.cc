@@ -219,7 +219,7 @@ int RunBench(const BenchOptions& o) {
   // LOAD of this or an earlier grove-bench left (its state file says what that was).
   const bool needs_state =
       std::any_of(workloads->begin(), workloads->end(), [&](const WorkloadSpec& w) {
-        return !w.is_load && (w.trace.empty() || o.replay.keys == ReplayOptions::Keys::kScaled);
+        return !w.is_load && (w.trace.empty() || o.replay.keys != ReplayOptions::Keys::kExact);
       });
   for (const WorkloadSpec& w : *workloads) {
     if (!w.trace.empty() && scheme == "device") {
@@ -322,7 +322,7 @@ int RunBench(const BenchOptions& o) {
       run = load_runner.RunLoad();
     } else if (!w.trace.empty()) {
       ctx.threads = settings.threads;
-      if (o.replay.keys == ReplayOptions::Keys::kScaled) space.BuildSorted();
+      if (o.replay.keys != ReplayOptions::Keys::kExact) space.BuildSorted();
       StatusOr<ReplayPlan> plan = LoadReplay(w.trace, o.replay, space.sorted_loaded());
       if (!plan.ok()) return Fail(plan.status());
       run = runner.RunReplay(*plan);

@@ -156,8 +156,10 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
   std::string replay_keys = "scaled";
   std::string replay_timing = "closed";
   app.add_option("--replay-keys", replay_keys,
-                 "trace:FILE workloads: 'scaled' (onto the loaded keys, in order) or 'exact' (the "
-                 "traced keys; the target holds the traced data)")
+                 "trace:FILE workloads: 'scaled' (onto the loaded keys, in order), 'projected' "
+                 "(each to the loaded key nearest its place in the trace's key space; for data "
+                 "loaded with --key-set trace:FILE) or 'exact' (the traced keys; the target "
+                 "holds the traced data)")
       ->capture_default_str();
   app.add_option("--replay-timing", replay_timing,
                  "trace:FILE workloads: 'closed' (as fast as the threads go) or 'trace' (each "
@@ -251,12 +253,15 @@ std::optional<BenchOptions> ParseCommandLine(int argc, char** argv, int* exit_co
   o.load_method = load_method == "bulk"    ? LoadMethod::kBulk
                   : load_method == "batch" ? LoadMethod::kBatch
                                            : LoadMethod::kPut;
-  if (replay_keys == "scaled" || replay_keys == "exact") {
-    o.replay.keys =
-        replay_keys == "exact" ? ReplayOptions::Keys::kExact : ReplayOptions::Keys::kScaled;
+  if (replay_keys == "scaled") {
+    o.replay.keys = ReplayOptions::Keys::kScaled;
+  } else if (replay_keys == "projected") {
+    o.replay.keys = ReplayOptions::Keys::kProjected;
+  } else if (replay_keys == "exact") {
+    o.replay.keys = ReplayOptions::Keys::kExact;
   } else {
-    return fail(
-        Status::InvalidArgument("--replay-keys: '" + replay_keys + "' is not scaled or exact"));
+    return fail(Status::InvalidArgument("--replay-keys: '" + replay_keys +
+                                        "' is not scaled, projected or exact"));
   }
   if (replay_timing == "closed" || replay_timing == "trace") {
     o.replay.timing =

@@ -22,9 +22,11 @@
 //              duplicates dropped (SOSD "wiki" edit timestamps)
 //   sosd:PATH  sorted uint64 keys from a file in SOSD's binary format: a little-endian u64 count,
 //              then that many little-endian u64 keys. Duplicates are dropped.
-//   trace:PATH keys drawn from the distribution of a workload trace's keys (replay.h): the
-//              empirical CDF of their 8-byte projections, interpolated linearly between them, so
-//              a trace replayed with scaled keys meets a key set of its own shape
+//   trace:PATH keys of a workload trace's key space (replay.h, TraceShape), as 8-byte
+//              projections: where the trace carries the traced database's key sketch, drawn
+//              cell by cell in proportion to the keys the sketch counted (the database's shape,
+//              cold ranges included); else from the empirical CDF of the keys the trace named,
+//              interpolated linearly between them
 //
 // Keys reach the engines as 8-byte big-endian strings, so byte order is numeric order.
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bench/key_set.h"
+#include "trace/key_sketch.h"
 
 namespace grove::bench {
 namespace {
@@ -62,11 +63,33 @@ class ScaledKeys {
   const std::vector<uint64_t>& loaded_;
 };
 
+// The projected map: a key -> the loaded key nearest its projection.
+class ProjectedKeys {
+ public:
+  ProjectedKeys(size_t prefix, const std::vector<uint64_t>& sorted_loaded)
+      : prefix_(prefix), loaded_(sorted_loaded) {}
+
+  uint64_t Project(const std::string& key) const { return trace::KeyProjection(key, prefix_); }
+
+  std::string KeyOf(const std::string& key, bool absent) const {
+    const uint64_t p = Project(key);
+    if (absent) return EncodeKey(p) + std::string(1, '\0');
+    auto it = std::lower_bound(loaded_.begin(), loaded_.end(), p);
+    if (it == loaded_.end() || (it != loaded_.begin() && p - *(it - 1) < *it - p)) --it;
+    return EncodeKey(*it);
+  }
+
+ private:
+  const size_t prefix_;
+  const std::vector<uint64_t>& loaded_;
+};
+
 }  // namespace
 
 StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& options,
                                 const std::vector<uint64_t>& sorted_loaded) {
-  const bool scaled = options.keys == ReplayOptions::Keys::kScaled;
+  const bool scaled = options.keys != ReplayOptions::Keys::kExact;
+  const bool projected = options.keys == ReplayOptions::Keys::kProjected;
   if (scaled && sorted_loaded.empty()) {
     return Status::InvalidArgument(
         "trace:" + path +
@@ -79,6 +102,11 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
                                    ": its keys were hashed when traced, so no database holds "
                                    "them: replay it with --replay-keys scaled");
   }
+  TraceShape shape;
+  if (projected) {
+    GROVE_ASSIGN_OR_RETURN(shape, ReadTraceShape(path));
+  }
+  const ProjectedKeys projection(shape.prefix, sorted_loaded);
   ReplayPlan plan;
   plan.path = path;
   plan.header = reader->header();
@@ -146,7 +174,9 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
   auto replay_key = [&](const std::string& k, bool bound) -> std::string {
     if (!scaled) return k;
     if (bound && k.empty()) return std::string();
+    if (projected && bound) return EncodeKey(projection.Project(k));
     const size_t rank = map.RankOf(k);
+    if (projected) return projection.KeyOf(k, absent_first(rank));
     return map.KeyOf(rank, !bound && absent_first(rank));
   };
   plan.ops.reserve(records.size());
@@ -183,7 +213,7 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
   return plan;
 }
 
-StatusOr<std::vector<uint64_t>> TraceKeyProjections(const std::string& path) {
+StatusOr<TraceShape> ReadTraceShape(const std::string& path) {
   GROVE_ASSIGN_OR_RETURN(auto reader, trace::TraceReader::Open(path));
   std::vector<std::string> keys;
   trace::Record r;
@@ -194,25 +224,34 @@ StatusOr<std::vector<uint64_t>> TraceKeyProjections(const std::string& path) {
       if (!e.key.empty()) keys.push_back(std::move(e.key));
     }
   }
-  if (keys.empty()) return Status::InvalidArgument("trace:" + path + ": names no keys");
+  const trace::KeySketch* sketch = reader->sketch();
+  const bool has_sketch = sketch != nullptr && !sketch->counts.empty() && sketch->Entries() > 0;
+  if (keys.empty() && !has_sketch) {
+    return Status::InvalidArgument("trace:" + path + ": names no keys");
+  }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  // The first and last keys share what every key in between shares.
-  const std::string& lo = keys.front();
-  const std::string& hi = keys.back();
-  size_t common = 0;
-  while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
-  std::vector<uint64_t> out;
-  out.reserve(keys.size());
-  for (const std::string& k : keys) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < 8; ++i) {
-      v = (v << 8) | (common + i < k.size() ? static_cast<uint8_t>(k[common + i]) : 0u);
-    }
-    out.push_back(v);
+  // The smallest and largest keys share what every key in between shares.
+  std::string lo = keys.empty() ? sketch->bounds.front() : keys.front();
+  std::string hi = keys.empty() ? sketch->bounds.back() : keys.back();
+  if (has_sketch) {
+    lo = std::min(lo, sketch->bounds.front());
+    hi = std::max(hi, sketch->bounds.back());
   }
-  out.erase(std::unique(out.begin(), out.end()), out.end());  // sorted keys project in order
-  return out;
+  TraceShape shape;
+  shape.prefix = trace::SharedPrefix(lo, hi);
+  shape.points.reserve(keys.size());
+  for (const std::string& k : keys) shape.points.push_back(trace::KeyProjection(k, shape.prefix));
+  // Sorted keys project in order.
+  shape.points.erase(std::unique(shape.points.begin(), shape.points.end()), shape.points.end());
+  if (has_sketch) {
+    for (const std::string& b : sketch->bounds) {
+      shape.cell_bounds.push_back(trace::KeyProjection(b, shape.prefix));
+    }
+    shape.cell_counts = sketch->counts;
+    shape.sketch_keys = sketch->Entries();
+  }
+  return shape;
 }
 
 }  // namespace grove::bench

@@ -22,6 +22,14 @@
 //           to exist (a write the trace saw first replays as an overwrite). What the mapping
 //           cannot keep is the traced database's density between the keys the sample saw: a
 //           scan replays with its traced limit, over the mapped range.
+//   projected each key goes to the loaded key nearest its place in the trace's key space (its
+//           8-byte projection, TraceShape), for data loaded from that same space (key set
+//           trace:PATH). Where the trace carries its database's key sketch, that data has the
+//           traced database's shape, cold ranges included, so a hot range keeps its share of
+//           the keys instead of being stretched over all of them. A key whose first traced use
+//           is a read that found nothing replays as its own projection plus a zero byte: absent
+//           from the load, in its place, distinct from its neighbours. Scan and range-delete
+//           bounds replay as their projections.
 // Values are written with the traced sizes (random bytes).
 //
 // Timing: closed (each worker takes the next record when its last one returned, the records
@@ -40,12 +48,15 @@
 namespace grove::bench {
 
 struct ReplayOptions {
-  enum class Keys { kExact, kScaled };
+  enum class Keys { kExact, kScaled, kProjected };
   enum class Timing { kClosed, kTrace };
   Keys keys = Keys::kScaled;
   Timing timing = Timing::kClosed;
   double speed = 1;    // kTrace: traced times are divided by this
   uint32_t loops = 1;  // the trace runs this many times back to back
+  // Stop issuing calls once this long has passed (0: run every loop), e.g. a warm-up that ends
+  // after a second or one pass, whichever comes first.
+  double max_seconds = 0;
 };
 
 // One replayed call.
@@ -76,16 +87,27 @@ struct ReplayPlan {
   uint32_t max_value_bytes = 0;
 };
 
-// Reads the trace at `path`. kScaled needs `sorted_loaded`: the keys grove-bench loaded, in
-// ascending order (KeySpace::sorted_loaded); kExact ignores it. InvalidArgument names the file
-// for a trace that cannot be replayed (no file, not a trace, nothing to replay); DataLoss for
-// damage.
+// Reads the trace at `path`. kScaled and kProjected need `sorted_loaded`: the keys grove-bench
+// loaded, in ascending order (KeySpace::sorted_loaded); kExact ignores it. InvalidArgument names
+// the file for a trace that cannot be replayed (no file, not a trace, nothing to replay); DataLoss
+// for damage.
 [[nodiscard]] StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& options,
                                               const std::vector<uint64_t>& sorted_loaded);
 
-// The trace's keys (scan bounds included) as sorted, unique 8-byte projections: the bytes after
-// the prefix every key shares, big-endian, zero-padded. The shape of its key space for key sets
-// built from it (key_set.h, trace:PATH). Calls that failed count too: their keys were asked for.
-[[nodiscard]] StatusOr<std::vector<uint64_t>> TraceKeyProjections(const std::string& path);
+// The key space of a trace in 8-byte projections (trace::KeyProjection: the bytes after the
+// prefix every key of the trace and of its sketch shares), for key sets built from it (key_set.h,
+// trace:PATH) and projected replays.
+struct TraceShape {
+  size_t prefix = 0;
+  // The trace's keys (scan bounds included), sorted and unique. Calls that failed count too:
+  // their keys were asked for.
+  std::vector<uint64_t> points;
+  // The traced database's key sketch, projected: cells + 1 bounds and a count per cell; empty
+  // when the trace has none or the database was empty.
+  std::vector<uint64_t> cell_bounds;
+  std::vector<uint64_t> cell_counts;
+  uint64_t sketch_keys = 0;  // the keys the sketch counted
+};
+[[nodiscard]] StatusOr<TraceShape> ReadTraceShape(const std::string& path);
 
 }  // namespace grove::bench

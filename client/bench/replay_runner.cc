@@ -93,7 +93,9 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
   run.distribution = "trace";
   ReplayFacts facts;
   facts.file = file;
-  facts.keys = o.keys == ReplayOptions::Keys::kExact ? "exact" : "scaled";
+  facts.keys = o.keys == ReplayOptions::Keys::kExact       ? "exact"
+               : o.keys == ReplayOptions::Keys::kProjected ? "projected"
+                                                           : "scaled";
   facts.timing = timed ? "trace" : "closed";
   facts.speed = o.speed;
   facts.loops = o.loops;
@@ -107,7 +109,7 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
   run.replay = facts;
   run.description = "replay of " + std::to_string(plan.ops.size()) + " traced calls (" +
                     std::to_string(plan.skipped) + " failed ones skipped), keys " + facts.keys +
-                    (o.keys == ReplayOptions::Keys::kScaled
+                    (o.keys != ReplayOptions::Keys::kExact
                          ? " onto " + std::to_string(keys_->loaded()) + " loaded"
                          : std::string()) +
                     ", " + (timed ? "at the trace's timing" : "closed loop") +
@@ -128,6 +130,8 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
                     settings_.timeline_counters);
     GROVE_ASSIGN_OR_RETURN(run.before, target_->Stats());
     const uint64_t start = NowNanos();
+    const uint64_t deadline =
+        o.max_seconds > 0 ? start + static_cast<uint64_t>(o.max_seconds * 1e9) : UINT64_MAX;
     shared.phase_ops.store(total);
     shared.phase_start_ns.store(start);
     shared.measuring.store(true);
@@ -152,6 +156,7 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
           } else {
             t0 = NowNanos();
           }
+          if (t0 >= deadline) break;
           bool found = true;
           uint64_t entries = 0;
           const Status s = RunOp(op, session, values, rng, &found, &entries);

@@ -50,6 +50,8 @@ json CandidateJson(const bench::CandidateResult& c, size_t rank) {
   j["index_memory_bytes"] = c.index_memory_bytes;
   j["load_seconds"] = c.load_seconds;
   j["replay_seconds"] = c.replay_seconds;
+  j["warmup_seconds"] = c.warmup_seconds;
+  j["loops"] = c.loops;
   return j;
 }
 

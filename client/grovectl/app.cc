@@ -256,9 +256,23 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   advise->add_option("--threads", advise_opts.threads, "Replay threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
-  advise->add_option("--loops", advise_opts.loops, "Replays of the trace per candidate")
+  advise
+      ->add_option("--loops", advise_opts.loops,
+                   "Measured replays of the trace per candidate, at least")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
+  advise
+      ->add_option("--warmup-seconds", advise_opts.warmup_seconds,
+                   "An unmeasured replay first, this long or one pass (0: none), so that caches "
+                   "and write buffers are in use")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  advise
+      ->add_option("--min-seconds", advise_opts.min_seconds,
+                   "Measured replays repeat, whole, until they have run about this long (needs "
+                   "the warm-up's rate)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   advise->add_option("--candidates", advise_candidates,
                      "Comma-separated embedded:<variant>[?param=value&...] targets (default: "
                      "btree, btree with SHORTCUT, hln, treeline, aulid, aha)");

@@ -11,6 +11,7 @@
 #include "grove/v1/metadata.h"
 
 #include "service/status_mapping.h"
+#include "trace/key_sketch.h"
 
 namespace grove::service {
 
@@ -168,11 +169,33 @@ grpc::Status AdminService::StartTrace(grpc::ServerContext* context,
     std::strftime(buf, sizeof buf, "trace-%Y%m%dT%H%M%SZ", &utc);
     r.name = buf;
   }
+  // The shape of the key space goes first, so that a replay on less data can place the keys the
+  // trace will never name (key_sketch.h). A trace without it is still a trace.
+  const auto sketch_start = std::chrono::steady_clock::now();
+  {
+    EngineHandle::Lease lease(engine_);
+    if (lease.db() != nullptr) {
+      Db* db = lease.db();
+      StatusOr<trace::KeySketch> sketch =
+          trace::SketchKeys([db](const ScanOptions& o) { return db->NewIterator(o); });
+      if (sketch.ok()) {
+        r.sketch = std::move(*sketch);
+      } else {
+        log_->warn("trace: no key sketch ({}); the trace goes on without it",
+                   sketch.status().ToString());
+      }
+    }
+  }
+  const double sketch_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sketch_start)
+          .count();
   if (Status s = tracer_->Start(r); !s.ok()) return FromTracer(s);
   const trace::TraceStatus st = tracer_->GetStatus();
-  log_->info("trace started: {} (sample {}, {})", st.path, st.sample,
+  log_->info("trace started: {} (sample {}, {}; key sketch of {} keys in {:.1f} ms)", st.path,
+             st.sample,
              r.duration.count() == 0 ? std::string("until stopped")
-                                     : fmt::format("{:.3f} s", request->duration_seconds()));
+                                     : fmt::format("{:.3f} s", request->duration_seconds()),
+             st.sketch_keys, sketch_ms);
   FillTraceStatus(st, response);
   return grpc::Status::OK;
 }

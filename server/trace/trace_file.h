@@ -5,19 +5,20 @@
 // checksummed on its own, so that a reader finds damage and a file cut short by a crash still
 // yields every whole block before the cut.
 //
-//   file    := header block*
+//   file    := header [sketch block] block*
 //   header  := magic "GRVTRACE" (8) | version u16 (1) | flags u16 | sample_ppm u32
 //              | start_unix_micros u64 | reserved u32 (0) | masked crc32c of bytes 0..27 u32
 //   block   := payload_bytes u32 | records u32 | masked crc32c of the payload u32 | payload
+//   sketch block := a block with records 0 whose payload is a key sketch (key_sketch.h)
 //   record  := delta_micros varint64 (from the previous record; the first from the start)
 //              | op u8 | code u8 | flags u8 | entries varint32
 //              | entry* | arg varint64 | result varint64
 //   entry   := key_bytes varint32 | key | value varint32 (0: no value; else value size + 1)
 //
 // Integers are little-endian. `flags` of the header: bit 0 the keys are hashed (key_hash.h);
-// other bits 0. `flags` of a record: bit 0 a precondition was given (kept as
-// such: its kind in bits 1-2, 1 absent, 2 value equals, 3 version equals), bit 3 a reverse
-// scan; other bits 0. What entries, arg and result hold per op is in Op's comments.
+// bit 1 a sketch block follows the header; other bits 0. `flags` of a record: bit 0 a precondition
+// was given (kept as such: its kind in bits 1-2, 1 absent, 2 value equals, 3 version equals), bit 3
+// a reverse scan; other bits 0. What entries, arg and result hold per op is in Op's comments.
 
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +27,8 @@
 #include <vector>
 
 #include "grove/status.h"
+
+#include "trace/key_sketch.h"
 
 namespace grove::trace {
 
@@ -83,7 +86,8 @@ struct Record {
 
 namespace header_flags {
 inline constexpr uint16_t kKeysHashed = 1 << 0;  // keys went through a KeyHasher
-inline constexpr uint16_t kKnown = kKeysHashed;
+inline constexpr uint16_t kKeySketch = 1 << 1;   // the traced database's key sketch follows
+inline constexpr uint16_t kKnown = kKeysHashed | kKeySketch;
 }  // namespace header_flags
 
 struct Header {
@@ -96,11 +100,12 @@ struct Header {
 // Writes one trace file. Not thread-safe: one writer, its caller serializes Add.
 class TraceWriter {
  public:
-  // Creates `path` (it must not exist) and writes the header. Records that would take the file
-  // past `max_bytes` are dropped (counted), never written in part.
+  // Creates `path` (it must not exist) and writes the header, and `sketch` after it when given
+  // (the header's kKeySketch flag says so; the caller's flag bit is ignored). Records that would
+  // take the file past `max_bytes` are dropped (counted), never written in part.
   [[nodiscard]] static StatusOr<std::unique_ptr<TraceWriter>> Create(
       const std::string& path, const Header& header, uint64_t max_bytes,
-      size_t block_bytes = kDefaultBlockBytes);
+      size_t block_bytes = kDefaultBlockBytes, const KeySketch* sketch = nullptr);
   ~TraceWriter();  // writes what is pending without reporting; call Close to see errors
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -147,6 +152,10 @@ class TraceReader {
   TraceReader& operator=(const TraceReader&) = delete;
 
   const Header& header() const { return header_; }
+  // The traced database's key sketch, or null when the trace has none.
+  const KeySketch* sketch() const {
+    return header_.flags & header_flags::kKeySketch ? &sketch_ : nullptr;
+  }
   // The next record into *r: true, or false at the end. DataLoss (naming the block's offset)
   // for a block whose checksum or contents are wrong. A last block cut short ends the trace
   // (truncated() then says so): a crash while writing leaves that.
@@ -155,10 +164,12 @@ class TraceReader {
 
  private:
   TraceReader(File f, std::string path, Header header);
-  [[nodiscard]] StatusOr<bool> LoadBlock();
+  // Reads the next block; `sketch`: the one block of no records that a sketch is.
+  [[nodiscard]] StatusOr<bool> LoadBlock(bool sketch = false);
   File file_;
   const std::string path_;
   const Header header_;
+  KeySketch sketch_;
   uint64_t file_bytes_ = 0;  // the file's size when opened
   std::string block_;
   bool ended_ = false;  // the end, or a cut, was reached

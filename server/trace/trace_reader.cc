@@ -42,13 +42,21 @@ StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path
   if (ec) return Status::Unavailable("reading the size of " + path + ": " + ec.message());
   std::unique_ptr<TraceReader> r(new TraceReader(std::move(f), path, header));
   r->file_bytes_ = size;
+  if (header.flags & header_flags::kKeySketch) {
+    GROVE_ASSIGN_OR_RETURN(bool read, r->LoadBlock(/*sketch=*/true));
+    if (!read) return Status::DataLoss(path + ": the key sketch after the header is cut short");
+    if (Status s = DecodeKeySketch(r->block_, &r->sketch_); !s.ok()) {
+      return Status::DataLoss(path + ": " + std::string(s.message()));
+    }
+    r->pos_ = r->block_.size();  // no records in it
+  }
   return r;
 }
 
 TraceReader::TraceReader(File f, std::string path, Header header)
     : file_(std::move(f)), path_(std::move(path)), header_(header) {}
 
-StatusOr<bool> TraceReader::LoadBlock() {
+StatusOr<bool> TraceReader::LoadBlock(bool sketch) {
   char h[kBlockHeaderBytes];
   const size_t got = std::fread(h, 1, sizeof(h), file_.get());
   if (got == 0 && std::feof(file_.get())) return false;
@@ -60,7 +68,7 @@ StatusOr<bool> TraceReader::LoadBlock() {
   const uint32_t bytes = DecodeFixed32(h);
   const uint32_t records = DecodeFixed32(h + 4);
   const std::string where = path_ + ": block at offset " + std::to_string(offset_);
-  if (bytes == 0 || bytes > kMaxBlockBytes || records == 0 || records > bytes) {
+  if (bytes == 0 || bytes > kMaxBlockBytes || (records == 0) != sketch || records > bytes) {
     return Status::DataLoss(where + " has an impossible size (" + std::to_string(bytes) +
                             " bytes, " + std::to_string(records) + " records)");
   }

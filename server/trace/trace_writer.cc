@@ -33,7 +33,8 @@ const char* OpName(Op op) {
 
 StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path,
                                                            const Header& header, uint64_t max_bytes,
-                                                           size_t block_bytes) {
+                                                           size_t block_bytes,
+                                                           const KeySketch* sketch) {
   if (max_bytes < kHeaderBytes) {
     return Status::InvalidArgument("trace size cap " + std::to_string(max_bytes) +
                                    " is smaller than the header (" + std::to_string(kHeaderBytes) +
@@ -63,7 +64,9 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   char h[kHeaderBytes] = {};
   std::memcpy(h, kMagic, sizeof(kMagic));
   EncodeFixed16(h + 8, kVersion);
-  EncodeFixed16(h + 10, header.flags);
+  const uint16_t flags = static_cast<uint16_t>((header.flags & ~header_flags::kKeySketch) |
+                                               (sketch ? header_flags::kKeySketch : 0));
+  EncodeFixed16(h + 10, flags);
   EncodeFixed32(h + 12, header.sample_ppm);
   EncodeFixed64(h + 16, header.start_unix_micros);
   EncodeFixed32(h + 24, 0);
@@ -76,6 +79,25 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
   }
   std::unique_ptr<TraceWriter> w(new TraceWriter(std::move(f), path, max_bytes, block_bytes));
   w->file_bytes_ = kHeaderBytes;
+  if (sketch != nullptr) {
+    std::string payload;
+    EncodeKeySketch(*sketch, &payload);
+    if (payload.size() > kMaxBlockBytes ||
+        kHeaderBytes + kBlockHeaderBytes + payload.size() > max_bytes) {
+      w.reset();
+      ::unlink(path.c_str());
+      return Status::InvalidArgument("the key sketch (" + std::to_string(payload.size()) +
+                                     " bytes) does not fit the trace's size cap");
+    }
+    w->pending_ = std::move(payload);
+    w->pending_records_ = 0;
+    Status s = w->WriteBlock();
+    if (!s.ok()) {
+      w.reset();
+      ::unlink(path.c_str());
+      return s;
+    }
+  }
   return w;
 }
 

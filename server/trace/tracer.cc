@@ -74,13 +74,20 @@ Status Tracer::Start(const TraceRequest& request) {
   header.start_unix_micros = UnixMicros();
   if (request.hash_keys) header.flags |= header_flags::kKeysHashed;
   const std::string path = options_.dir + "/" + request.name + ".trace";
-  GROVE_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(path, header, options_.max_bytes));
   // The secret lives only as long as the trace: the file alone cannot be unhashed with it.
-  hasher_.reset();
+  std::unique_ptr<KeyHasher> hasher;
   if (request.hash_keys) {
     std::random_device rd;
-    hasher_ = std::make_unique<KeyHasher>((static_cast<uint64_t>(rd()) << 32) ^ rd());
+    hasher = std::make_unique<KeyHasher>((static_cast<uint64_t>(rd()) << 32) ^ rd());
   }
+  std::optional<KeySketch> sketch = request.sketch;
+  if (sketch && hasher) {
+    for (std::string& b : sketch->bounds) b = hasher->Hash(b);
+  }
+  GROVE_ASSIGN_OR_RETURN(writer_,
+                         TraceWriter::Create(path, header, options_.max_bytes, kDefaultBlockBytes,
+                                             sketch ? &*sketch : nullptr));
+  hasher_ = std::move(hasher);
   started_ = std::chrono::steady_clock::now();
   ends_ = request.duration.count() == 0 ? std::chrono::steady_clock::time_point::max()
                                         : started_ + request.duration;
@@ -89,6 +96,7 @@ Status Tracer::Start(const TraceRequest& request) {
   last_.path = path;
   last_.sample = header.sample_ppm / 1e6;
   last_.keys_hashed = request.hash_keys;
+  last_.sketch_keys = request.sketch ? request.sketch->Entries() : 0;
   threshold_.store(
       static_cast<uint32_t>(std::clamp(header.sample_ppm * 4294.967296, 1.0, 4294967295.0)),
       std::memory_order_relaxed);

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "grove/status.h"
@@ -35,6 +36,8 @@ struct TraceRequest {
   std::chrono::milliseconds duration{0};  // 0: until stopped
   std::string name;                       // the file is <dir>/<name>.trace
   bool hash_keys = false;  // write keys hashed, order kept (key_hash.h), with a fresh secret
+  // The traced database's key sketch, written after the header (hashed with the keys).
+  std::optional<KeySketch> sketch;
 };
 
 struct TraceStatus {
@@ -42,6 +45,7 @@ struct TraceStatus {
   std::string path;  // of the running trace, or of the last one
   double sample = 0;
   bool keys_hashed = false;
+  uint64_t sketch_keys = 0;  // the keys the trace's key sketch counted (0: none, or empty)
   uint64_t records_written = 0, records_dropped = 0, bytes = 0;
   std::string ended_because;  // for the last trace: "stopped", "duration", or the write error
 };

@@ -109,6 +109,7 @@ AdvisorOptions SmallRun(const testing::TempDir& dir) {
   o.threads = 2;
   o.direct_io = false;
   o.wal_sync = "none";
+  o.min_seconds = 0;  // one measured pass after the warm-up
   return o;
 }
 
@@ -176,6 +177,31 @@ TEST(AdvisorTest, LoadsTheRecordsOfABackupAndReplaysExactKeys) {
     EXPECT_EQ(c.ops, 300u);
   }
   EXPECT_FALSE(std::filesystem::exists(o.dir + "/source"));
+}
+
+TEST(AdvisorTest, WarmsUpAndRepeatsTheTraceUntilItHasRunLongEnough) {
+  testing::TempDir dir;
+  WriteTrace(dir.Sub("w.trace"), 200);
+  AdvisorOptions o = SmallRun(dir);
+  o.candidates = {"embedded:btree"};
+  o.warmup_seconds = 0.05;
+  o.min_seconds = 0.2;
+  auto advice = Advise(o, nullptr);
+  ASSERT_TRUE(advice.ok()) << advice.status().ToString();
+  const CandidateResult& c = advice->ranked[0];
+  ASSERT_TRUE(c.status.ok()) << c.status.ToString();
+  EXPECT_GT(c.warmup_seconds, 0);
+  EXPECT_GE(c.loops, 1u);
+  // Only the measured passes count, each the whole trace.
+  EXPECT_EQ(c.ops, 200u * c.loops);
+
+  o.warmup_seconds = 0;  // nothing to time a pass by: exactly --loops
+  o.loops = 3;
+  advice = Advise(o, nullptr);
+  ASSERT_TRUE(advice.ok()) << advice.status().ToString();
+  EXPECT_EQ(advice->ranked[0].loops, 3u);
+  EXPECT_EQ(advice->ranked[0].ops, 600u);
+  EXPECT_EQ(advice->ranked[0].warmup_seconds, 0);
 }
 
 TEST(AdvisorTest, RefusesWhatCannotRun) {

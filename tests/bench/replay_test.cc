@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "bench/target.h"
 #include "bench/value_gen.h"
 #include "testutil/temp_dir.h"
+#include "trace/key_sketch.h"
 #include "trace/trace_file.h"
 
 namespace grove::bench {
@@ -198,6 +200,83 @@ TEST(ReplayTest, ScaledKeysMergeNeighboursWhenTheReplayDatabaseIsSmaller) {
   }
   mapped.erase(std::unique(mapped.begin(), mapped.end()), mapped.end());
   EXPECT_EQ(mapped.size(), loaded.size());
+}
+
+// A trace of a hot range (the first 0.1% of a million keys) that carries its database's key
+// sketch: keys synthesised from the trace (key set trace:PATH) follow the database, so the hot
+// range keeps its 0.1% of them, and projected keys replay onto that 0.1%; scaled keys, which
+// know only the keys the trace named, spread the hot range over every loaded key.
+TEST(ReplayTest, ProjectedKeysKeepAHotRangeItsShareOfTheKeys) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.trace");
+  auto key = [](uint64_t v) { return EncodeKey(v); };
+  trace::KeySketch sketch;
+  constexpr uint64_t kCells = 100, kKeys = 1'000'000;
+  for (uint64_t i = 0; i <= kCells; ++i)
+    sketch.bounds.push_back(key(std::min(i * kKeys / kCells, kKeys - 1)));
+  sketch.counts.assign(kCells, kKeys / kCells);
+  std::vector<trace::Record> records;
+  for (uint64_t i = 0; i < 1000; i += 10) records.push_back(Get(key(i), true));
+  records.push_back(Get(key(505), false));  // a key the database did not hold ...
+  records.push_back(Put(key(505), 10));     // ... inserted
+  trace::Record scan = Rec(trace::Op::kScan, {key(200), key(300)});
+  scan.arg = 5;
+  records.push_back(scan);
+  {
+    trace::Header h;
+    h.sample_ppm = 10'000;
+    auto w = trace::TraceWriter::Create(path, h, 1 << 30, trace::kDefaultBlockBytes, &sketch);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (const trace::Record& r : records) ASSERT_TRUE((*w)->Add(r).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto shape = ReadTraceShape(path);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_EQ(shape->sketch_keys, kKeys);
+  EXPECT_EQ(shape->cell_bounds.size(), kCells + 1);
+
+  auto spec = ParseKeySetSpec("trace:" + path);
+  ASSERT_TRUE(spec.ok());
+  auto keys = MakeKeySet(*spec, 20'000, 1);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  ASSERT_EQ(keys->size(), 20'000u);
+  std::vector<uint64_t> loaded = *keys;
+  std::sort(loaded.begin(), loaded.end());
+  // The hot range's upper end, projected: the loaded keys below it are about 0.1% of them.
+  const uint64_t hot_end = trace::KeyProjection(key(1000), shape->prefix);
+  const auto in_hot =
+      static_cast<size_t>(std::lower_bound(loaded.begin(), loaded.end(), hot_end) - loaded.begin());
+  EXPECT_GT(in_hot, 5u);
+  EXPECT_LT(in_hot, 60u);
+
+  ReplayOptions projected;
+  projected.keys = ReplayOptions::Keys::kProjected;
+  auto plan = LoadReplay(path, projected, loaded);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->ops.size(), records.size());
+  std::set<std::string> hot;
+  for (size_t i = 0; i < 100; ++i) {
+    const std::string& k = plan->ops[i].keys[0];
+    ASSERT_EQ(k.size(), 8u);
+    EXPECT_TRUE(std::binary_search(loaded.begin(), loaded.end(), DecodeKey(k)));
+    EXPECT_LE(DecodeKey(k), loaded[in_hot]);  // the loaded key nearest the hot range at most
+    hot.insert(k);
+  }
+  EXPECT_GE(hot.size(), in_hot / 2);
+  // The missing key replays absent, in its place, and its put is an insert.
+  const std::string absent = plan->ops[100].keys[0];
+  EXPECT_EQ(absent,
+            EncodeKey(trace::KeyProjection(key(505), shape->prefix)) + std::string(1, '\0'));
+  EXPECT_EQ(plan->ops[101].keys[0], absent);
+  EXPECT_EQ(plan->ops[101].type, OpType::kInsert);
+  // Scan bounds are their projections.
+  EXPECT_EQ(plan->ops[102].keys[0], EncodeKey(trace::KeyProjection(key(200), shape->prefix)));
+  EXPECT_EQ(plan->ops[102].end, EncodeKey(trace::KeyProjection(key(300), shape->prefix)));
+
+  // By rank, the hundred traced keys spread over the whole loaded range.
+  auto scaled = LoadReplay(path, ReplayOptions(), loaded);
+  ASSERT_TRUE(scaled.ok());
+  EXPECT_GT(DecodeKey(scaled->ops[99].keys[0]), loaded[loaded.size() / 2]);
 }
 
 TEST(ReplayTest, RefusesWhatCannotBeReplayed) {
@@ -456,6 +535,19 @@ TEST_F(ReplayRunTest, ExactReplayLoopsAndRunsOnManyThreads) {
   EXPECT_EQ(run->errors, 0u) << run->first_error;
   EXPECT_EQ(Of(*run, OpType::kRead).ok, 120u);
   EXPECT_EQ(Of(*run, OpType::kRead).not_found, 3u);
+}
+
+TEST_F(ReplayRunTest, MaxSecondsEndsTheReplayEarly) {
+  std::vector<trace::Record> records;
+  for (int i = 0; i < 10; ++i) records.push_back(Get(EncodeKey(1000 + 10 * i), true));
+  ReplayOptions options;
+  options.keys = ReplayOptions::Keys::kExact;
+  options.loops = 10'000'000;  // far more than 50 ms can issue
+  options.max_seconds = 0.05;
+  auto run = Replay(records, options, /*threads=*/2);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->errors, 0u) << run->first_error;
+  EXPECT_LT(run->total.ops, 100'000'000u);
 }
 
 TEST_F(ReplayRunTest, TraceTimingStartsEachCallAtItsTime) {

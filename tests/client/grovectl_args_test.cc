@@ -158,6 +158,11 @@ TEST(GrovectlArgsTest, AdviseNamesBadArguments) {
   r = Grovectl({"advise", "--trace", dir.Sub("t.trace"), "--memory", "64MiB", "--records", "0"});
   EXPECT_EQ(r.code, kExitUsage);
   EXPECT_NE(r.err.find("--records"), std::string::npos) << r.err;
+  for (const char* flag : {"--min-seconds", "--warmup-seconds"}) {
+    r = Grovectl({"advise", "--trace", dir.Sub("t.trace"), "--memory", "64MiB", flag, "-1"});
+    EXPECT_EQ(r.code, kExitUsage);
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+  }
   r = Grovectl(
       {"advise", "--trace", dir.Sub("t.trace"), "--memory", "64MiB", "--scratch", dir.Sub("s")});
   EXPECT_EQ(r.code, kExitUsage);  // not a trace: the file is named
@@ -181,23 +186,44 @@ TEST(GrovectlArgsTest, AdviseRanksTheCandidates) {
     }
     ASSERT_TRUE((*w)->Close().ok());
   }
-  CliRun r = Grovectl({"-o", "json", "advise", "--trace", dir.Sub("w.trace"), "--memory", "4MiB",
-                       "--records", "3000", "--candidates", "embedded:btree,embedded:aha",
-                       "--scratch", dir.Sub("s"), "--no-direct-io", "--wal-sync", "none",
-                       "--threads", "2", "--no-progress"});
+  CliRun r = Grovectl({"-o",
+                       "json",
+                       "advise",
+                       "--trace",
+                       dir.Sub("w.trace"),
+                       "--memory",
+                       "4MiB",
+                       "--records",
+                       "3000",
+                       "--candidates",
+                       "embedded:btree,embedded:aha",
+                       "--scratch",
+                       dir.Sub("s"),
+                       "--no-direct-io",
+                       "--wal-sync",
+                       "none",
+                       "--threads",
+                       "2",
+                       "--no-progress",
+                       "--min-seconds",
+                       "0.1"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["candidates"].size(), 2u);
   EXPECT_EQ(j["records"], 3000);
   EXPECT_EQ(j["trace"]["calls"], 300);
   EXPECT_EQ(j["recommended"], j["candidates"][0]["target"]);
+  // Warmed up, then whole passes of the trace.
+  EXPECT_GT(j["candidates"][0]["warmup_seconds"].get<double>(), 0);
+  EXPECT_EQ(j["candidates"][0]["calls"].get<uint64_t>(),
+            300 * j["candidates"][0]["loops"].get<uint64_t>());
   EXPECT_GE(j["candidates"][0]["calls_per_sec"].get<double>(),
             j["candidates"][1]["calls_per_sec"].get<double>());
   EXPECT_NE(j["config"].get<std::string>().find("variant:"), std::string::npos);
   // The text form: the table, the bars and the block.
   r = Grovectl({"advise", "--trace", dir.Sub("w.trace"), "--memory", "4MiB", "--records", "3000",
                 "--candidates", "embedded:btree", "--scratch", dir.Sub("s"), "--no-direct-io",
-                "--wal-sync", "none", "--no-progress"});
+                "--wal-sync", "none", "--no-progress", "--min-seconds", "0.1"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   for (const char* part : {"calls/s", "embedded:btree", "why:", "index:\n  variant: btree"}) {
     EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;

@@ -98,6 +98,35 @@ TEST(TracerTest, HashedKeysKeepTheirOrder) {
   EXPECT_EQ(ReadAll(dir.Sub("traces") + "/plain.trace")[0].entries[0].key, "alice");
 }
 
+TEST(TracerTest, TheKeySketchIsHashedWithTheKeys) {
+  testing::TempDir dir;
+  Tracer tracer({dir.Sub("traces"), 1 << 20});
+  KeySketch sketch;
+  sketch.bounds = {"alice", "bob", "carol"};
+  sketch.counts = {10, 20};
+  TraceRequest request{1.0, 0ms, "sketched"};
+  request.hash_keys = true;
+  request.sketch = sketch;
+  ASSERT_TRUE(tracer.Start(request).ok());
+  EXPECT_EQ(tracer.GetStatus().sketch_keys, 30u);
+  tracer.Add(GetOf("bob"));
+  ASSERT_TRUE(tracer.Stop().ok());
+  auto reader = TraceReader::Open(dir.Sub("traces") + "/sketched.trace");
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  EXPECT_EQ((*reader)->header().flags, header_flags::kKeysHashed | header_flags::kKeySketch);
+  const KeySketch* got = (*reader)->sketch();
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->counts, sketch.counts);
+  ASSERT_EQ(got->bounds.size(), 3u);
+  EXPECT_LT(got->bounds[0], got->bounds[1]);
+  EXPECT_LT(got->bounds[1], got->bounds[2]);
+  EXPECT_EQ(got->bounds[0].find("alice"), std::string::npos);
+  // The bound and the traced key went through the same hasher.
+  const std::vector<Record> records = ReadAll(dir.Sub("traces") + "/sketched.trace");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].entries[0].key, got->bounds[1]);
+}
+
 TEST(TracerTest, BadRequestsNameTheField) {
   testing::TempDir dir;
   Tracer tracer({dir.Sub("traces"), 1 << 20});

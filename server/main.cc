@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   grove::Options pool_view = config->engine;
   pool_view.cache_bytes =
       registry->BufferPoolBytes(index.variant, index.params, pool_view.cache_bytes);
-  if (std::string w = grove::config::WriteRoomWarning(pool_view, pages_per_op); !w.empty()) {
+  if (std::string w = grove::WriteRoomWarning(pool_view, pages_per_op); !w.empty()) {
     log->warn(w);
   }
 

@@ -5,10 +5,9 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
+#include "grove/limits.h"
 
 #include "config/address.h"
-#include "engine/value_cell.h"
 
 namespace grove::config {
 namespace {
@@ -16,51 +15,9 @@ namespace {
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kMiB = 1024 * kKiB;
 
-// Collects one message per offending field.
-class Problems {
- public:
-  void Add(const std::string& field, const std::string& what) {
-    list_.push_back(field + ": " + what);
-  }
-  void Add(const Status& s) {
-    if (!s.ok()) list_.emplace_back(s.message());
-  }
-  void Range(const std::string& field, double v, double lo, double hi, const std::string& unit) {
-    if (v >= lo && v <= hi) return;
-    Add(field, Num(v) + " is out of range (allowed: " + Num(lo) + ".." + Num(hi) + unit + ")");
-  }
-  void Readable(const std::string& field, const std::string& path) {
-    if (access(path.c_str(), R_OK) != 0) Add(field, "cannot read '" + path + "'");
-  }
-  Status ToStatus() const {
-    if (list_.empty()) return Status::Ok();
-    std::string all;
-    for (const std::string& p : list_) {
-      if (!all.empty()) all += '\n';
-      all += p;
-    }
-    return Status::InvalidArgument(all);
-  }
-
- private:
-  static std::string Num(double v) {
-    if (v == static_cast<double>(static_cast<int64_t>(v))) {
-      return std::to_string(static_cast<int64_t>(v));
-    }
-    std::string s = std::to_string(v);
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    return s;
-  }
-  std::vector<std::string> list_;
-};
-
+// The engine's rules (options/check_options.h) and what only a configuration names.
 void CheckEngine(const Options& o, Problems* p) {
-  if (o.data_dir.empty()) p->Add("data_dir", "must not be empty");
-  if (o.cache_bytes < 1 * kMiB) p->Add("cache_bytes", "must be at least 1MiB");
-  p->Range("inline_value_bytes", o.inline_value_bytes, 0, 1024, " bytes");
-  p->Range("scan_readahead_pages", o.scan_readahead_pages, 0, 256, " pages");
-  p->Range("io.queue_depth", o.io.queue_depth, 1, 4096, "");
-  p->Range("io.psync_threads", o.io.psync_threads, 1, 256, "");
+  CheckEngineOptions(o, p);
   if (o.index.variant.empty()) {
     // The engine's registry lists the available variants when it opens; see docs/variants.md.
     p->Add("index.variant", "must name a variant (see docs/variants.md)");
@@ -69,46 +26,13 @@ void CheckEngine(const Options& o, Problems* p) {
     p->Add("index.variant",
            "'" + o.index.variant + "' is not a variant name (lowercase letters, digits and _)");
   }
-  if (o.wal.sync == SyncMode::kBatch) {
-    p->Range("wal.batch_interval_us", o.wal.batch_interval_us, 1, 10'000'000, " us");
-  }
-  if (o.wal.segment_bytes < 1 * kMiB) p->Add("wal.segment_bytes", "must be at least 1MiB");
-  if (o.wal.max_unsynced_bytes < 2 * o.max_batch_bytes) {
-    p->Add("wal.max_unsynced_bytes", "must be at least twice limits.max_batch_bytes (" +
-                                         std::to_string(2 * o.max_batch_bytes) + " bytes)");
-  }
-  // A segment holds at least every unsynced record (recovery bounds a torn tail by it).
-  if (o.wal.segment_bytes >= 1 * kMiB && o.wal.segment_bytes < o.wal.max_unsynced_bytes) {
-    p->Add("wal.segment_bytes", "must be at least wal.max_unsynced_bytes (" +
-                                    std::to_string(o.wal.max_unsynced_bytes) + " bytes)");
-  }
-  // Writers may keep up to twice this dirty; past 0.45 too little of the cache stays for reads.
-  if (!(o.checkpoint.dirty_fraction > 0 && o.checkpoint.dirty_fraction <= 0.45)) {
-    p->Add("checkpoint.dirty_fraction", "must be in (0, 0.45]");
-  }
-  if (o.checkpoint.wal_bytes < 1 * kMiB) p->Add("checkpoint.wal_bytes", "must be at least 1MiB");
-  p->Range("checkpoint.interval_seconds", o.checkpoint.interval_seconds, 0, 86400 * 365, " s");
-  p->Range("expiry.sweep_interval_seconds", o.expiry.sweep_interval_seconds, 0, 86400 * 365, " s");
-  if (o.expiry.sweep_keys_per_second < 100) {
-    p->Add("expiry.sweep_keys_per_second", "must be at least 100");
-  }
 }
 
+// The server's limits; the engine's (limits.max_key_bytes, ...) are CheckEngineOptions'.
 void CheckLimits(const Options& o, const Limits& l, Problems* p) {
-  p->Range("limits.max_key_bytes", o.max_key_bytes, 1, 1024, " bytes");
-  p->Range("limits.max_value_bytes", o.max_value_bytes, 0, 1'000'000, " bytes");
-  // Two of the largest leaf cells fit in one 4 KiB page, or a split could not make room.
-  if (o.max_key_bytes <= 1024 && o.inline_value_bytes <= 1024 &&
-      o.max_key_bytes + o.inline_value_bytes > 1880) {
-    p->Add("limits.max_key_bytes",
-           "limits.max_key_bytes + inline_value_bytes must be at most 1880 (two entries per 4KiB "
-           "page); they are " +
-               std::to_string(o.max_key_bytes + o.inline_value_bytes));
-  }
-  p->Range("limits.max_batch_entries", o.max_batch_entries, 1, 1'000'000, "");
-  if (o.max_batch_bytes < 1 * kKiB) {
-    p->Add("limits.max_batch_bytes", "must be at least 1KiB");
-  } else if (o.max_batch_bytes < uint64_t{o.max_key_bytes} + o.max_value_bytes) {
+  // A client may send one entry of the largest size the limits allow, alone in a batch.
+  if (o.max_batch_bytes >= limits::kMinBatchBytes &&
+      o.max_batch_bytes < uint64_t{o.max_key_bytes} + o.max_value_bytes) {
     p->Add("limits.max_batch_bytes",
            "must hold one entry: at least max_key_bytes + max_value_bytes (" +
                std::to_string(uint64_t{o.max_key_bytes} + o.max_value_bytes) + " bytes)");
@@ -253,42 +177,6 @@ Status ValidateConfig(const Config& config) {
           "must be at least 4096 (got " + std::to_string(config.server.trace.max_bytes) + ")");
   }
   return p.ToStatus();
-}
-
-std::string WriteRoomWarning(const Options& o, uint64_t pages_per_op) {
-  if (o.cache_bytes < 1 * kMiB) return "";  // invalid on its own
-  const bool blobs = o.max_value_bytes > o.inline_value_bytes;
-  const uint64_t value_pages = blobs ? (o.max_value_bytes + kBlobChunk - 1) / kBlobChunk : 0;
-  const uint64_t worst = WorstCaseWritePages(1, value_pages, pages_per_op);
-  const uint64_t room = WriteRoomPages(o);
-  if (worst <= room) return "";
-  auto min_cache_mib = [&o](uint64_t pages) {
-    return (static_cast<uint64_t>(static_cast<double>(pages) / WriteRoomShare(o) * 4096) + kMiB -
-            1) /
-           kMiB;
-  };
-  const uint64_t fit = WorstCaseWritePages(1, 0, pages_per_op);
-  if (fit > room) {
-    // Not the values: the variant's leaf change alone does not fit, whatever the value size.
-    return "cache_bytes: any write may dirty up to " + std::to_string(fit) + " pages (" +
-           std::to_string(pages_per_op) +
-           " for the index variant's leaf change, 8 for the engine), more than writes may keep "
-           "dirty with cache_bytes " +
-           std::to_string(o.cache_bytes / kMiB) + "MiB (" + std::to_string(room) +
-           " pages), so writes will be refused with RESOURCE_EXHAUSTED; raise cache_bytes to at "
-           "least " +
-           std::to_string(min_cache_mib(fit)) +
-           "MiB or choose smaller leaves in index.params (docs/variants.md)";
-  }
-  const uint64_t max_value = (room - fit) * kBlobChunk;
-  return "limits.max_value_bytes: one write of a " + std::to_string(o.max_value_bytes) +
-         "-byte value may dirty up to " + std::to_string(worst) +
-         " pages, more than writes may keep dirty with cache_bytes " +
-         std::to_string(o.cache_bytes / kMiB) + "MiB (" + std::to_string(room) +
-         " pages), so values that large will be refused with RESOURCE_EXHAUSTED; raise "
-         "cache_bytes to at least " +
-         std::to_string(min_cache_mib(worst)) + "MiB or lower limits.max_value_bytes to at most " +
-         std::to_string(max_value);
 }
 
 }  // namespace grove::config

@@ -1,6 +1,7 @@
 #pragma once
 
-// Semantic checks of a parsed Config: ranges, cross-field rules, readable TLS and token files.
+// Semantic checks of a parsed Config: the engine's rules (options/check_options.h, the ones
+// Db::Open applies) and the server's: ranges, cross-field rules, readable TLS and token files.
 // InvalidArgument naming every offending field, one per line, with the allowed values.
 
 #include <string>
@@ -8,16 +9,13 @@
 #include "grove/status.h"
 
 #include "config/config.h"
+#include "options/check_options.h"
 
 namespace grove::config {
 
 Status ValidateConfig(const Config& config);
 
-// Empty, or a warning that one write of the largest value the limits allow may dirty more pages
-// than writes may keep dirty with this cache (pages are no-steal; see WorstCaseWritePages in
-// grove/options.h). Such writes are refused at run time with RESOURCE_EXHAUSTED; groved logs this
-// at start. Batches are no concern: one larger than the write room is applied operation by
-// operation. `pages_per_op` is the variant's (VariantSpec::pages_per_op).
-std::string WriteRoomWarning(const Options& options, uint64_t pages_per_op = kDefaultPagesPerOp);
+// The warning groved logs when the largest value its limits allow cannot be written with its
+// cache is grove::WriteRoomWarning (options/check_options.h).
 
 }  // namespace grove::config

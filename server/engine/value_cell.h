@@ -40,6 +40,7 @@ inline constexpr size_t kBlobCellSize = 1 + kBlobRefSize;  // a blob cell withou
 // The most a version and an expiry add to a cell (two varint64s).
 inline constexpr size_t kMaxCellMetaBytes = 20;
 inline constexpr size_t kBlobChunk = kPageSize - kPageHeaderSize;
+static_assert(kBlobChunk == limits::kBlobChunkBytes, "grove/limits.h names the blob chunk too");
 
 struct BlobRef {
   PageId first = kInvalidPageId;

@@ -23,13 +23,14 @@
 #include <cstdint>
 #include <string>
 
+#include "grove/limits.h"
 #include "grove/status.h"
 
 namespace grove {
 
 using PageId = uint64_t;
 inline constexpr PageId kInvalidPageId = 0;  // page 0 is a superblock slot: never a link target
-inline constexpr size_t kPageSize = 4096;
+inline constexpr size_t kPageSize = limits::kPageBytes;
 inline constexpr size_t kPageHeaderSize = 24;
 inline constexpr uint16_t kPageFormatVersion = 1;
 

@@ -60,7 +60,7 @@ struct ExpiryOptions {
 };
 
 struct IndexOptions {
-  // Variant name as registered: "btree" (more as they land: "hln", "treeline", "aulid", "aha").
+  // Variant name as registered: "btree", "hln", "treeline", "aulid" or "aha" (docs/variants.md).
   std::string variant = "btree";
   // Variant parameters as text, validated by the variant (see docs/variants.md). Parameters the
   // variant calls layout parameters are persisted and must match on reopen.
@@ -93,8 +93,9 @@ struct Options {
   // When set, used instead of creating a backend from `io` (tests inject the fault backend).
   std::shared_ptr<IoBackend> io_backend;
 
+  // The most each may be is in grove/limits.h (limits::kMaxKeyBytes, ...).
   uint32_t max_key_bytes = 128;           // keys are 1..max_key_bytes bytes (at most 1024)
-  uint32_t max_value_bytes = 64u << 10;   // values are 0..max_value_bytes bytes (at most 1 MiB)
+  uint32_t max_value_bytes = 64u << 10;   // values are 0..max_value_bytes bytes (at most 1,000,000)
   uint32_t inline_value_bytes = 1024;     // larger values go to the value store (at most 1024)
   uint64_t max_batch_bytes = 4ull << 20;  // keys + values of one Write()
   uint32_t max_batch_entries = 10000;     // operations in one Write()
@@ -133,8 +134,10 @@ struct ScanOptions {
 // of one leaf may dirty (`pages_per_op`, the variant's Index::PagesDirtiedPerOp(): 2 for btree,
 // its leaf and the new one where it splits; for hln the subnodes of two leaves), plus the pages
 // of its out-of-line values. Writes may keep at most WriteRoomPages() dirty; a batch whose worst
-// case exceeds that is refused (RESOURCE_EXHAUSTED), and groved warns at start when the largest
-// batch its limits allow could not fit.
+// case does not fit at once is applied operation by operation around checkpoints, and only an
+// operation that could never fit (a value too large for the room) is refused, with
+// RESOURCE_EXHAUSTED before anything is logged; groved warns at start when the largest single
+// operation its limits allow could not fit.
 inline constexpr uint64_t kDefaultPagesPerOp = 2;
 inline uint64_t WorstCaseWritePages(uint64_t entries, uint64_t out_of_line_pages,
                                     uint64_t pages_per_op = kDefaultPagesPerOp) {

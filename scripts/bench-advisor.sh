@@ -17,7 +17,9 @@
 #
 # Writes docs/bench-data/advisor.jsonl (truth runs), advisor-advice.jsonl (one advice per
 # workload), advisor-times.txt, advisor-commands.txt and the section advisor.md, then regenerates
-# docs/benchmarks.md. Not a test. WORKLOADS picks a subset by name.
+# docs/benchmarks.md. Not a test. WORKLOADS picks a subset by name. TRUTH=0 keeps the truth runs
+# of an earlier run (advisor.jsonl, advisor-times.txt and their commands) and redoes steps 1 and
+# 2 only, for a change of the advisor that cannot change the truth.
 set -euo pipefail
 set -f  # candidate URIs hold "?": never globs
 cd "$(dirname "$0")/.."
@@ -31,6 +33,7 @@ VALUE=${VALUE:-100}
 SCALE=${SCALE:-4}
 MIN_MEMORY=${MIN_MEMORY:-$((4 << 20))}
 ROUNDS=${ROUNDS:-2}
+TRUTH=${TRUTH:-1}
 SAMPLE=${SAMPLE:-0.25}
 TRACE_SECONDS=${TRACE_SECONDS:-10}
 DURATION=${DURATION:-30}
@@ -59,10 +62,16 @@ COMMANDS=$OUT/advisor-commands.txt
 mkdir -p "$OUT"
 rm -rf "$DATA"
 mkdir -p "$DATA/traces"
-: >"$RESULTS"
+truth_commands=
+if [ "$TRUTH" = 0 ]; then
+  [ -s "$RESULTS" ] && [ -s "$TIMES" ] || { echo "TRUTH=0 needs the truth runs of an earlier run" >&2; exit 1; }
+  truth_commands=$(grep -- '--workloads load,' "$COMMANDS" || true)
+else
+  : >"$RESULTS"
+  : >"$TIMES"
+fi
 : >"$ADVICE"
-: >"$TIMES"
-rm -f "$TIMES.failed"
+[ "$TRUTH" = 0 ] || rm -f "$TIMES.failed"
 : >"$COMMANDS"
 
 run() {
@@ -159,6 +168,7 @@ a['trace_bytes']=$(stat -c %s "$trace"); a['advise_memory']=$advise_memory
 print(json.dumps(a))" >>"$ADVICE"
 
   # 3. The truth: every candidate on the workload itself, at full size.
+  [ "$TRUTH" = 0 ] && continue
   t0=$(now)
   for round in $(seq "$ROUNDS"); do
     for c in $CANDIDATES; do
@@ -179,6 +189,9 @@ done
 trap - EXIT
 rm -rf "$base"
 
+if [ -n "$truth_commands" ]; then
+  { echo "# the truth runs, from an earlier run of this script:"; echo "$truth_commands"; } >>"$COMMANDS"
+fi
 "$PYTHON" scripts/advisor_report.py "$RESULTS" "$ADVICE" "$TIMES" "$COMMANDS" \
   >"$OUT/advisor.md"
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md

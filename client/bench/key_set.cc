@@ -150,23 +150,22 @@ std::vector<uint64_t> FromCdf(uint64_t count, Rng& rng, const std::vector<uint64
   });
 }
 
-// Samples of a key sketch's cells (`bounds`: cells + 1, ascending; `counts` per cell): a cell
-// by its share of the keys, then a point uniformly inside it (the last cell includes its end).
-std::vector<uint64_t> FromCells(uint64_t count, Rng& rng, const std::vector<uint64_t>& bounds,
-                                const std::vector<uint64_t>& counts) {
+// Samples of a key sketch's cells in their places (TraceShape): a cell by its share of the
+// keys counted, then a place uniformly inside it.
+std::vector<uint64_t> FromCells(uint64_t count, Rng& rng, const TraceShape& shape) {
+  const std::vector<uint64_t>& counts = shape.sketch_counts;
   std::vector<long double> cumulative;
   long double total = 0;
   for (uint64_t c : counts) cumulative.push_back(total += static_cast<long double>(c));
+  // Cell j owns [j * width, (j + 1) * width); one cell owns everything.
+  const long double width = std::ldexp(1.0L, 64 - shape.cell_bits);
   return SampleUnique(count, rng, [&](Rng& r) {
     const long double x = static_cast<long double>(r.NextDouble()) * total;
     const size_t j = std::min<size_t>(
         std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin(),
         counts.size() - 1);
-    const bool last = j + 1 == counts.size();
-    const uint64_t width = bounds[j + 1] - bounds[j] + (last && bounds[j + 1] < UINT64_MAX ? 1 : 0);
-    if (width == 0) return bounds[j];
-    return bounds[j] +
-           static_cast<uint64_t>(static_cast<long double>(width) * r.NextDouble()) % width;
+    const long double place = (static_cast<long double>(j) + r.NextDouble()) * width;
+    return place >= 18446744073709551615.0L ? UINT64_MAX : static_cast<uint64_t>(place);
   });
 }
 
@@ -248,9 +247,8 @@ StatusOr<std::vector<uint64_t>> MakeKeySet(const KeySetSpec& spec, uint64_t capa
       // The traced database's shape where the trace carries its sketch; else the keys the
       // trace named, which show only what was asked for.
       GROVE_ASSIGN_OR_RETURN(TraceShape shape, ReadTraceShape(spec.file));
-      keys = shape.cell_bounds.empty()
-                 ? FromCdf(capacity, rng, shape.points)
-                 : FromCells(capacity, rng, shape.cell_bounds, shape.cell_counts);
+      keys = shape.has_sketch() ? FromCells(capacity, rng, shape)
+                                : FromCdf(capacity, rng, shape.points);
       break;
     }
   }

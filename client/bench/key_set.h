@@ -22,11 +22,11 @@
 //              duplicates dropped (SOSD "wiki" edit timestamps)
 //   sosd:PATH  sorted uint64 keys from a file in SOSD's binary format: a little-endian u64 count,
 //              then that many little-endian u64 keys. Duplicates are dropped.
-//   trace:PATH keys of a workload trace's key space (replay.h, TraceShape), as 8-byte
-//              projections: where the trace carries the traced database's key sketch, drawn
-//              cell by cell in proportion to the keys the sketch counted (the database's shape,
-//              cold ranges included); else from the empirical CDF of the keys the trace named,
-//              interpolated linearly between them
+//   trace:PATH keys of a workload trace's key space, as places (replay.h, TraceShape): where
+//              the trace carries the traced database's key sketch, drawn cell by cell in
+//              proportion to the keys the sketch counted (the database's shape, cold ranges
+//              included); else from the empirical CDF of the keys the trace named, interpolated
+//              linearly between them
 //
 // Keys reach the engines as 8-byte big-endian strings, so byte order is numeric order.
 

@@ -63,16 +63,16 @@ class ScaledKeys {
   const std::vector<uint64_t>& loaded_;
 };
 
-// The projected map: a key -> the loaded key nearest its projection.
+// The projected map: a key -> the loaded key nearest its place.
 class ProjectedKeys {
  public:
-  ProjectedKeys(size_t prefix, const std::vector<uint64_t>& sorted_loaded)
-      : prefix_(prefix), loaded_(sorted_loaded) {}
+  ProjectedKeys(const TraceShape& shape, const std::vector<uint64_t>& sorted_loaded)
+      : shape_(shape), loaded_(sorted_loaded) {}
 
-  uint64_t Project(const std::string& key) const { return trace::KeyProjection(key, prefix_); }
+  uint64_t Place(const std::string& key) const { return shape_.Place(key); }
 
   std::string KeyOf(const std::string& key, bool absent) const {
-    const uint64_t p = Project(key);
+    const uint64_t p = Place(key);
     if (absent) return EncodeKey(p) + std::string(1, '\0');
     auto it = std::lower_bound(loaded_.begin(), loaded_.end(), p);
     if (it == loaded_.end() || (it != loaded_.begin() && p - *(it - 1) < *it - p)) --it;
@@ -80,7 +80,7 @@ class ProjectedKeys {
   }
 
  private:
-  const size_t prefix_;
+  const TraceShape& shape_;
   const std::vector<uint64_t>& loaded_;
 };
 
@@ -106,7 +106,7 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
   if (projected) {
     GROVE_ASSIGN_OR_RETURN(shape, ReadTraceShape(path));
   }
-  const ProjectedKeys projection(shape.prefix, sorted_loaded);
+  const ProjectedKeys projection(shape, sorted_loaded);
   ReplayPlan plan;
   plan.path = path;
   plan.header = reader->header();
@@ -170,11 +170,49 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
   auto absent_first = [&](size_t k) { return first[k] == Seen::kAbsent; };
   plan.absent_keys = static_cast<uint64_t>(std::count(first.begin(), first.end(), Seen::kAbsent));
 
+  // How often the trace names each key (range bounds included): a key named once varies in
+  // passes other than 0.
+  std::vector<uint32_t> uses(distinct.size(), 0);
+  for (const trace::Record& rec : records) {
+    for (const trace::Entry& e : rec.entries) {
+      if (!e.key.empty() || !IsRange(rec.op)) ++uses[map.RankOf(e.key)];
+    }
+  }
+  // The loaded keys a varied key draws from: its sketch cell (projected keys), else its share of
+  // the loaded keys around the one it maps to.
+  auto vary_range = [&](const std::string& k, size_t rank) -> std::pair<uint64_t, uint64_t> {
+    if (!scaled || uses[rank] != 1) return {0, 0};
+    const uint64_t n = sorted_loaded.size();
+    if (projected && shape.has_sketch()) {
+      const int shift = 64 - shape.cell_bits;
+      const uint64_t cell = shift == 64 ? 0 : projection.Place(k) >> shift;
+      const uint64_t lo_place = shift == 64 ? 0 : cell << shift;
+      const auto lo = std::lower_bound(sorted_loaded.begin(), sorted_loaded.end(), lo_place);
+      auto hi = sorted_loaded.end();
+      if (shift != 64 && cell + 1 < (uint64_t{1} << shape.cell_bits)) {
+        hi = std::lower_bound(lo, sorted_loaded.end(), (cell + 1) << shift);
+      }
+      return {static_cast<uint64_t>(lo - sorted_loaded.begin()), static_cast<uint64_t>(hi - lo)};
+    }
+    const uint64_t d = distinct.size();
+    const auto m = static_cast<uint64_t>(static_cast<unsigned __int128>(rank) * n / d);
+    const uint64_t h = std::max<uint64_t>(1, n / (2 * d));
+    const uint64_t lo = m > h ? m - h : 0;
+    const uint64_t hi = std::min(n, m + h + 1);
+    return {lo, hi - lo};
+  };
+  auto add_vary = [&](ReplayOp* op, const std::string& k) {
+    const auto [lo, span] = vary_range(k, map.RankOf(k));
+    op->vary_lo.push_back(lo);
+    op->vary_span.push_back(span);
+    if (span > 0) ++plan.varied_keys;
+  };
+
   std::vector<bool> created(distinct.size(), false);  // absent-first keys put since
   auto replay_key = [&](const std::string& k, bool bound) -> std::string {
     if (!scaled) return k;
     if (bound && k.empty()) return std::string();
-    if (projected && bound) return EncodeKey(projection.Project(k));
+    if (projected && bound) return EncodeKey(projection.Place(k));
     const size_t rank = map.RankOf(k);
     if (projected) return projection.KeyOf(k, absent_first(rank));
     return map.KeyOf(rank, !bound && absent_first(rank));
@@ -189,6 +227,8 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
     if (IsRange(rec.op)) {
       op.keys.push_back(replay_key(rec.entries[0].key, /*bound=*/true));
       op.end = replay_key(rec.entries[1].key, /*bound=*/true);
+      // A start with no end may move; with an end it would have to move with it.
+      if (op.end.empty() && !rec.entries[0].key.empty()) add_vary(&op, rec.entries[0].key);
       // A limit of 0 is the server's most; the count the call returned is what it did.
       op.limit = rec.arg > 0 ? rec.arg : std::max<uint64_t>(rec.result, 1);
       op.reverse = (rec.flags & trace::record_flags::kReverse) != 0;
@@ -197,6 +237,7 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
                          rec.op == trace::Op::kBatchInsert;
       for (const trace::Entry& e : rec.entries) {
         op.keys.push_back(replay_key(e.key, /*bound=*/false));
+        add_vary(&op, e.key);
         if (!write) continue;
         op.values.push_back(e.has_value ? static_cast<int64_t>(e.value_size) : -1);
         if (e.has_value) plan.max_value_bytes = std::max(plan.max_value_bytes, e.value_size);
@@ -208,9 +249,65 @@ StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& op
         }
       }
     }
+    if (std::all_of(op.vary_span.begin(), op.vary_span.end(), [](uint64_t s) { return s == 0; })) {
+      op.vary_lo.clear();
+      op.vary_span.clear();
+    }
     plan.ops.push_back(std::move(op));
   }
+  if (scaled) plan.loaded = &sorted_loaded;
   return plan;
+}
+
+const std::vector<std::string>& PassKeys(const ReplayPlan& plan, const ReplayOp& op,
+                                         uint64_t op_index, uint64_t loop,
+                                         std::vector<std::string>* scratch) {
+  if (loop == 0 || op.vary_span.empty() || plan.loaded == nullptr) return op.keys;
+  *scratch = op.keys;
+  for (size_t j = 0; j < op.keys.size(); ++j) {
+    if (op.vary_span[j] == 0) continue;
+    // splitmix64 of (pass, call, key): the same replacement in every run of this pass.
+    uint64_t z = loop * 0x9e3779b97f4a7c15ull + op_index * 0xbf58476d1ce4e5b9ull + j + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::string k = EncodeKey((*plan.loaded)[op.vary_lo[j] + z % op.vary_span[j]]);
+    if (op.keys[j].size() == 9 && op.keys[j].back() == '\0') {
+      k.push_back('\0');  // an absent key stays absent: a new one per pass
+      k += EncodeKey(loop);
+    }
+    (*scratch)[j] = std::move(k);
+  }
+  return *scratch;
+}
+
+uint64_t TraceShape::Place(std::string_view key) const {
+  if (!has_sketch()) return trace::KeyProjection(key, prefix);
+  const size_t cells = sketch_counts.size();
+  const uint64_t width = cell_bits == 0 ? 0 : uint64_t{1} << (64 - cell_bits);
+  // The cell: the last whose lower bound is at most the key (the first for keys before it).
+  const auto upper = std::upper_bound(
+      sketch_bounds.begin(), sketch_bounds.begin() + static_cast<std::ptrdiff_t>(cells), key,
+      [](std::string_view k, const std::string& b) { return k < std::string_view(b); });
+  if (upper == sketch_bounds.begin()) return 0;
+  const size_t i = static_cast<size_t>(upper - sketch_bounds.begin()) - 1;
+  const std::string& lo = sketch_bounds[i];
+  const std::string& hi = sketch_bounds[i + 1];
+  const bool last = i + 1 == cells;
+  const size_t p = trace::SharedPrefix(lo, hi);
+  const uint64_t a = trace::KeyProjection(lo, p);
+  uint64_t b = trace::KeyProjection(hi, p);
+  if (last && b < UINT64_MAX) ++b;  // the last cell holds its upper bound
+  long double f = 0;
+  if (last && std::string_view(hi) < key) {
+    f = 1;  // after the last key
+  } else if (b > a) {
+    const uint64_t x = std::clamp(trace::KeyProjection(key, p), a, b);
+    f = static_cast<long double>(x - a) / static_cast<long double>(b - a);
+  }
+  const uint64_t base = width == 0 ? 0 : width * i;
+  const uint64_t span = width == 0 ? UINT64_MAX : width - 1;  // one cell: all of the space
+  return base + std::min<uint64_t>(span, static_cast<uint64_t>(f * static_cast<long double>(span)));
 }
 
 StatusOr<TraceShape> ReadTraceShape(const std::string& path) {
@@ -224,33 +321,24 @@ StatusOr<TraceShape> ReadTraceShape(const std::string& path) {
       if (!e.key.empty()) keys.push_back(std::move(e.key));
     }
   }
+  TraceShape shape;
   const trace::KeySketch* sketch = reader->sketch();
-  const bool has_sketch = sketch != nullptr && !sketch->counts.empty() && sketch->Entries() > 0;
-  if (keys.empty() && !has_sketch) {
+  if (sketch != nullptr && !sketch->counts.empty() && sketch->Entries() > 0) {
+    shape.sketch_bounds = sketch->bounds;
+    shape.sketch_counts = sketch->counts;
+    shape.sketch_keys = sketch->Entries();
+    while ((uint64_t{1} << shape.cell_bits) < sketch->counts.size()) ++shape.cell_bits;
+  } else if (keys.empty()) {
     return Status::InvalidArgument("trace:" + path + ": names no keys");
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  // The smallest and largest keys share what every key in between shares.
-  std::string lo = keys.empty() ? sketch->bounds.front() : keys.front();
-  std::string hi = keys.empty() ? sketch->bounds.back() : keys.back();
-  if (has_sketch) {
-    lo = std::min(lo, sketch->bounds.front());
-    hi = std::max(hi, sketch->bounds.back());
-  }
-  TraceShape shape;
-  shape.prefix = trace::SharedPrefix(lo, hi);
+  // The first and last keys share what every key in between shares.
+  if (!keys.empty()) shape.prefix = trace::SharedPrefix(keys.front(), keys.back());
   shape.points.reserve(keys.size());
-  for (const std::string& k : keys) shape.points.push_back(trace::KeyProjection(k, shape.prefix));
-  // Sorted keys project in order.
+  for (const std::string& k : keys) shape.points.push_back(shape.Place(k));
+  // Sorted keys place in order.
   shape.points.erase(std::unique(shape.points.begin(), shape.points.end()), shape.points.end());
-  if (has_sketch) {
-    for (const std::string& b : sketch->bounds) {
-      shape.cell_bounds.push_back(trace::KeyProjection(b, shape.prefix));
-    }
-    shape.cell_counts = sketch->counts;
-    shape.sketch_keys = sketch->Entries();
-  }
   return shape;
 }
 

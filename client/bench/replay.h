@@ -22,15 +22,22 @@
 //           to exist (a write the trace saw first replays as an overwrite). What the mapping
 //           cannot keep is the traced database's density between the keys the sample saw: a
 //           scan replays with its traced limit, over the mapped range.
-//   projected each key goes to the loaded key nearest its place in the trace's key space (its
-//           8-byte projection, TraceShape), for data loaded from that same space (key set
-//           trace:PATH). Where the trace carries its database's key sketch, that data has the
-//           traced database's shape, cold ranges included, so a hot range keeps its share of
-//           the keys instead of being stretched over all of them. A key whose first traced use
-//           is a read that found nothing replays as its own projection plus a zero byte: absent
-//           from the load, in its place, distinct from its neighbours. Scan and range-delete
-//           bounds replay as their projections.
+//   projected each key goes to the loaded key nearest its place in the trace's key space
+//           (TraceShape::Place), for data loaded from that same space (key set trace:PATH).
+//           Where the trace carries its database's key sketch, that data has the traced
+//           database's shape, cold ranges included, so a hot range keeps its share of the keys
+//           instead of being stretched over all of them. A key whose first traced use is a read
+//           that found nothing replays as its place plus a zero byte: absent from the load, in
+//           its place. Scan and range-delete bounds replay as their places.
 // Values are written with the traced sizes (random bytes).
+//
+// Passes after the first (loops, and a warm-up pass, ReplayOptions::first_loop) vary the keys the
+// trace named only once: each such key is replaced, per pass, by another loaded key from its
+// neighbourhood (its sketch cell with projected keys, its share of the loaded keys with scaled
+// ones; an absent-first key by a new absent key there). A key the trace named once stands for
+// the many the traced workload touched about once, so a repeated pass must not find it cached;
+// keys named more than once (hot keys, hot ranges' repeats) stay as they are. Scans with an end
+// bound and exact replays do not vary.
 //
 // Timing: closed (each worker takes the next record when its last one returned, the records
 // shared out in trace order), or the trace's own (each record starts at its traced time divided
@@ -38,6 +45,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grove/status.h"
@@ -54,6 +62,9 @@ struct ReplayOptions {
   Timing timing = Timing::kClosed;
   double speed = 1;    // kTrace: traced times are divided by this
   uint32_t loops = 1;  // the trace runs this many times back to back
+  // The pass number of the first pass (passes vary keys by their number; 0 is the trace's own
+  // keys). A warm-up passes a number no measured pass uses.
+  uint64_t first_loop = 0;
   // Stop issuing calls once this long has passed (0: run every loop), e.g. a warm-up that ends
   // after a second or one pass, whichever comes first.
   double max_seconds = 0;
@@ -72,6 +83,9 @@ struct ReplayOp {
   std::string end;                // scans and range deletes (empty: to the last key)
   uint64_t limit = 0;             // scans and range deletes
   bool reverse = false;           // scans
+  // Per key: the loaded keys (indexes into ReplayPlan::loaded) a pass other than 0 draws its
+  // replacement from, [vary_lo, vary_lo + vary_span); span 0 keeps the key. Empty: none varies.
+  std::vector<uint64_t> vary_lo, vary_span;
 };
 
 struct ReplayPlan {
@@ -85,7 +99,17 @@ struct ReplayPlan {
   uint64_t distinct_keys = 0;   // keys of the trace (scan bounds included)
   uint64_t absent_keys = 0;     // keys whose first traced use was a read that found nothing
   uint32_t max_value_bytes = 0;
+  uint64_t varied_keys = 0;  // distinct keys passes other than 0 replace
+  // The sorted loaded keys replacements come from (scaled and projected replays); owned by the
+  // caller, who keeps it for as long as the plan runs.
+  const std::vector<uint64_t>* loaded = nullptr;
 };
+
+// The keys of `op` in pass `loop` (op_index: its place in the trace), with the varied ones
+// replaced (see above); `op.keys` itself when none varies or loop is 0.
+const std::vector<std::string>& PassKeys(const ReplayPlan& plan, const ReplayOp& op,
+                                         uint64_t op_index, uint64_t loop,
+                                         std::vector<std::string>* scratch);
 
 // Reads the trace at `path`. kScaled and kProjected need `sorted_loaded`: the keys grove-bench
 // loaded, in ascending order (KeySpace::sorted_loaded); kExact ignores it. InvalidArgument names
@@ -94,19 +118,29 @@ struct ReplayPlan {
 [[nodiscard]] StatusOr<ReplayPlan> LoadReplay(const std::string& path, const ReplayOptions& options,
                                               const std::vector<uint64_t>& sorted_loaded);
 
-// The key space of a trace in 8-byte projections (trace::KeyProjection: the bytes after the
-// prefix every key of the trace and of its sketch shares), for key sets built from it (key_set.h,
-// trace:PATH) and projected replays.
+// The key space of a trace as 64-bit places, for key sets built from it (key_set.h, trace:PATH)
+// and projected replays; order-preserving (not strictly: keys may share a place).
+//
+// With the traced database's key sketch (trace/key_sketch.h): cell i of the sketch's C cells owns
+// the places [i * W, (i + 1) * W), W = 2^64 / 2^ceil(log2 C), and a key goes to its cell (by
+// comparing it with the sketch's bounds, so exactly, whatever the keys look like) at the
+// fraction of the cell its projection local to the cell gives (the 8 bytes after the prefix the
+// cell's bounds share). Keys before the first bound or after the last go to the ends.
+// Without a sketch: a key's place is its 8-byte projection after the prefix every key of the
+// trace shares.
 struct TraceShape {
   size_t prefix = 0;
-  // The trace's keys (scan bounds included), sorted and unique. Calls that failed count too:
-  // their keys were asked for.
+  // The trace's keys (scan bounds included), placed, sorted and unique. Calls that failed count
+  // too: their keys were asked for.
   std::vector<uint64_t> points;
-  // The traced database's key sketch, projected: cells + 1 bounds and a count per cell; empty
-  // when the trace has none or the database was empty.
-  std::vector<uint64_t> cell_bounds;
-  std::vector<uint64_t> cell_counts;
+  // The traced database's key sketch; none when the trace has none or the database was empty.
+  std::vector<std::string> sketch_bounds;
+  std::vector<uint64_t> sketch_counts;
   uint64_t sketch_keys = 0;  // the keys the sketch counted
+  int cell_bits = 0;         // W = 2^(64 - cell_bits)
+
+  bool has_sketch() const { return !sketch_counts.empty(); }
+  uint64_t Place(std::string_view key) const;
 };
 [[nodiscard]] StatusOr<TraceShape> ReadTraceShape(const std::string& path);
 

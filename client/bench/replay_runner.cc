@@ -23,8 +23,9 @@ std::string RandomBytes(size_t n, uint64_t seed) {
 }
 
 // Runs one replayed call on `session`. *found: a read found its key (a batch: any of them).
-Status RunOp(const ReplayOp& op, Session* session, const std::string& values, Rng& rng, bool* found,
-             uint64_t* entries) {
+// `keys`: the call's keys in this pass (PassKeys).
+Status RunOp(const ReplayOp& op, const std::vector<std::string>& keys, Session* session,
+             const std::string& values, Rng& rng, bool* found, uint64_t* entries) {
   auto value = [&](int64_t size) {
     return Slice(values.data() + rng.Uniform(kValueOffsets), static_cast<size_t>(size));
   };
@@ -32,10 +33,10 @@ Status RunOp(const ReplayOp& op, Session* session, const std::string& values, Rn
   uint64_t n = 0;
   // A conditional write reads what its precondition looks at first, as groved does.
   if (op.conditional) {
-    if (op.keys.size() == 1) {
-      GROVE_RETURN_IF_ERROR(session->Read(op.keys[0], &read_value, found));
+    if (keys.size() == 1) {
+      GROVE_RETURN_IF_ERROR(session->Read(keys[0], &read_value, found));
     } else {
-      GROVE_RETURN_IF_ERROR(session->BatchRead(op.keys, &n));
+      GROVE_RETURN_IF_ERROR(session->BatchRead(keys, &n));
     }
     *found = true;
     if (!op.apply) return Status::Ok();
@@ -44,30 +45,30 @@ Status RunOp(const ReplayOp& op, Session* session, const std::string& values, Rn
       static_cast<uint32_t>(std::min<uint64_t>(op.limit, std::numeric_limits<uint32_t>::max() - 1));
   switch (op.type) {
     case OpType::kRead:
-      return session->Read(op.keys[0], &read_value, found);
+      return session->Read(keys[0], &read_value, found);
     case OpType::kBatchRead:
-      GROVE_RETURN_IF_ERROR(session->BatchRead(op.keys, &n));
+      GROVE_RETURN_IF_ERROR(session->BatchRead(keys, &n));
       *found = n > 0;
       return Status::Ok();
     case OpType::kUpdate:
     case OpType::kInsert:
-      return session->Write(op.keys[0], value(op.values[0]));
+      return session->Write(keys[0], value(op.values[0]));
     case OpType::kDelete:
-      return session->Delete(op.keys[0]);
+      return session->Delete(keys[0]);
     case OpType::kBatchWrite: {
-      std::vector<Session::Mutation> m(op.keys.size());
-      for (size_t i = 0; i < op.keys.size(); ++i) {
-        m[i].key = op.keys[i];
+      std::vector<Session::Mutation> m(keys.size());
+      for (size_t i = 0; i < keys.size(); ++i) {
+        m[i].key = keys[i];
         m[i].is_delete = op.values[i] < 0;
         if (!m[i].is_delete) m[i].value = std::string(value(op.values[i]));
       }
       return session->WriteMutations(m);
     }
     case OpType::kDeleteRange:
-      return session->DeleteRange(op.keys[0], op.end, op.limit, entries);
+      return session->DeleteRange(keys[0], op.end, op.limit, entries);
     case OpType::kScan:
-      return op.reverse ? session->ReverseScan(op.keys[0], op.end, limit, entries)
-                        : session->Scan(op.keys[0], op.end, limit, entries);
+      return op.reverse ? session->ReverseScan(keys[0], op.end, limit, entries)
+                        : session->Scan(keys[0], op.end, limit, entries);
     case OpType::kRmw:
       break;
   }
@@ -105,6 +106,7 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
   facts.calls = plan.ops.size();
   facts.distinct_keys = plan.distinct_keys;
   facts.absent_keys = plan.absent_keys;
+  facts.varied_keys = plan.varied_keys;
   facts.truncated = plan.truncated;
   run.replay = facts;
   run.description = "replay of " + std::to_string(plan.ops.size()) + " traced calls (" +
@@ -142,6 +144,7 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
       workers.emplace_back([&, t] {
         Rng rng(settings_.seed * 7919 + t * 104729 + run_counter_);
         Session* session = sessions_[t].get();
+        std::vector<std::string> scratch;
         // Closed loop: the records in trace order, each to whichever worker is free. Timed: the
         // t-th worker takes every threads-th record, each at its own time.
         uint64_t i = timed ? t : next.fetch_add(1, std::memory_order_relaxed);
@@ -159,7 +162,9 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
           if (t0 >= deadline) break;
           bool found = true;
           uint64_t entries = 0;
-          const Status s = RunOp(op, session, values, rng, &found, &entries);
+          const std::vector<std::string>& keys =
+              PassKeys(plan, op, i % plan.ops.size(), o.first_loop + i / plan.ops.size(), &scratch);
+          const Status s = RunOp(op, keys, session, values, rng, &found, &entries);
           CountOp(op.type, s, found, entries, NowNanos() - t0, /*measured=*/true, &per_thread[t],
                   &shared);
           i = timed ? i + threads : next.fetch_add(1, std::memory_order_relaxed);

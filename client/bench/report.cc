@@ -162,6 +162,7 @@ nlohmann::json RunToJson(const RunResult& run, const ReportContext& ctx) {
                        {"calls", f.calls},
                        {"distinct_keys", f.distinct_keys},
                        {"absent_keys", f.absent_keys},
+                       {"varied_keys", f.varied_keys},
                        {"truncated", f.truncated}};
   }
 

@@ -84,12 +84,13 @@ struct TimelinePoint {
 // What the report says of a trace replay.
 struct ReplayFacts {
   std::string file;    // the trace's file name (without its directory)
-  std::string keys;    // "exact" or "scaled"
+  std::string keys;    // "exact", "scaled" or "projected"
   std::string timing;  // "closed" or "trace"
   double speed = 1;
   uint32_t loops = 1;
   uint32_t sample_ppm = 0;  // the sample the trace was captured with
   uint64_t traced_records = 0, skipped = 0, calls = 0, distinct_keys = 0, absent_keys = 0;
+  uint64_t varied_keys = 0;  // keys named once, replaced in passes other than the first
   bool truncated = false;
 };
 

@@ -172,13 +172,20 @@ grpc::Status AdminService::StartTrace(grpc::ServerContext* context,
   // The shape of the key space goes first, so that a replay on less data can place the keys the
   // trace will never name (key_sketch.h). A trace without it is still a trace.
   const auto sketch_start = std::chrono::steady_clock::now();
-  {
+  if (!tracer_->GetStatus().active) {  // else Start refuses: no sketch to take
     EngineHandle::Lease lease(engine_);
     if (lease.db() != nullptr) {
       Db* db = lease.db();
       StatusOr<trace::KeySketch> sketch =
           trace::SketchKeys([db](const ScanOptions& o) { return db->NewIterator(o); });
-      if (sketch.ok()) {
+      std::string encoded;
+      if (sketch.ok()) trace::EncodeKeySketch(*sketch, &encoded);
+      if (sketch.ok() && encoded.size() > tracer_->max_bytes() / 4) {
+        log_->warn(
+            "trace: the key sketch ({} bytes) would take over a quarter of trace.max_bytes "
+            "({}); the trace goes on without it",
+            encoded.size(), tracer_->max_bytes());
+      } else if (sketch.ok()) {
         r.sketch = std::move(*sketch);
       } else {
         log_->warn("trace: no key sketch ({}); the trace goes on without it",

@@ -52,9 +52,94 @@ uint64_t KeyProjection(std::string_view key, size_t prefix) {
   return v;
 }
 
-StatusOr<KeySketch> SketchKeys(const CursorFactory& open, uint32_t cells, uint32_t steps) {
-  if (cells == 0 || steps == 0) {
-    return Status::InvalidArgument("a key sketch needs at least one cell and one step");
+namespace {
+
+// A cell while the sketch is built: its lower bound (its upper one is the next cell's, or the last
+// key, inclusive, for the last cell) and what counting it found.
+struct Cell {
+  std::string lo;
+  uint64_t count = 0;
+  bool exact = false;       // counted key by key
+  bool degenerate = false;  // its first keys project alike: no density known, a lower bound
+  bool final = false;       // split as far as projections go
+  std::string first;        // its first key, when it holds one
+};
+
+// Counts the keys of [lo, hi) ([lo, hi] for the last cell), with the density of its first
+// `steps` keys measured in the projection local to the cell (after the prefix lo and hi share,
+// which every key between them shares).
+Status CountCell(const CursorFactory& open, const std::string& hi, bool last, uint32_t steps,
+                 Cell* c) {
+  ScanOptions o;
+  o.lower = c->lo;
+  if (!last) {
+    o.upper = hi;
+    o.has_upper = true;
+  }
+  o.keys_only = true;
+  o.expected_entries = steps + 1;
+  GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, open(o));
+  const size_t prefix = SharedPrefix(c->lo, hi);
+  uint64_t seen = 0;
+  uint64_t start = 0;
+  while (it->Valid() && seen < steps) {
+    if (seen == 0) {
+      c->first = std::string(it->key());
+      start = KeyProjection(it->key(), prefix);
+    }
+    ++seen;
+    it->Next();
+  }
+  GROVE_RETURN_IF_ERROR(it->status());
+  c->count = seen;
+  c->exact = !it->Valid();
+  c->degenerate = false;
+  if (c->exact) return Status::Ok();
+  // `seen` keys spanned [start, here); the cell goes on to its end at that density.
+  const uint64_t here = KeyProjection(it->key(), prefix);
+  const uint64_t hi_projection = KeyProjection(hi, prefix);
+  const uint64_t end = last && hi_projection < UINT64_MAX ? hi_projection + 1 : hi_projection;
+  if (here <= start || end <= start) {
+    c->degenerate = true;  // those keys differ only past the projection
+    c->count = seen + 1;
+    return Status::Ok();
+  }
+  const long double estimate = static_cast<long double>(seen) *
+                               static_cast<long double>(end - start) /
+                               static_cast<long double>(here - start);
+  c->count = std::max<uint64_t>(seen + 1, estimate >= static_cast<long double>(kMaxSketchCellCount)
+                                              ? kMaxSketchCellCount
+                                              : static_cast<uint64_t>(estimate));
+  return Status::Ok();
+}
+
+// The last key of the cell (the database's last key for the last cell).
+StatusOr<std::string> LastInCell(const CursorFactory& open, const Cell& c, const std::string& hi,
+                                 bool last) {
+  ScanOptions o;
+  o.lower = c.lo;
+  if (!last) {
+    o.upper = hi;
+    o.has_upper = true;
+  }
+  o.reverse = true;
+  o.keys_only = true;
+  o.expected_entries = 1;
+  GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, open(o));
+  if (!it->Valid()) {
+    GROVE_RETURN_IF_ERROR(it->status());
+    return std::string();
+  }
+  return std::string(it->key());
+}
+
+}  // namespace
+
+StatusOr<KeySketch> SketchKeys(const CursorFactory& open, uint32_t cells, uint32_t steps,
+                               uint32_t max_cells) {
+  if (cells == 0 || steps == 0 || max_cells < cells || max_cells > kMaxSketchCells) {
+    return Status::InvalidArgument("a key sketch needs 1..max_cells cells, max_cells at most " +
+                                   std::to_string(kMaxSketchCells) + ", and at least one step");
   }
   KeySketch sketch;
   GROVE_ASSIGN_OR_RETURN(const std::string first, EndKey(open, /*reverse=*/false));
@@ -69,51 +154,81 @@ StatusOr<KeySketch> SketchKeys(const CursorFactory& open, uint32_t cells, uint32
       return sketch;
     }
   }
+  if (last < first) {
+    // Iterators are not snapshots: the database lost its keys between the two looks.
+    return Status::Aborted("the database changed while its key sketch was taken");
+  }
+
+  // Cells of equal width in the projection of the whole range, at least one unit each so that
+  // every bound is a distinct key.
   const size_t prefix = SharedPrefix(first, last);
   const uint64_t lo = KeyProjection(first, prefix);
   const uint64_t hi = KeyProjection(last, prefix);
-  // Cells of at least one projection unit each, so that every bound is a distinct key.
   const uint64_t n = std::max<uint64_t>(1, std::min<uint64_t>(cells, hi - lo));
-  sketch.bounds.push_back(first);
+  std::vector<Cell> list(n);
+  list[0].lo = first;
   for (uint64_t i = 1; i < n; ++i) {
     const auto offset = static_cast<uint64_t>(static_cast<unsigned __int128>(hi - lo) * i / n);
-    sketch.bounds.push_back(BoundKey(std::string_view(first).substr(0, prefix), lo + offset));
+    list[i].lo = BoundKey(std::string_view(first).substr(0, prefix), lo + offset);
+  }
+  auto hi_of = [&](size_t i) -> const std::string& {
+    return i + 1 < list.size() ? list[i + 1].lo : last;
+  };
+  for (size_t i = 0; i < list.size(); ++i) {
+    GROVE_RETURN_IF_ERROR(CountCell(open, hi_of(i), i + 1 == list.size(), steps, &list[i]));
+  }
+
+  // Refinement: a cell whose keys project alike (a table of keys under one prefix, say) or that
+  // holds the most keys is cut again, between its own first and last keys, in the projection
+  // after the prefix those share, until `max_cells`.
+  constexpr uint64_t kSplit = 16;
+  while (list.size() + kSplit - 1 <= max_cells) {
+    size_t pick = list.size();
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Cell& c = list[i];
+      if (c.exact || c.final) continue;
+      if (pick == list.size() || (c.degenerate && !list[pick].degenerate) ||
+          (c.degenerate == list[pick].degenerate && c.count > list[pick].count)) {
+        pick = i;
+      }
+    }
+    if (pick == list.size()) break;
+    const bool last_cell = pick + 1 == list.size();
+    const std::string cell_hi = hi_of(pick);
+    GROVE_ASSIGN_OR_RETURN(const std::string e, LastInCell(open, list[pick], cell_hi, last_cell));
+    const std::string& s = list[pick].first;
+    const size_t p = SharedPrefix(s, e);
+    const uint64_t ls = KeyProjection(s, p);
+    const uint64_t le = KeyProjection(e, p);
+    if (e.empty() || !(s < e) || (!last_cell && !(e < cell_hi)) || le <= ls) {
+      list[pick].final = true;  // nothing the projection can cut further
+      continue;
+    }
+    const uint64_t k = std::min<uint64_t>(kSplit, le - ls);
+    std::vector<Cell> parts(k);
+    parts[0].lo = list[pick].lo;
+    for (uint64_t j = 1; j < k; ++j) {
+      const auto offset = static_cast<uint64_t>(static_cast<unsigned __int128>(le - ls) * j / k);
+      parts[j].lo = BoundKey(std::string_view(s).substr(0, p), ls + offset);
+    }
+    for (uint64_t j = 0; j < k; ++j) {
+      const bool last_part = last_cell && j + 1 == k;
+      const std::string& part_hi = j + 1 < k ? parts[j + 1].lo : cell_hi;
+      GROVE_RETURN_IF_ERROR(CountCell(open, part_hi, last_part, steps, &parts[j]));
+    }
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(pick));
+    list.insert(list.begin() + static_cast<std::ptrdiff_t>(pick), parts.begin(), parts.end());
+  }
+
+  for (const Cell& c : list) {
+    sketch.bounds.push_back(c.lo);
+    sketch.counts.push_back(c.count);
   }
   sketch.bounds.push_back(last);
-
-  for (uint64_t i = 0; i < n; ++i) {
-    const bool last_cell = i + 1 == n;
-    ScanOptions o;
-    o.lower = sketch.bounds[i];
-    if (!last_cell) {
-      o.upper = sketch.bounds[i + 1];
-      o.has_upper = true;
+  for (size_t i = 1; i + 1 < sketch.bounds.size(); ++i) {
+    if (!(sketch.bounds[i - 1] < sketch.bounds[i])) {
+      return Status::Internal("key sketch bounds out of order at cell " + std::to_string(i));
     }
-    o.keys_only = true;
-    o.expected_entries = steps + 1;
-    GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, open(o));
-    uint64_t seen = 0;
-    uint64_t start = 0;
-    while (it->Valid() && seen < steps) {
-      if (seen == 0) start = KeyProjection(it->key(), prefix);
-      ++seen;
-      it->Next();
-    }
-    GROVE_RETURN_IF_ERROR(it->status());
-    uint64_t count = seen;
-    if (it->Valid()) {
-      // `seen` keys spanned [start, here); the cell goes on to its end at that density.
-      const uint64_t here = KeyProjection(it->key(), prefix);
-      const uint64_t end =
-          last_cell ? hi + (hi < UINT64_MAX ? 1 : 0) : KeyProjection(sketch.bounds[i + 1], prefix);
-      const long double width = static_cast<long double>(end - start);
-      const long double covered = static_cast<long double>(std::max<uint64_t>(1, here - start));
-      const long double estimate = static_cast<long double>(seen) * width / covered;
-      count = std::max<uint64_t>(seen + 1, estimate >= static_cast<long double>(kMaxSketchCellCount)
-                                               ? kMaxSketchCellCount
-                                               : static_cast<uint64_t>(estimate));
-    }
-    sketch.counts.push_back(count);
   }
   return sketch;
 }
@@ -129,6 +244,10 @@ Status DecodeKeySketch(Slice in, KeySketch* out) {
   *out = KeySketch();
   uint32_t cells = 0;
   if (!GetVarint32(&in, &cells)) return Status::DataLoss("the key sketch is cut short");
+  if (cells > kMaxSketchCells) {
+    return Status::DataLoss("the key sketch has " + std::to_string(cells) + " cells, more than " +
+                            std::to_string(kMaxSketchCells));
+  }
   // A bound takes at least one byte and a count one: a bound before allocating.
   if (cells > in.size() / 2) return Status::DataLoss("the key sketch is cut short");
   if (cells > 0) {
@@ -148,6 +267,9 @@ Status DecodeKeySketch(Slice in, KeySketch* out) {
     out->counts.resize(cells);
     for (uint64_t& c : out->counts) {
       if (!GetVarint64(&in, &c)) return Status::DataLoss("the key sketch is cut short");
+      if (c > kMaxSketchCellCount) {
+        return Status::DataLoss("a key sketch cell counts " + std::to_string(c) + " keys");
+      }
     }
   }
   if (!in.empty()) return Status::DataLoss("the key sketch has bytes after its end");

@@ -5,18 +5,24 @@
 // a smaller database (grovectl advise) also needs to know where the traced database kept the
 // keys nobody asked for, or a hot range that was 5% of the data becomes all of it.
 //
-// The range [first key, last key] is cut into cells of equal width in the keys' 8-byte
-// projection (the 8 bytes after the prefix the first and last keys share, big-endian):
+// Cells, in key order, each with the keys counted in it:
 //
 //   bounds[0] = first key   bounds[1]   ...   bounds[cells-1]   bounds[cells] = last key
 //   |------ cell 0 -------|---- cell 1 ---- ... ---- cell cells-1 ----|
 //   counts[i] = the keys in [bounds[i], bounds[i+1]); the last cell holds the last key too
 //
+// First the range [first key, last key] is cut into `cells` cells of equal width in the keys'
+// 8-byte projection (the 8 bytes after the prefix the first and last keys share, big-endian).
 // Each count comes from one seek and at most `steps` steps: fewer keys than that before the next
 // bound are counted exactly; otherwise the count is extrapolated from the width those steps
-// covered. So a sketch costs cells seeks and cells * steps steps, whatever the database's size,
-// and is exact for a cell that holds few keys and an estimate (of its density near its first
-// key) for one that holds many.
+// covered, in the projection local to the cell (after the prefix its bounds share). Then cells
+// are cut again, up to `max_cells`: first those whose first keys project alike (keys under one
+// long prefix, such as a table's, which a cell of the whole range cannot resolve), then those
+// counted largest, each between its own first and last keys in the projection after the prefix
+// those share. A cell that cannot be resolved within the budget keeps a lower bound (steps + 1).
+// So a sketch costs at most about max_cells seeks and max_cells * steps steps, whatever the
+// database's size; it is exact where cells hold few keys and an estimate of local density
+// elsewhere.
 
 #include <cstdint>
 #include <functional>
@@ -41,22 +47,27 @@ struct KeySketch {
 
 inline constexpr uint32_t kDefaultSketchCells = 256;
 inline constexpr uint32_t kDefaultSketchSteps = 32;
+inline constexpr uint32_t kDefaultSketchMaxCells = 1024;
+inline constexpr uint32_t kMaxSketchCells = 1 << 16;  // a reader refuses more
 // A cell's extrapolated count is capped here (keys whose projections hardly differ).
 inline constexpr uint64_t kMaxSketchCellCount = 1ull << 48;
 
 // Opens an iterator over the database being sketched (Db::NewIterator).
 using CursorFactory = std::function<StatusOr<std::unique_ptr<Iterator>>(const ScanOptions&)>;
 
-// The sketch of the keys `open` iterates. Reads keys only.
+// The sketch of the keys `open` iterates. Reads keys only. Aborted when the database lost its
+// keys while being sketched (iterators are not snapshots).
 [[nodiscard]] StatusOr<KeySketch> SketchKeys(const CursorFactory& open,
                                              uint32_t cells = kDefaultSketchCells,
-                                             uint32_t steps = kDefaultSketchSteps);
+                                             uint32_t steps = kDefaultSketchSteps,
+                                             uint32_t max_cells = kDefaultSketchMaxCells);
 
 // The sketch as a trace stores it:
 //   sketch := cells varint32 | (key_bytes varint32 | key) * (cells + 1) | count varint64 * cells
 // with cells = 0 (and nothing after it) for an empty database.
 void EncodeKeySketch(const KeySketch& sketch, std::string* out);
-// DataLoss for bytes that are not a sketch (cut short, bounds out of order, bytes left over).
+// DataLoss for bytes that are not a sketch (cut short, more than kMaxSketchCells cells, a count
+// over kMaxSketchCellCount, bounds out of order, bytes left over).
 [[nodiscard]] Status DecodeKeySketch(Slice in, KeySketch* out);
 
 // The 8 bytes of `key` after its first `prefix` bytes, big-endian, zero-padded: the projection

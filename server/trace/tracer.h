@@ -73,6 +73,8 @@ class Tracer {
   // dropped silently.
   void Add(Record r) EXCLUDES(mu_);
 
+  // The size cap of one trace file (a key sketch must leave room for records).
+  uint64_t max_bytes() const { return options_.max_bytes; }
   // Whether a trace is sampling now (a trace past its duration until something notices).
   bool Sampling() const { return threshold_.load(std::memory_order_relaxed) != 0; }
   // Totals over every trace, for the metrics.

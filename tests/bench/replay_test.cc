@@ -233,7 +233,7 @@ TEST(ReplayTest, ProjectedKeysKeepAHotRangeItsShareOfTheKeys) {
   auto shape = ReadTraceShape(path);
   ASSERT_TRUE(shape.ok()) << shape.status().ToString();
   EXPECT_EQ(shape->sketch_keys, kKeys);
-  EXPECT_EQ(shape->cell_bounds.size(), kCells + 1);
+  EXPECT_EQ(shape->sketch_counts.size(), kCells);
 
   auto spec = ParseKeySetSpec("trace:" + path);
   ASSERT_TRUE(spec.ok());
@@ -243,7 +243,7 @@ TEST(ReplayTest, ProjectedKeysKeepAHotRangeItsShareOfTheKeys) {
   std::vector<uint64_t> loaded = *keys;
   std::sort(loaded.begin(), loaded.end());
   // The hot range's upper end, projected: the loaded keys below it are about 0.1% of them.
-  const uint64_t hot_end = trace::KeyProjection(key(1000), shape->prefix);
+  const uint64_t hot_end = shape->Place(key(1000));
   const auto in_hot =
       static_cast<size_t>(std::lower_bound(loaded.begin(), loaded.end(), hot_end) - loaded.begin());
   EXPECT_GT(in_hot, 5u);
@@ -265,18 +265,120 @@ TEST(ReplayTest, ProjectedKeysKeepAHotRangeItsShareOfTheKeys) {
   EXPECT_GE(hot.size(), in_hot / 2);
   // The missing key replays absent, in its place, and its put is an insert.
   const std::string absent = plan->ops[100].keys[0];
-  EXPECT_EQ(absent,
-            EncodeKey(trace::KeyProjection(key(505), shape->prefix)) + std::string(1, '\0'));
+  EXPECT_EQ(absent, EncodeKey(shape->Place(key(505))) + std::string(1, '\0'));
   EXPECT_EQ(plan->ops[101].keys[0], absent);
   EXPECT_EQ(plan->ops[101].type, OpType::kInsert);
   // Scan bounds are their projections.
-  EXPECT_EQ(plan->ops[102].keys[0], EncodeKey(trace::KeyProjection(key(200), shape->prefix)));
-  EXPECT_EQ(plan->ops[102].end, EncodeKey(trace::KeyProjection(key(300), shape->prefix)));
+  EXPECT_EQ(plan->ops[102].keys[0], EncodeKey(shape->Place(key(200))));
+  EXPECT_EQ(plan->ops[102].end, EncodeKey(shape->Place(key(300))));
 
   // By rank, the hundred traced keys spread over the whole loaded range.
   auto scaled = LoadReplay(path, ReplayOptions(), loaded);
   ASSERT_TRUE(scaled.ok());
   EXPECT_GT(DecodeKey(scaled->ops[99].keys[0]), loaded[loaded.size() / 2]);
+}
+
+// Keys under several prefixes (two "tables"): a key's place is its cell's, found by comparing it
+// with the sketch's bounds, and its fraction of that cell, so each table keeps its share of the
+// places whatever its prefix, and places keep the keys' order.
+TEST(ReplayTest, PlacesFollowTheSketchsCellsWhateverTheKeysLookLike) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.trace");
+  auto order = [](uint64_t i) { return "order:" + EncodeKey(i); };
+  auto user = [](uint64_t i) { return "user:" + EncodeKey(i); };
+  trace::KeySketch sketch;
+  sketch.bounds = {order(0), order(25'000), user(0), user(59'997)};
+  sketch.counts = {25'000, 25'000, 20'000};
+  {
+    trace::Header h;
+    auto w = trace::TraceWriter::Create(path, h, 1 << 30, trace::kDefaultBlockBytes, &sketch);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->Add(Get(order(7), true)).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  auto shape = ReadTraceShape(path);
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  ASSERT_EQ(shape->cell_bits, 2);
+  const uint64_t w = uint64_t{1} << 62;
+  EXPECT_EQ(shape->Place(order(0)), 0u);
+  EXPECT_NEAR(static_cast<double>(shape->Place(order(12'500))), 0.5 * static_cast<double>(w),
+              0.01 * static_cast<double>(w));
+  EXPECT_NEAR(static_cast<double>(shape->Place(user(30'000))), 2.5 * static_cast<double>(w),
+              0.01 * static_cast<double>(w));
+  EXPECT_EQ(shape->Place("aaa"), 0u);               // before the first key
+  EXPECT_EQ(shape->Place("zzz"), 2 * w + (w - 1));  // after the last key: its cell's end
+  const std::vector<std::string> keys = {"aaa", order(1), order(30'000), "order;", user(5), "zzz"};
+  for (size_t i = 1; i < keys.size(); ++i) {
+    EXPECT_LE(shape->Place(keys[i - 1]), shape->Place(keys[i])) << i;
+  }
+  // Synthesised keys: the order table holds 50,000 of the 70,000 counted, so about 5/7 of them.
+  auto spec = ParseKeySetSpec("trace:" + path);
+  ASSERT_TRUE(spec.ok());
+  auto set = MakeKeySet(*spec, 7'000, 3);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  const auto in_orders =
+      std::count_if(set->begin(), set->end(), [&](uint64_t v) { return v < 2 * w; });
+  EXPECT_NEAR(static_cast<double>(in_orders), 5'000, 250);
+  EXPECT_EQ(std::count_if(set->begin(), set->end(), [&](uint64_t v) { return v >= 3 * w; }), 0);
+}
+
+// Passes after the first replace the keys the trace named once (they stand for the many keys
+// the workload touched about once, which a repeated pass must not find cached) and keep the keys
+// it repeats; an absent key becomes a new absent key per pass.
+TEST(ReplayTest, PassesAfterTheFirstVaryTheKeysNamedOnce) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t.trace");
+  std::vector<trace::Record> records = {Get("a", true), Get("b", true), Get("b", true),
+                                        Get("z", false)};
+  trace::Record open_scan = Rec(trace::Op::kScan, {"m", ""});
+  open_scan.arg = 5;
+  records.push_back(open_scan);
+  trace::Record bounded = Rec(trace::Op::kScan, {"p", "q"});
+  bounded.arg = 5;
+  records.push_back(bounded);
+  WriteTrace(path, records);
+  const std::vector<uint64_t> loaded = Loaded(1000, 10);
+  auto plan = LoadReplay(path, ReplayOptions(), loaded);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const auto& ops = plan->ops;
+  EXPECT_EQ(plan->varied_keys, 3u);  // a, z and the open scan's start
+  std::vector<std::string> scratch;
+  auto is_loaded = [&](const std::string& k) {
+    return k.size() == 8 && std::binary_search(loaded.begin(), loaded.end(), DecodeKey(k));
+  };
+  // Pass 0 is the trace's own keys.
+  for (size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(&PassKeys(*plan, ops[i], i, 0, &scratch), &ops[i].keys);
+  }
+  // "b" (named twice) and the bounded scan never vary.
+  for (uint64_t pass = 1; pass < 20; ++pass) {
+    EXPECT_EQ(PassKeys(*plan, ops[1], 1, pass, &scratch), ops[1].keys);
+    EXPECT_EQ(PassKeys(*plan, ops[5], 5, pass, &scratch), ops[5].keys);
+  }
+  // "a" moves among loaded keys near its own, differently in different passes.
+  std::set<std::string> a_keys;
+  for (uint64_t pass = 1; pass < 20; ++pass) {
+    const std::string k = PassKeys(*plan, ops[0], 0, pass, &scratch)[0];
+    EXPECT_TRUE(is_loaded(k)) << pass;
+    EXPECT_LE(k, ops[1].keys[0]) << "stays in the neighbourhood, before b's";
+    a_keys.insert(k);
+  }
+  EXPECT_GT(a_keys.size(), 5u);
+  // "z", missing, becomes a key no load wrote, new in every pass.
+  std::set<std::string> z_keys;
+  for (uint64_t pass = 1; pass < 20; ++pass) {
+    const std::string k = PassKeys(*plan, ops[3], 3, pass, &scratch)[0];
+    EXPECT_FALSE(is_loaded(k));
+    z_keys.insert(k);
+  }
+  EXPECT_EQ(z_keys.size(), 19u);
+  // A replay of exact keys varies nothing.
+  ReplayOptions exact;
+  exact.keys = ReplayOptions::Keys::kExact;
+  auto plain = LoadReplay(path, exact, {});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->varied_keys, 0u);
+  EXPECT_EQ(PassKeys(*plain, plain->ops[0], 0, 7, &scratch), plain->ops[0].keys);
 }
 
 TEST(ReplayTest, RefusesWhatCannotBeReplayed) {
@@ -542,12 +644,15 @@ TEST_F(ReplayRunTest, MaxSecondsEndsTheReplayEarly) {
   for (int i = 0; i < 10; ++i) records.push_back(Get(EncodeKey(1000 + 10 * i), true));
   ReplayOptions options;
   options.keys = ReplayOptions::Keys::kExact;
-  options.loops = 10'000'000;  // far more than 50 ms can issue
+  options.loops = 10'000'000;  // minutes of calls without the limit
   options.max_seconds = 0.05;
   auto run = Replay(records, options, /*threads=*/2);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   EXPECT_EQ(run->errors, 0u) << run->first_error;
+  EXPECT_GT(run->total.ops, 0u);
+  // Stopped at the limit (a broken one would run the 100M calls: minutes, not under ten seconds).
   EXPECT_LT(run->total.ops, 100'000'000u);
+  EXPECT_LT(run->total.seconds, 10.0);
 }
 
 TEST_F(ReplayRunTest, TraceTimingStartsEachCallAtItsTime) {

@@ -28,14 +28,11 @@ std::string Key(uint64_t v) {
 class SetIterator final : public Iterator {
  public:
   SetIterator(const std::set<std::string>& keys, const ScanOptions& o) : o_(o) {
-    if (o.reverse) {
-      for (auto it = keys.rbegin(); it != keys.rend(); ++it) order_.push_back(*it);
-    } else {
-      for (auto it = keys.lower_bound(o.lower); it != keys.end(); ++it) {
-        if (o.has_upper && !(*it < o.upper)) break;
-        order_.push_back(*it);
-      }
+    for (auto it = keys.lower_bound(o.lower); it != keys.end(); ++it) {
+      if (o.has_upper && !(*it < o.upper)) break;
+      order_.push_back(*it);
     }
+    if (o.reverse) std::reverse(order_.begin(), order_.end());
   }
   bool Valid() const override { return pos_ < order_.size(); }
   void Next() override { ++pos_; }
@@ -63,7 +60,7 @@ struct FakeDb {
 TEST(KeySketchTest, DenseKeysAreCountedExactly) {
   FakeDb db;
   for (uint64_t i = 0; i < 100'000; ++i) db.keys.insert(Key(5'000 + i));
-  auto s = SketchKeys(db.Factory(), 256, 32);
+  auto s = SketchKeys(db.Factory(), 256, 32, /*max_cells=*/256);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   ASSERT_EQ(s->counts.size(), 256u);
   ASSERT_EQ(s->bounds.size(), 257u);
@@ -74,6 +71,51 @@ TEST(KeySketchTest, DenseKeysAreCountedExactly) {
   EXPECT_NEAR(static_cast<double>(s->Entries()), 100'000, 300);
   // Two iterators for the ends and one per cell, whatever the size.
   EXPECT_EQ(db.opened, 2 + 256);
+
+  // Refined up to 1024 cells: the largest are cut again, the total stays.
+  db.opened = 0;
+  auto r = SketchKeys(db.Factory(), 256, 32, 1024);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->counts.size(), 256u);
+  EXPECT_LE(r->counts.size(), 1024u);
+  EXPECT_TRUE(std::is_sorted(r->bounds.begin(), r->bounds.end()));
+  EXPECT_NEAR(static_cast<double>(r->Entries()), 100'000, 300);
+  // The two ends, a count per cell, and per cut (one cell into 16) a last key and 16 counts.
+  EXPECT_LE(db.opened, 2 + 256 + 17 * ((1024 - 256) / 15));
+}
+
+// Keys under long prefixes (two "tables" and a stray key): a cell of the whole range holds a
+// table whose keys all project alike, so the sketch cuts it again between the table's own first
+// and last keys until the count is resolved.
+TEST(KeySketchTest, TablesUnderLongPrefixesAreResolved) {
+  FakeDb db;
+  for (uint64_t i = 0; i < 50'000; ++i) db.keys.insert("order:" + Key(i));
+  for (uint64_t i = 0; i < 20'000; ++i) db.keys.insert("user:" + Key(i * 3));
+  db.keys.insert("zebra");
+  auto s = SketchKeys(db.Factory());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(std::is_sorted(s->bounds.begin(), s->bounds.end()));
+  EXPECT_NEAR(static_cast<double>(s->Entries()), 70'001, 3'500);
+  // The cells that meet the order table hold no other keys (the users sort far after it).
+  uint64_t orders = 0;
+  size_t order_cells = 0;
+  for (size_t i = 0; i < s->counts.size(); ++i) {
+    if (s->bounds[i] < "order;" && s->bounds[i + 1] > "order:") {
+      orders += s->counts[i];
+      ++order_cells;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(orders), 50'000, 2'500);
+  EXPECT_GT(order_cells, 8u);
+}
+
+TEST(KeySketchTest, ADatabaseThatChangesUnderTheSketchIsNotSketched) {
+  // The forward look finds "m", the reverse one (after the keys went) "c".
+  std::set<std::string> before = {"m", "n"}, after = {"b", "c"};
+  CursorFactory open = [&](const ScanOptions& o) -> StatusOr<std::unique_ptr<Iterator>> {
+    return std::unique_ptr<Iterator>(new SetIterator(o.reverse ? after : before, o));
+  };
+  EXPECT_EQ(SketchKeys(open).status().code(), StatusCode::kAborted);
 }
 
 TEST(KeySketchTest, AColdRangeKeepsItsShare) {
@@ -109,14 +151,19 @@ TEST(KeySketchTest, SmallAndEmptyDatabases) {
 
   // Fewer projection units than cells: one cell per unit; keys of any length.
   FakeDb few;
-  for (const char* k : {"ab", "ab\x01", "ab\x02zzz", "ab\x03"}) few.keys.insert(k);
+  const std::string zeros(7, '\0');
+  for (const std::string& k : {std::string("ab"), "ab" + zeros + "\x01", "ab" + zeros + "\x02zzz",
+                               "ab" + zeros + "\x03"}) {
+    few.keys.insert(k);
+  }
   auto f = SketchKeys(few.Factory(), 256, 32);
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->Entries(), 4u);
-  EXPECT_LE(f->counts.size(), 256u);
+  EXPECT_EQ(f->counts.size(), 3u);
 
   FakeDb bad;
   EXPECT_EQ(SketchKeys(bad.Factory(), 0, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SketchKeys(bad.Factory(), 16, 1, 8).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(KeySketchTest, EncodingRoundTripsAndDamageIsFound) {
@@ -140,6 +187,12 @@ TEST(KeySketchTest, EncodingRoundTripsAndDamageIsFound) {
   std::string swapped_bytes;
   EncodeKeySketch(swapped, &swapped_bytes);
   EXPECT_EQ(DecodeKeySketch(swapped_bytes, &back).code(), StatusCode::kDataLoss);
+
+  KeySketch huge = *s;
+  huge.counts[0] = kMaxSketchCellCount + 1;
+  std::string huge_bytes;
+  EncodeKeySketch(huge, &huge_bytes);
+  EXPECT_EQ(DecodeKeySketch(huge_bytes, &back).code(), StatusCode::kDataLoss);
 
   std::string empty;
   EncodeKeySketch(KeySketch(), &empty);

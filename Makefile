@@ -36,8 +36,9 @@
 #                    one groved without cluster mode, then a 1M-key range moved under YCSB A
 #                    (~12 min): docs/benchmarks.md's cluster section
 #   make bench-advisor    grovectl advise against the truth on six workloads: each traced through
-#                    groved, advised at a tenth of the size, every variant run at full size
-#                    (~30 min): docs/benchmarks.md's advisor section
+#                    groved, advised at a quarter of the size, every variant run at full size
+#                    twice (~55 min; TRUTH=0 redoes the advice only, ~8 min): docs/benchmarks.md's
+#                    advisor section
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 

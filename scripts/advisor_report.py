@@ -83,6 +83,13 @@ def main():
         "of the truth runs' time.",
         "",
     ]
+    if "from an earlier run of this script" in commands:
+        out += [
+            "The advice below was redone (`TRUTH=0 make bench-advisor`: new traces, new advice) "
+            "against the truth runs of an earlier run on the same machine the same day; the truth "
+            "runs do not involve the advisor's code.",
+            "",
+        ]
     out += [
         "| workload | memory / data | trace calls | advice records | advisor's pick "
         "| truth's best | pick / best | advice s | truth s | advice / truth | advice / one round |",

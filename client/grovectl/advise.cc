@@ -61,7 +61,10 @@ void PrintText(const bench::AdvisorOptions& o, const bench::Advice& a, std::ostr
       << r.skipped << " failed ones skipped; sampled at " << Num(r.sample_ppm / 1e4, 4)
       << "%), keys " << r.keys << "\n";
   out << "data: " << Grouped(static_cast<double>(a.records)) << " records "
-      << (o.backup.empty() ? "synthesised from the trace's keys" : "from backup " + o.backup)
+      << (!o.backup.empty()       ? "from backup " + o.backup
+          : r.keys == "projected" ? std::string("synthesised in the traced database's shape (its "
+                                                "key sketch)")
+                                  : std::string("synthesised from the trace's keys"))
       << "; memory " << HumanBytes(o.memory_bytes) << " per candidate; " << o.threads
       << " threads; wal.sync " << o.wal_sync << "\n\n";
 

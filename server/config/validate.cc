@@ -18,6 +18,9 @@ constexpr uint64_t kMiB = 1024 * kKiB;
 // The engine's rules (options/check_options.h) and what only a configuration names.
 void CheckEngine(const Options& o, Problems* p) {
   CheckEngineOptions(o, p);
+  // Narrower than what the IO backend accepts: what a server's configuration may ask for.
+  p->Range("io.queue_depth", o.io.queue_depth, 1, limits::kMaxIoQueueDepth, "");
+  p->Range("io.psync_threads", o.io.psync_threads, 1, limits::kMaxPsyncThreads, "");
   if (o.index.variant.empty()) {
     // The engine's registry lists the available variants when it opens; see docs/variants.md.
     p->Add("index.variant", "must name a variant (see docs/variants.md)");

@@ -48,10 +48,6 @@ void CheckEngineOptions(const Options& o, Problems* p) {
   p->Range("inner_cache_fraction", o.inner_cache_fraction, 0, 1, "");
   p->Range("inline_value_bytes", o.inline_value_bytes, 0, kMaxInlineValueBytes, " bytes");
   p->Range("scan_readahead_pages", o.scan_readahead_pages, 0, kMaxScanReadaheadPages, " pages");
-  if (o.io_backend == nullptr) {
-    p->Range("io.queue_depth", o.io.queue_depth, 1, kMaxIoQueueDepth, "");
-    p->Range("io.psync_threads", o.io.psync_threads, 1, kMaxPsyncThreads, "");
-  }
 
   p->Range("limits.max_key_bytes", o.max_key_bytes, 1, kMaxKeyBytes, " bytes");
   p->Range("limits.max_value_bytes", o.max_value_bytes, 0, kMaxValueBytes, " bytes");

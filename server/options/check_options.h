@@ -15,8 +15,8 @@
 
 namespace grove {
 
-// Adds a problem to `p` for each rule `o` breaks. The io.* rules apply only when the engine
-// builds its own IO backend (o.io_backend is null).
+// Adds a problem to `p` for each rule `o` breaks. The io.* fields are the IO backend's to check
+// (NewIoBackend; a grove.yaml is held to narrower ranges by config/).
 void CheckEngineOptions(const Options& o, Problems* p);
 // OK, or InvalidArgument naming every offending field, one per line.
 [[nodiscard]] Status ValidateEngineOptions(const Options& o);

@@ -25,6 +25,8 @@ inline constexpr uint32_t kMaxBatchEntries = 1'000'000;  // limits.max_batch_ent
 inline constexpr uint64_t kMinBatchBytes = 1024;         // limits.max_batch_bytes at least
 
 inline constexpr uint32_t kMaxScanReadaheadPages = 256;
+// What a grove.yaml may ask of the IO backend (io.queue_depth, io.psync_threads); the backend
+// itself, built by an embedding program, accepts more (and psync_threads 0: no workers).
 inline constexpr uint32_t kMaxIoQueueDepth = 4096;
 inline constexpr uint32_t kMaxPsyncThreads = 256;
 

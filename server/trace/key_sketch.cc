@@ -16,9 +16,16 @@ std::string BoundKey(std::string_view prefix, uint64_t projection) {
   return k;
 }
 
-// The first key of the database in one direction.
-StatusOr<std::string> EndKey(const CursorFactory& open, bool reverse) {
+// The first key of [lower, upper) in one direction (no upper bound when `upper` is null); empty
+// when there is none.
+StatusOr<std::string> EdgeKey(const CursorFactory& open, const std::string& lower,
+                              const std::string* upper, bool reverse) {
   ScanOptions o;
+  o.lower = lower;
+  if (upper != nullptr) {
+    o.upper = *upper;
+    o.has_upper = true;
+  }
   o.reverse = reverse;
   o.keys_only = true;
   o.expected_entries = 1;
@@ -113,26 +120,6 @@ Status CountCell(const CursorFactory& open, const std::string& hi, bool last, ui
   return Status::Ok();
 }
 
-// The last key of the cell (the database's last key for the last cell).
-StatusOr<std::string> LastInCell(const CursorFactory& open, const Cell& c, const std::string& hi,
-                                 bool last) {
-  ScanOptions o;
-  o.lower = c.lo;
-  if (!last) {
-    o.upper = hi;
-    o.has_upper = true;
-  }
-  o.reverse = true;
-  o.keys_only = true;
-  o.expected_entries = 1;
-  GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, open(o));
-  if (!it->Valid()) {
-    GROVE_RETURN_IF_ERROR(it->status());
-    return std::string();
-  }
-  return std::string(it->key());
-}
-
 }  // namespace
 
 StatusOr<KeySketch> SketchKeys(const CursorFactory& open, uint32_t cells, uint32_t steps,
@@ -142,8 +129,8 @@ StatusOr<KeySketch> SketchKeys(const CursorFactory& open, uint32_t cells, uint32
                                    std::to_string(kMaxSketchCells) + ", and at least one step");
   }
   KeySketch sketch;
-  GROVE_ASSIGN_OR_RETURN(const std::string first, EndKey(open, /*reverse=*/false));
-  GROVE_ASSIGN_OR_RETURN(const std::string last, EndKey(open, /*reverse=*/true));
+  GROVE_ASSIGN_OR_RETURN(const std::string first, EdgeKey(open, "", nullptr, /*reverse=*/false));
+  GROVE_ASSIGN_OR_RETURN(const std::string last, EdgeKey(open, "", nullptr, /*reverse=*/true));
   if (first.empty() && last.empty()) {
     // Either empty, or the empty key is its only key: one cell, counted like any other.
     ScanOptions probe;
@@ -195,7 +182,10 @@ StatusOr<KeySketch> SketchKeys(const CursorFactory& open, uint32_t cells, uint32
     if (pick == list.size()) break;
     const bool last_cell = pick + 1 == list.size();
     const std::string cell_hi = hi_of(pick);
-    GROVE_ASSIGN_OR_RETURN(const std::string e, LastInCell(open, list[pick], cell_hi, last_cell));
+    // The cell's last key (the database's last key for the last cell).
+    GROVE_ASSIGN_OR_RETURN(const std::string e,
+                           EdgeKey(open, list[pick].lo, last_cell ? nullptr : &cell_hi,
+                                   /*reverse=*/true));
     const std::string& s = list[pick].first;
     const size_t p = SharedPrefix(s, e);
     const uint64_t ls = KeyProjection(s, p);

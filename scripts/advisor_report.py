@@ -1,19 +1,23 @@
 #!/usr/bin/python3
 """The advisor's validation section of docs/benchmarks.md (scripts/bench-advisor.sh).
 
-    scripts/advisor_report.py RESULTS ADVICE TIMES COMMANDS > docs/bench-data/advisor.md
+    scripts/advisor_report.py RESULTS ADVICE TIMES COMMANDS [--keys SET --value-size B] \
+        > docs/bench-data/advisor.md
 
 RESULTS: grove-bench JSON lines of the truth runs (every candidate on each workload at full
 size, in rounds; LOAD lines are skipped), labelled "advisor <workload> round <n>" (or
 "advisor <workload>" for one round); a candidate's truth is the mean over its rounds. ADVICE: one `grovectl -o json
 advise` object per line, with the workload's name, wall seconds and trace size added. TIMES:
 "<workload> truth_seconds S memory BYTES" lines. COMMANDS: the commands that produced them.
+Runs whose target is not an advice candidate are references (RocksDB) and the device (a
+`device?...` target: random 4 KiB reads), shown beside the candidates but never ranked. --keys
+and --value-size name a setting other than the first (dense keys, 100-byte values) in the title.
 Every figure comes from those files. Standard library only.
 """
 
+import argparse
 import json
 import re
-import sys
 
 
 def load(path):
@@ -30,7 +34,14 @@ def short(target):
 
 
 def main():
-    results_path, advice_path, times_path, commands_path = sys.argv[1:5]
+    ap = argparse.ArgumentParser()
+    for name in ("results", "advice", "times", "commands"):
+        ap.add_argument(name)
+    ap.add_argument("--keys", default="dense")
+    ap.add_argument("--value-size", type=int, default=100)
+    args = ap.parse_args()
+    results_path, advice_path, times_path, commands_path = (
+        args.results, args.advice, args.times, args.commands)
     rounds = {}
     for r in load(results_path):
         if r.get("workload") == "load":
@@ -55,6 +66,7 @@ def main():
                 "rounds": len(tps),
             }
     advice = {a["workload"]: a for a in load(advice_path)}
+    candidates = {c["target"] for a in advice.values() for c in a["candidates"]}
     times = {}
     with open(times_path, encoding="utf-8") as f:
         for line in f:
@@ -64,8 +76,16 @@ def main():
     with open(commands_path, encoding="utf-8") as f:
         commands = f.read().strip()
 
+    first_setting = args.keys == "dense" and args.value_size == 100
     out = []
-    out += ["## The advisor", ""]
+    if first_setting:
+        out += ["## The advisor", ""]
+    else:
+        out += [f"## The advisor, a second setting: {args.keys} keys, {args.value_size}-byte values",
+                "",
+                "The same validation as [the first](#the-advisor) with another key set and record "
+                f"size (`KEYS={args.keys} VALUE={args.value_size} NAME=... make bench-advisor`).",
+                ""]
     out += [
         "`grovectl advise` ([grovectl.md](grovectl.md#advise)) checked against the truth on six "
         "workloads built from config/workloads, one per variant's niche and a mixed one "
@@ -78,7 +98,10 @@ def main():
         "every candidate running "
         "the workload itself at full size with the full memory (embedded, bulk loaded, "
         f"`wal.sync: always`, {n_rounds} run{'s' if n_rounds > 1 else ''} each, in turns, "
-        "their mean). Targets: the pick reaches at least 90% of "
+        "their mean). RocksDB at the same budget and the raw device (random 4 KiB reads, as "
+        "many at once as the runs' threads, over a file the size of btree's) ran in every round "
+        "beside them, so each ratio has its baseline and ceiling from the same minutes. "
+        "Targets: the pick reaches at least 90% of "
         "the best candidate's throughput in the truth runs, and the advice takes at most a tenth "
         "of the truth runs' time.",
         "",
@@ -92,12 +115,17 @@ def main():
         ]
     out += [
         "| workload | memory / data | trace calls | advice records | advisor's pick "
-        "| truth's best | pick / best | advice s | truth s | advice / truth | advice / one round |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|",
+        "| truth's best | pick / best | best / RocksDB | best's reads / device's "
+        "| advice s | truth s | advice / truth | advice / one round |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     details = []
     for name, a in advice.items():
-        runs = truth.get(name, {})
+        all_runs = truth.get(name, {})
+        runs = {t: r for t, r in all_runs.items() if t in candidates}
+        refs = {t: r for t, r in all_runs.items()
+                if t not in candidates and not t.startswith("device")}
+        device = next((r for t, r in all_runs.items() if t.startswith("device")), None)
         if not runs:
             continue
         best_target = max(runs, key=lambda t: runs[t]["throughput"])
@@ -105,6 +133,13 @@ def main():
         pick_tp = runs.get(pick, {}).get("throughput")
         best_tp = runs[best_target]["throughput"]
         ratio = pick_tp / best_tp if pick_tp else None
+        rocks_tp = refs.get("rocksdb", {}).get("throughput")
+
+        def device_share(r):
+            # The device reads a run issued per second, as a share of what the device served.
+            if not device or r.get("reads") is None:
+                return None
+            return r["throughput"] * r["reads"] / device["throughput"]
         truth_s = times.get(name)
         cfg = next(iter(runs.values()))["config"]
         share = cfg["cache_bytes"] / cfg["data_bytes"] if cfg.get("data_bytes") else None
@@ -113,6 +148,8 @@ def main():
             f"| {fmt(a.get('records'))} | {short(pick)} "
             f"| {short(best_target)} | {fmt(ratio, '{:.2f}')} "
             f"{'(met)' if ratio is not None and ratio >= 0.9 else '(missed)'} "
+            f"| {fmt(best_tp / rocks_tp if rocks_tp else None, '{:.2f}')} "
+            f"| {fmt(device_share(runs[best_target]), '{:.2f}')} "
             f"| {fmt(a['wall_seconds'], '{:.0f}')} | {fmt(truth_s, '{:.0f}')} "
             f"| {fmt(a['wall_seconds'] / truth_s if truth_s else None, '{:.2f}')} "
             f"| {fmt(a['wall_seconds'] * n_rounds / truth_s if truth_s else None, '{:.2f}')} |")
@@ -121,8 +158,8 @@ def main():
         d = [f"**{name}** ({a['trace']['calls']:,} traced calls, {a['records']:,} records for "
              f"the advice). {a['why']}", "",
              "| candidate | advice calls/s | advice reads/call | truth ops/s | truth reads/op "
-             "| truth / best | rounds apart |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| truth / best | reads / device's | rounds apart |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
         adv = {c["target"]: c for c in a["candidates"]}
         for t in rank_truth:
             r = runs[t]
@@ -132,7 +169,19 @@ def main():
                 f"| {fmt(c.get('page_reads_per_call'), '{:.3f}')} | {fmt(r['throughput'])} "
                 f"| {fmt(r['reads'], '{:.3f}')} "
                 f"| {fmt(r['throughput'] / best_tp, '{:.2f}')} "
+                f"| {fmt(device_share(r), '{:.2f}')} "
                 f"| {fmt(r['spread'] * 100 if r['spread'] is not None else None, '{:.0f}%')} |")
+        for t, r in sorted(refs.items()):
+            d.append(
+                f"| {short(t)} (reference) | – | – | {fmt(r['throughput'])} "
+                f"| {fmt(r['reads'], '{:.3f}')} | {fmt(r['throughput'] / best_tp, '{:.2f}')} "
+                f"| {fmt(device_share(r), '{:.2f}')} "
+                f"| {fmt(r['spread'] * 100 if r['spread'] is not None else None, '{:.0f}%')} |")
+        if device:
+            d.append(
+                f"| device (random 4 KiB reads) | – | – | {fmt(device['throughput'])} reads/s "
+                f"| 1.000 | – | 1.00 "
+                f"| {fmt(device['spread'] * 100 if device['spread'] is not None else None, '{:.0f}%')} |")
         details += d + [""]
     out += [""] + details
     out += ["Commands (from the repository root, after `make bench-build`):", "", "```",

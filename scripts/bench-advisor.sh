@@ -11,7 +11,10 @@
 #             at (TreeLine's buffer pool);
 #   3. truth  every candidate at RECORDS records and the workload's MEMORY runs the workload
 #             itself (embedded, bulk loaded, DURATION seconds per phase after a warm-up), ROUNDS
-#             times in turns (every candidate once, then again), timed.
+#             times in turns (every candidate once, then again), timed; beside them in every
+#             round, REFERENCES (RocksDB at the same budget) and the raw device's random 4 KiB
+#             reads at THREADS deep over a file the size of btree's, so each ratio has its
+#             baseline and ceiling from the same minutes.
 # The pick passes when it reaches 90% of the best candidate's throughput in the truth runs, and
 # the advice when it took at most a tenth of the truth runs' time.
 #
@@ -19,7 +22,8 @@
 # workload), advisor-times.txt, advisor-commands.txt and the section advisor.md, then regenerates
 # docs/benchmarks.md. Not a test. WORKLOADS picks a subset by name. TRUTH=0 keeps the truth runs
 # of an earlier run (advisor.jsonl, advisor-times.txt and their commands) and redoes steps 1 and
-# 2 only, for a change of the advisor that cannot change the truth.
+# 2 only, for a change of the advisor that cannot change the truth. KEYS picks the key set
+# (grove-bench --keys) and NAME the files' stem (advisor.*), so a second setting keeps its own.
 set -euo pipefail
 set -f  # candidate URIs hold "?": never globs
 cd "$(dirname "$0")/.."
@@ -30,6 +34,8 @@ GROVECTL=${GROVECTL:-build-bench/client/grovectl}
 DATA=${DATA:-build-bench/data}/advisor
 RECORDS=${RECORDS:-2M}
 VALUE=${VALUE:-100}
+KEYS=${KEYS:-dense}
+NAME=${NAME:-advisor}
 SCALE=${SCALE:-4}
 MIN_MEMORY=${MIN_MEMORY:-$((4 << 20))}
 ROUNDS=${ROUNDS:-2}
@@ -42,6 +48,8 @@ THREADS=${THREADS:-4}
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 CANDIDATES=${CANDIDATES:-embedded:btree embedded:btree?prefetch=shortcut embedded:hln embedded:treeline embedded:aulid embedded:aha}
+REFERENCES=${REFERENCES:-rocksdb}
+DEVICE=${DEVICE:-1}
 
 # name | workload | --distribution | memory as a share of the data
 ALL_WORKLOADS="
@@ -55,10 +63,10 @@ mixed|config/workloads/mixed.yaml||0.1
 WORKLOADS=${WORKLOADS:-$(echo "$ALL_WORKLOADS" | cut -d'|' -f1 | xargs)}
 
 OUT=docs/bench-data
-RESULTS=$OUT/advisor.jsonl
-ADVICE=$OUT/advisor-advice.jsonl
-TIMES=$OUT/advisor-times.txt
-COMMANDS=$OUT/advisor-commands.txt
+RESULTS=$OUT/$NAME.jsonl
+ADVICE=$OUT/$NAME-advice.jsonl
+TIMES=$OUT/$NAME-times.txt
+COMMANDS=$OUT/$NAME-commands.txt
 mkdir -p "$OUT"
 rm -rf "$DATA"
 mkdir -p "$DATA/traces"
@@ -101,7 +109,7 @@ trap '[ -n "$groved_pid" ] && kill $groved_pid 2>/dev/null || true' EXIT
 # The traced groved's starting database: bulk loaded once, copied for each workload.
 base=$DATA/groved-base
 run "$BENCH" --target embedded:btree --dir "$base" --records "$RECORDS" --value-size "$VALUE" \
-  --load-method bulk --workloads load --progress off --no-table
+  --keys "$KEYS" --load-method bulk --workloads load --progress off --no-table
 
 for name in $WORKLOADS; do
   line=$(echo "$ALL_WORKLOADS" | grep "^$name|")
@@ -144,7 +152,7 @@ YAML
   target="grpc://127.0.0.1:$port"
   run "$GROVECTL" --addr "127.0.0.1:$port" trace start --sample "$SAMPLE" --out "$name"
   run "$BENCH" --target "$target" --dir "$gdir/bench" --records "$RECORDS" --value-size "$VALUE" \
-    --progress off --no-table --workloads "$workload" "${distflag[@]}" --threads 16 \
+    --keys "$KEYS" --progress off --no-table --workloads "$workload" "${distflag[@]}" --threads 16 \
     --duration "$TRACE_SECONDS" --label "advisor traced run"
   run "$GROVECTL" --addr "127.0.0.1:$port" trace stop
   kill "$groved_pid"
@@ -169,22 +177,42 @@ print(json.dumps(a))" >>"$ADVICE"
 
   # 3. The truth: every candidate on the workload itself, at full size.
   [ "$TRUTH" = 0 ] && continue
-  t0=$(now)
+  # truth_seconds counts the candidates' runs only: the comparison the advice stands in for.
+  truth_seconds=0
   for round in $(seq "$ROUNDS"); do
-    for c in $CANDIDATES; do
+    for c in $CANDIDATES $REFERENCES; do
       rm -rf "$DATA/truth"
+      t0=$(now)
       # A candidate that cannot run at this budget (treeline's smallest pool) is reported missing.
       run "$BENCH" --target "$c" --dir "$DATA/truth" --records "$RECORDS" --value-size "$VALUE" \
-        --cache-bytes "$memory" --direct-io true --wal-sync always --load-method bulk \
-        --workloads "load,$workload" "${distflag[@]}" --threads "$THREADS" --duration "$DURATION" \
-        --warmup "$WARMUP" --json "$RESULTS" --progress off --no-table \
+        --keys "$KEYS" --cache-bytes "$memory" --direct-io true --wal-sync always \
+        --load-method bulk --workloads "load,$workload" "${distflag[@]}" --threads "$THREADS" \
+        --duration "$DURATION" --warmup "$WARMUP" --json "$RESULTS" --progress off --no-table \
         --label "advisor $name round $round" ||
         echo "$name $c failed" >>"$TIMES.failed"
+      t1=$(now)
+      case " $CANDIDATES " in
+        *" $c "*) truth_seconds=$("$PYTHON" -c "print($truth_seconds + $t1 - $t0)") ;;
+      esac
     done
+    [ "$DEVICE" = 1 ] || continue
+    # The device's ceiling: random 4 KiB reads, THREADS deep, over a file the size of btree's.
+    file_bytes=$("$PYTHON" - "$RESULTS" <<'PY'
+import json, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+load = [r for r in runs if r["target"] == "embedded:btree" and r["workload"] == "load"]
+print(int(load[-1]["gauges"]["data_file_bytes"]) if load else 1 << 30)
+PY
+)
+    rm -rf "$DATA/device"
+    run "$BENCH" --target "device?file_bytes=$file_bytes" --dir "$DATA/device" \
+      --records "$RECORDS" --value-size "$VALUE" --duration 8 --warmup 2 --direct-io true \
+      --threads "$THREADS" --workloads c --distribution uniform --json "$RESULTS" --progress off \
+      --no-table --label "advisor $name round $round"
+    rm -rf "$DATA/device"
   done
-  t1=$(now)
   rm -rf "$DATA/truth"
-  echo "$name truth_seconds $("$PYTHON" -c "print($t1-$t0)") memory $memory" >>"$TIMES"
+  echo "$name truth_seconds $truth_seconds memory $memory" >>"$TIMES"
 done
 trap - EXIT
 rm -rf "$base"
@@ -193,5 +221,5 @@ if [ -n "$truth_commands" ]; then
   { echo "# the truth runs, from an earlier run of this script:"; echo "$truth_commands"; } >>"$COMMANDS"
 fi
 "$PYTHON" scripts/advisor_report.py "$RESULTS" "$ADVICE" "$TIMES" "$COMMANDS" \
-  >"$OUT/advisor.md"
+  --keys "$KEYS" --value-size "$VALUE" >"$OUT/$NAME.md"
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md

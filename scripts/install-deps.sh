@@ -15,8 +15,11 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev
   python3 python3-matplotlib curl
-  # the Python client (client/python) and its tests
-  python3-grpcio python3-protobuf python3-pytest
+  # the Python client (client/python) and its tests: etcd:// routing reads etcd with
+  # python3-etcd3; mypy checks its types; build/venv and the package test use python3-venv, and
+  # `pip install --no-build-isolation client/python` Debian's setuptools and wheel
+  python3-grpcio python3-protobuf python3-pytest python3-etcd3 mypy
+  python3-venv python3-pip python3-setuptools python3-wheel
   # integration tests generate TLS certificates with the openssl command
   openssl
   # cluster mode keeps its metadata in etcd; the cluster tests run a real one (v3 API)

@@ -10,7 +10,8 @@
             print(key, value)
 """
 
-from .client import Client, Delete, DeleteRangeResult, Put, ValueInfo
+from ._common import Delete, DeleteRangeResult, Put, ValueInfo
+from .client import Client
 from .errors import (AlreadyExists, Cancelled, DataLoss, DeadlineExceeded, FailedPrecondition,
                      GroveError, Internal, InvalidArgument, NotFound, NotOwner, OutcomeUnknown,
                      PermissionDenied, ResourceExhausted, Unauthenticated, Unavailable,

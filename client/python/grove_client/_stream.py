@@ -9,16 +9,19 @@ server marked them not applied, as its drain does) and those it had not sent as 
 next call opens a new stream.
 """
 
+from __future__ import annotations
+
 import itertools
 import queue
 import threading
 import time
+from typing import Any, Dict, Iterator, List, Optional
 
 import grpc
 
 from grove.v1 import kv_pb2
 
-NOT_APPLIED_METADATA = "grove-not-applied"
+from ._common import NOT_APPLIED_METADATA, Metadata
 
 # Codes with which the server refuses a stream (or one of its messages) having applied nothing
 # of it; any other end may cut a message short.
@@ -31,7 +34,7 @@ class StreamFailure(Exception):
     """The stream could not deliver a call's answer: ``code`` and ``message`` as a gRPC status,
     ``not_applied`` when the server cannot have applied the call."""
 
-    def __init__(self, code, message, not_applied):
+    def __init__(self, code: grpc.StatusCode, message: str, not_applied: bool):
         super().__init__(message)
         self.code = code
         self.message = message
@@ -41,11 +44,11 @@ class StreamFailure(Exception):
 class _Pending:
     __slots__ = ("request", "event", "result", "error", "sent", "size")
 
-    def __init__(self, request):
+    def __init__(self, request: kv_pb2.SubRequest):
         self.request = request
         self.event = threading.Event()
-        self.result = None
-        self.error = None
+        self.result: Optional[kv_pb2.SubResult] = None
+        self.error: Optional[StreamFailure] = None
         self.sent = False
         self.size = request.ByteSize()
 
@@ -53,12 +56,12 @@ class _Pending:
 class _Conn:
     """One opening of the stream: grpcio's thread sends what is put into ``outbox``."""
 
-    def __init__(self, stub, metadata):
-        self.outbox = queue.SimpleQueue()
+    def __init__(self, stub: Any, metadata: Metadata):
+        self.outbox: queue.SimpleQueue[Optional[kv_pb2.BatchRequest]] = queue.SimpleQueue()
         self.ended = False
         self.responses = stub.Batch(self._requests(), metadata=metadata)
 
-    def _requests(self):
+    def _requests(self) -> Iterator[kv_pb2.BatchRequest]:
         while True:
             message = self.outbox.get()
             if message is None:
@@ -69,22 +72,23 @@ class _Conn:
 class Batcher:
     """Thread-safe; ``metadata`` is sent when a stream opens (the bearer token)."""
 
-    def __init__(self, stub, metadata, *, max_calls=256, max_bytes=1 << 20):
+    def __init__(self, stub: Any, metadata: Metadata, *, max_calls: int = 256,
+                 max_bytes: int = 1 << 20):
         self._stub = stub
         self._metadata = metadata
         self._max_calls = max_calls
         self._max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._queue = []   # calls not sent yet, in arrival order
-        self._sent = {}    # tag -> call, until answered or given up
+        self._queue: List[_Pending] = []   # calls not sent yet, in arrival order
+        self._sent: Dict[int, _Pending] = {}    # tag -> call, until answered or given up
         self._in_flight = False
         self._expected = 0  # answers still due for the message in flight
         self._tags = itertools.count(1)
-        self._conn = None
-        self._readers = []
+        self._conn: Optional[_Conn] = None
+        self._readers: List[threading.Thread] = []
         self._closed = False
 
-    def call(self, sub, deadline):
+    def call(self, sub: kv_pb2.SubRequest, deadline: float) -> kv_pb2.SubResult:
         """Sends ``sub`` (a kv_pb2.SubRequest; its tag and timeout are set here) and returns its
         kv_pb2.SubResult, or raises StreamFailure. ``deadline`` is a time.monotonic() value."""
         with self._lock:
@@ -107,9 +111,10 @@ class Batcher:
                                         not p.sent)
         if p.error is not None:
             raise p.error
+        assert p.result is not None
         return p.result
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             self._closed = True
             conn = self._conn
@@ -120,7 +125,7 @@ class Batcher:
         for r in readers:
             r.join(timeout=5)
 
-    def _send_locked(self):
+    def _send_locked(self) -> None:
         if self._in_flight or not self._queue or self._closed:
             return
         if self._conn is None or self._conn.ended:
@@ -145,7 +150,7 @@ class Batcher:
         self._expected = len(message.requests)
         self._conn.outbox.put(message)
 
-    def _read(self, conn):
+    def _read(self, conn: _Conn) -> None:
         try:
             for response in conn.responses:
                 with self._lock:

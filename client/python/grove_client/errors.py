@@ -5,7 +5,10 @@ offending field first ("mutations[3].key: 200 bytes is over limits.max_key_bytes
 prefix is available as :attr:`GroveError.field`.
 """
 
+from __future__ import annotations
+
 import re
+from typing import Dict, Mapping, Optional, Type, Union
 
 import grpc
 
@@ -15,21 +18,21 @@ _FIELD = re.compile(r"^([A-Za-z_][A-Za-z0-9_.\[\]]*): ")
 class GroveError(Exception):
     """A call failed. ``code`` is the grpc.StatusCode, ``message`` the server's text."""
 
-    code = grpc.StatusCode.UNKNOWN
+    code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
 
-    def __init__(self, message, code=None):
+    def __init__(self, message: str, code: Optional[grpc.StatusCode] = None):
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
 
     @property
-    def field(self):
+    def field(self) -> Optional[str]:
         """The request field the server named (e.g. ``"key"``), or None."""
         m = _FIELD.match(self.message)
         return m.group(1) if m else None
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.code.name}: {self.message}"
 
 
@@ -56,10 +59,10 @@ class FailedPrecondition(GroveError):
     """
 
     code = grpc.StatusCode.FAILED_PRECONDITION
-    current_found = None
-    current_version = None
-    current_value = None
-    failed_mutation = None
+    current_found: Optional[bool] = None
+    current_version: Optional[int] = None
+    current_value: Optional[bytes] = None
+    failed_mutation: Optional[int] = None
 
 
 class ResourceExhausted(GroveError):
@@ -90,7 +93,7 @@ class NotOwner(GroveError):
     """
 
     code = grpc.StatusCode.OUT_OF_RANGE
-    map_version = None
+    map_version: Optional[int] = None
 
 
 class DeadlineExceeded(GroveError):
@@ -131,7 +134,7 @@ class Unimplemented(GroveError):
     code = grpc.StatusCode.UNIMPLEMENTED
 
 
-_BY_CODE = {
+_BY_CODE: Dict[grpc.StatusCode, Type[GroveError]] = {
     cls.code: cls
     for cls in (InvalidArgument, NotFound, AlreadyExists, FailedPrecondition, ResourceExhausted,
                 Unavailable, NotOwner, DeadlineExceeded, DataLoss, Unauthenticated,
@@ -139,19 +142,20 @@ _BY_CODE = {
 }
 
 
-def from_status(code, message):
+def from_status(code: grpc.StatusCode, message: str) -> GroveError:
     """The exception for a status code and message."""
     cls = _BY_CODE.get(code, GroveError)
     return cls(message, code=None if cls is not GroveError else code)
 
 
-def from_rpc_error(error):
+def from_rpc_error(error: grpc.RpcError) -> GroveError:
     """The exception for a grpc.RpcError raised by a stub."""
     return from_status_metadata(error.code(), error.details() or "",
                                 dict(error.trailing_metadata() or ()))
 
 
-def from_status_metadata(code, message, meta):
+def from_status_metadata(code: grpc.StatusCode, message: str,
+                         meta: Mapping[str, Union[str, bytes]]) -> GroveError:
     """The exception for a status with its trailing metadata (a dict): a unary call's, or a
     Batch sub-request's status."""
     err = from_status(code, message)
@@ -161,7 +165,8 @@ def from_status_metadata(code, message, meta):
         if "grove-current-version" in meta:
             err.current_version = int(_text(meta["grove-current-version"]))
         if "grove-current-value-bin" in meta:
-            err.current_value = bytes(meta["grove-current-value-bin"])
+            v = meta["grove-current-value-bin"]
+            err.current_value = v.encode() if isinstance(v, str) else bytes(v)
         if "grove-failed-mutation" in meta:
             err.failed_mutation = int(_text(meta["grove-failed-mutation"]))
     if isinstance(err, NotOwner):
@@ -170,6 +175,6 @@ def from_status_metadata(code, message, meta):
     return err
 
 
-def _text(v):
+def _text(v: Union[str, bytes, bytearray]) -> str:
     # Trailing metadata values are str, a sub-request status's are bytes.
     return v.decode() if isinstance(v, (bytes, bytearray)) else v

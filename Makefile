@@ -5,6 +5,7 @@
 #   make test        deps + build + every test through ctest
 #   make run         deps + build + start groved on config/grove.yaml
 #   make format      clang-format every C++ file in place; make check-format only checks
+#   make check-tsa   clang-14's thread-safety analysis of server/ and client/, as errors
 #   make test-asan   the test suite under AddressSanitizer + UBSan (build-asan/)
 #   make test-tsan   the test suite under ThreadSanitizer (build-tsan/); data races only: its
 #                    lock-order detector is off (page latches are ordered by tree position, not
@@ -48,7 +49,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
-.PHONY: deps configure build test run format check-format test-asan test-tsan clean
+.PHONY: deps configure build test run format check-format check-tsa test-asan test-tsan clean
 .PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor fuzz torture conformance-all
 
 deps:
@@ -73,6 +74,12 @@ format:
 
 check-format:
 	clang-format --dry-run --Werror $(CXX_FILES)
+
+# Clang-14's thread-safety analysis over server/ and client/, as errors, with each file's flags
+# from $(BUILD_DIR)/compile_commands.json (scripts/check_tsa.py; -fsyntax-only, so it takes about
+# a minute after the build).
+check-tsa: build
+	/usr/bin/python3 scripts/check_tsa.py --build $(BUILD_DIR) --jobs $(JOBS)
 
 test-asan: deps
 	scripts/configure.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DGROVE_SANITIZE=address,undefined

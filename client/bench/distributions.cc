@@ -12,7 +12,7 @@ double ZetaCache::Compute(uint64_t from, uint64_t to, double theta, double initi
 }
 
 double ZetaCache::Get(uint64_t n, double theta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = values_.find({n, theta});
   if (it != values_.end()) return it->second;
   // Extend the largest cached value below n for the same theta instead of starting over.

@@ -15,12 +15,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 
 #include "bench/key_space.h"
 #include "bench/rng.h"
 #include "bench/workload.h"
+#include "util/mutex.h"
 
 namespace grove::bench {
 
@@ -28,12 +28,12 @@ namespace grove::bench {
 // phase needs the same few values, so they are computed once per process.
 class ZetaCache {
  public:
-  double Get(uint64_t n, double theta);
+  double Get(uint64_t n, double theta) GROVE_EXCLUDES(mu_);
   static double Compute(uint64_t from, uint64_t to, double theta, double initial);
 
  private:
-  std::mutex mu_;
-  std::map<std::pair<uint64_t, double>, double> values_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::pair<uint64_t, double>, double> values_ GROVE_GUARDED_BY(mu_);
 };
 
 // Zipfian ranks in [0, items): 0 is the most popular.

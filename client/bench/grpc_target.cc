@@ -18,6 +18,7 @@
 #include "grove/client/client.h"
 
 #include "bench/target.h"
+#include "util/mutex.h"
 
 namespace grove::bench {
 namespace {
@@ -178,7 +179,7 @@ class GrpcTarget final : public Target {
     // The no-op baseline and a cluster client (unary to the nodes) keep a client per worker.
     const bool shared = !noop_ && options_.transport == client::ClientOptions::Transport::kStream &&
                         options_.address.rfind("etcd://", 0) != 0;
-    std::lock_guard<std::mutex> lock(shared_mu_);
+    MutexLock lock(&shared_mu_);
     if (shared && shared_ != nullptr) {
       return std::unique_ptr<Session>(std::make_unique<GrpcSession>(shared_, noop_));
     }
@@ -245,8 +246,9 @@ class GrpcTarget final : public Target {
   const client::ClientOptions options_;
   const bool noop_;
   mutable std::unique_ptr<client::Client> control_;  // stats calls, made on first use
-  std::mutex shared_mu_;
-  std::shared_ptr<client::Client> shared_;  // stream transport: every worker's client
+  Mutex shared_mu_;
+  // Stream transport: every worker's client.
+  std::shared_ptr<client::Client> shared_ GROVE_GUARDED_BY(shared_mu_);
 };
 
 }  // namespace

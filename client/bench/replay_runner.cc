@@ -184,7 +184,7 @@ StatusOr<RunResult> Runner::RunReplay(const ReplayPlan& plan) {
   run.total.name = "total";
   run.total.distribution = "trace";
   run.errors = shared.errors.load();
-  run.first_error = shared.first_error;
+  run.first_error = shared.FirstError();
   return run;
 }
 

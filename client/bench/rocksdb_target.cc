@@ -20,7 +20,6 @@
 // writes, which is the comparable figure for bytes per operation.
 
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -36,6 +35,7 @@
 #include "bench/parse.h"
 #include "bench/system_info.h"
 #include "bench/target.h"
+#include "util/mutex.h"
 
 namespace grove::bench {
 namespace {
@@ -182,7 +182,10 @@ class RocksTarget final : public Target {
     GROVE_RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(options_, dir_, &db), "open " + dir_));
     db_.reset(db);
     if (batch_sync_us_ > 0) {
-      stop_ = false;
+      {
+        MutexLock l(&mu_);
+        stop_ = false;
+      }
       syncer_ = std::thread([this] { SyncLoop(); });
     }
     return Status::Ok();
@@ -316,10 +319,10 @@ class RocksTarget final : public Target {
   Status Close() override {
     if (syncer_.joinable()) {
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         stop_ = true;
       }
-      cv_.notify_all();
+      cv_.SignalAll();
       syncer_.join();
     }
     if (!db_) return Status::Ok();
@@ -329,15 +332,16 @@ class RocksTarget final : public Target {
   }
 
  private:
-  void SyncLoop() {
-    std::unique_lock<std::mutex> l(mu_);
+  void SyncLoop() GROVE_EXCLUDES(mu_) {
+    mu_.Lock();
     while (!stop_) {
-      cv_.wait_for(l, std::chrono::microseconds(batch_sync_us_));
+      cv_.WaitFor(std::chrono::microseconds(batch_sync_us_));
       if (stop_) break;
-      l.unlock();
+      mu_.Unlock();
       db_->SyncWAL().PermitUncheckedError();
-      l.lock();
+      mu_.Lock();
     }
+    mu_.Unlock();
   }
 
   const std::string dir_;
@@ -347,9 +351,9 @@ class RocksTarget final : public Target {
   const uint32_t batch_sync_us_;
   std::unique_ptr<rocksdb::DB> db_;
   std::thread syncer_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  bool stop_ GROVE_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -219,7 +218,7 @@ StatusOr<RunResult> Runner::RunWorkload(const WorkloadSpec& workload) {
   run.total.distribution = run.distribution;
   run.timeline = monitor.timeline();
   run.errors = shared.errors.load();
-  run.first_error = shared.first_error;
+  run.first_error = shared.FirstError();
   run.inserts_exhausted = shared.exhausted.load() - exhausted_before;
   return run;
 }
@@ -385,7 +384,7 @@ Status Runner::FinishWriteRun(Shared* shared, PhaseResult phase, RunResult* run)
   run->total = std::move(phase);
   run->total.name = "total";
   run->errors = shared->errors.load();
-  run->first_error = shared->first_error;
+  run->first_error = shared->FirstError();
   return Status::Ok();
 }
 

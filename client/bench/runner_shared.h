@@ -6,16 +6,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "bench/progress.h"
 #include "bench/runner.h"
+#include "util/mutex.h"
 
 namespace grove::bench {
 
@@ -47,13 +46,17 @@ struct Runner::Shared {
   // Latencies of measured operations since the monitor's last sample, by histogram bucket.
   std::vector<std::atomic<uint32_t>> interval_buckets =
       std::vector<std::atomic<uint32_t>>(LatencyHistogram::NumBuckets());
-  std::mutex mu;
-  std::string first_error;  // guarded by mu
+  Mutex mu;
+  std::string first_error GROVE_GUARDED_BY(mu);
 
-  void Fail(const Status& s) {
+  void Fail(const Status& s) GROVE_EXCLUDES(mu) {
     errors.fetch_add(1, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> l(mu);
+    MutexLock l(&mu);
     if (first_error.empty()) first_error = s.ToString();
+  }
+  std::string FirstError() GROVE_EXCLUDES(mu) {
+    MutexLock l(&mu);
+    return first_error;
   }
 };
 
@@ -75,10 +78,10 @@ class Runner::Monitor {
   void Stop() {
     if (!thread_.joinable()) return;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       done_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     thread_.join();
     bar_.Clear();
   }
@@ -92,9 +95,9 @@ class Runner::Monitor {
     uint64_t last_completed = 0;
     uint64_t measure_start = 0;
     std::map<std::string, double> last_counters;
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     while (!done_) {
-      cv_.wait_for(l, std::chrono::milliseconds(100));
+      cv_.WaitFor(std::chrono::milliseconds(100));
       const uint64_t now = NowNanos();
       const uint64_t completed = shared_->completed.load(std::memory_order_relaxed);
       if (shared_->measuring.load()) {
@@ -185,9 +188,9 @@ class Runner::Monitor {
   const bool progress_;
   const int phases_;
   ProgressBar bar_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;                    // guarded by mu_
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  bool done_ GROVE_GUARDED_BY(mu_) = false;
   std::vector<TimelinePoint> timeline_;  // monitor thread only until Stop()
   std::thread thread_;                   // last: starts after every other member exists
 };

@@ -4,7 +4,7 @@
 #include <ctime>
 #include <ostream>
 
-#include "cluster/membership.h"
+#include "cluster/members.h"
 #include "cluster/shard_map.h"
 #include "grovectl/commands.h"
 #include <nlohmann/json.hpp>

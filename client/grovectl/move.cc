@@ -23,7 +23,7 @@
 
 #include "grove/v1/metadata.h"
 
-#include "cluster/membership.h"
+#include "cluster/members.h"
 #include "cluster/shard_map.h"
 #include "grovectl/commands.h"
 

@@ -6,6 +6,8 @@
 
 #include "grove/v1/metadata.h"
 
+#include "util/mutex.h"
+
 namespace grove::client {
 namespace {
 
@@ -44,13 +46,15 @@ class Batcher::Stream {
   Stream(v1::KV::Stub* stub, const BatcherOptions* options) : stub_(stub), options_(options) {}
 
   ~Stream() {
-    std::unique_lock<std::mutex> lock(mu_);
-    closing_ = true;
-    if (conn_ != nullptr) conn_->context.TryCancel();
-    std::shared_ptr<Conn> conn = conn_;
-    lock.unlock();
+    std::shared_ptr<Conn> conn;
+    {
+      MutexLock lock(&mu_);
+      closing_ = true;
+      if (conn_ != nullptr) conn_->context.TryCancel();
+      conn = conn_;
+    }
     if (conn != nullptr && conn->reader.joinable()) conn->reader.join();
-    lock.lock();
+    MutexLock lock(&mu_);
     for (Pending* p : queue_) Complete(p, {Unavailable("the client is closing"), true});
     queue_.clear();
   }
@@ -58,11 +62,14 @@ class Batcher::Stream {
   size_t load() const { return load_.load(std::memory_order_relaxed); }
 
   Outcome Call(v1::SubRequest request, std::chrono::system_clock::time_point deadline,
-               v1::SubResult* result) {
+               v1::SubResult* result) GROVE_EXCLUDES(mu_) {
     Pending p;
     p.result = result;
-    std::unique_lock<std::mutex> lock(mu_);
-    if (closing_) return {Unavailable("the client is closing"), true};
+    mu_.Lock();
+    if (closing_) {
+      mu_.Unlock();
+      return {Unavailable("the client is closing"), true};
+    }
     p.tag = next_tag_++;
     request.set_tag(p.tag);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -73,24 +80,28 @@ class Batcher::Stream {
     p.bytes = p.request.ByteSizeLong();
     queue_.push_back(&p);
     load_.fetch_add(1, std::memory_order_relaxed);
-    SendQueued(&lock);
-    lock.unlock();
+    SendQueuedLocked();
+    mu_.Unlock();
     // The wait is on the call's own mutex, not the stream's: a caller woken by the reader does
     // not then queue for mu_ behind the reader still completing the rest of the message.
-    std::unique_lock<std::mutex> own(p.mu);
-    if (!p.cv.wait_until(own, deadline, [&] { return p.done; })) {
-      own.unlock();
-      lock.lock();
+    p.mu.Lock();
+    while (!p.done && p.cv.WaitUntil(deadline)) {
+    }
+    if (!p.done) {
+      p.mu.Unlock();
+      mu_.Lock();
       if (!p.claimed) {
-        GiveUp(&p);
+        GiveUpLocked(&p);
+        mu_.Unlock();
         load_.fetch_sub(1, std::memory_order_relaxed);
         return p.outcome;
       }
       // A completer took the call just now and is about to signal it.
-      lock.unlock();
-      own.lock();
-      p.cv.wait(own, [&] { return p.done; });
+      mu_.Unlock();
+      p.mu.Lock();
+      while (!p.done) p.cv.Wait();
     }
+    p.mu.Unlock();
     load_.fetch_sub(1, std::memory_order_relaxed);
     return p.outcome;
   }
@@ -108,9 +119,9 @@ class Batcher::Stream {
     bool claimed = false;  // under the stream's mu_: a completer owns the outcome
     bool unsent = false;   // under the stream's mu_: its message's Write found the stream ended
     Outcome outcome;       // written by the claimer
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;  // under mu
+    Mutex mu;
+    CondVar cv{&mu};
+    bool done GROVE_GUARDED_BY(mu) = false;
   };
 
   // One opening of the stream.
@@ -127,9 +138,9 @@ class Batcher::Stream {
     p->claimed = true;
   }
   static void Signal(Pending* p) {
-    std::lock_guard<std::mutex> own(p->mu);
+    MutexLock own(&p->mu);
     p->done = true;
-    p->cv.notify_one();
+    p->cv.Signal();
   }
   static void Complete(Pending* p, Outcome outcome) {
     Claim(p, std::move(outcome));
@@ -137,7 +148,7 @@ class Batcher::Stream {
   }
 
   // The deadline passed: a call still queued was never sent; a sent one's outcome is unknown.
-  void GiveUp(Pending* p) {
+  void GiveUpLocked(Pending* p) GROVE_REQUIRES(mu_) {
     const grpc::Status expired(grpc::StatusCode::DEADLINE_EXCEEDED,
                                "deadline exceeded waiting for the Batch stream's answer");
     if (!p->sent) {
@@ -152,7 +163,7 @@ class Batcher::Stream {
 
   // Opens the stream when it is not open (the previous one ended). Called with mu_ held; joins
   // an ended reader, which touches nothing under mu_ after it marked its Conn ended.
-  std::shared_ptr<Conn> Open() {
+  std::shared_ptr<Conn> OpenLocked() GROVE_REQUIRES(mu_) {
     if (conn_ != nullptr && !conn_->ended) return conn_;
     if (conn_ != nullptr && conn_->reader.joinable()) conn_->reader.join();
     auto conn = std::make_shared<Conn>();
@@ -168,10 +179,10 @@ class Batcher::Stream {
   // and more calls wait. Does nothing while the window is full or a message is being written:
   // the results of a message may arrive before its Write returns, and a second Write must not
   // start before the first returned.
-  void SendQueued(std::unique_lock<std::mutex>* lock) {
+  void SendQueuedLocked() GROVE_REQUIRES(mu_) {
     while (due_.size() < options_->messages_in_flight && !writing_ && !queue_.empty() &&
            !closing_) {
-      std::shared_ptr<Conn> conn = Open();
+      std::shared_ptr<Conn> conn = OpenLocked();
       v1::BatchRequest message;
       size_t bytes = 0;
       const uint64_t seq = next_message_++;
@@ -188,11 +199,11 @@ class Batcher::Stream {
       }
       due_[seq] = static_cast<size_t>(message.requests_size());
       writing_ = true;
-      lock->unlock();
+      mu_.Unlock();
       const bool written = conn->rw->Write(message);
-      lock->lock();
+      mu_.Lock();
       writing_ = false;
-      written_cv_.notify_all();
+      written_cv_.SignalAll();
       if (!written) {
         // The stream had ended: the message did not leave. Its calls stay in sent_ for the
         // reader's end-of-stream pass (it waits for this Write and runs after it), which fails
@@ -207,11 +218,11 @@ class Batcher::Stream {
     }
   }
 
-  void ReadLoop(std::shared_ptr<Conn> conn) {
+  void ReadLoop(std::shared_ptr<Conn> conn) GROVE_EXCLUDES(mu_) {
     v1::BatchResponse response;
     std::vector<Pending*> answered;
     while (conn->rw->Read(&response)) {
-      std::unique_lock<std::mutex> lock(mu_);
+      mu_.Lock();
       answered.clear();
       for (v1::SubResult& r : *response.mutable_results()) {
         if (auto m = message_of_.find(r.tag()); m != message_of_.end()) {
@@ -228,19 +239,20 @@ class Batcher::Stream {
       }
       // Callers are woken outside mu_ (they need only their own mutex); the calls they make
       // meanwhile join the queue and go out with the next message.
-      lock.unlock();
+      mu_.Unlock();
       for (Pending* p : answered) Signal(p);
-      lock.lock();
-      SendQueued(&lock);  // a writer still in Write sends it when its Write returns
+      mu_.Lock();
+      SendQueuedLocked();  // a writer still in Write sends it when its Write returns
+      mu_.Unlock();
     }
-    std::unique_lock<std::mutex> lock(mu_);
+    mu_.Lock();
     // Finish must not overlap a Write; a write to an ended stream returns at once.
-    written_cv_.wait(lock, [&] { return !writing_; });
-    lock.unlock();
+    while (writing_) written_cv_.Wait();
+    mu_.Unlock();
     const grpc::Status end = conn->rw->Finish();
     const bool not_applied =
         conn->context.GetServerTrailingMetadata().count(v1::kNotAppliedMetadata) > 0;
-    lock.lock();
+    MutexLock lock(&mu_);
     if (RefusedStream(end.error_code())) {
       // The server refused the stream itself (no Batch, no valid token, a message over its
       // size limit): it applied nothing unanswered, and the caller sees its answer.
@@ -277,17 +289,19 @@ class Batcher::Stream {
   v1::KV::Stub* const stub_;
   const BatcherOptions* const options_;
   std::atomic<size_t> load_{0};
-  std::mutex mu_;
-  std::shared_ptr<Conn> conn_;
-  std::deque<Pending*> queue_;
-  std::unordered_map<uint64_t, Pending*> sent_;
-  bool writing_ = false;  // a thread is in Write, with mu_ released
-  std::condition_variable written_cv_;
-  std::unordered_map<uint64_t, size_t> due_;           // message -> results still due
-  std::unordered_map<uint64_t, uint64_t> message_of_;  // tag -> its message, until answered
-  uint64_t next_message_ = 1;
-  uint64_t next_tag_ = 1;
-  bool closing_ = false;
+  Mutex mu_;
+  std::shared_ptr<Conn> conn_ GROVE_GUARDED_BY(mu_);
+  std::deque<Pending*> queue_ GROVE_GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, Pending*> sent_ GROVE_GUARDED_BY(mu_);
+  bool writing_ GROVE_GUARDED_BY(mu_) = false;  // a thread is in Write, with mu_ released
+  CondVar written_cv_{&mu_};
+  // Message -> results still due.
+  std::unordered_map<uint64_t, size_t> due_ GROVE_GUARDED_BY(mu_);
+  // Tag -> its message, until answered.
+  std::unordered_map<uint64_t, uint64_t> message_of_ GROVE_GUARDED_BY(mu_);
+  uint64_t next_message_ GROVE_GUARDED_BY(mu_) = 1;
+  uint64_t next_tag_ GROVE_GUARDED_BY(mu_) = 1;
+  bool closing_ GROVE_GUARDED_BY(mu_) = false;
 };
 
 Batcher::Batcher(std::shared_ptr<grpc::Channel> channel, BatcherOptions options)

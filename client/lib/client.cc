@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -123,7 +124,7 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
       kv_(v1::KV::NewStub(channel_)),
       admin_(v1::Admin::NewStub(channel_)),
       health_(grpc::health::v1::Health::NewStub(channel_)),
-      rng_(std::random_device{}()) {
+      jitter_state_(std::random_device{}()) {
   if (options_.transport == ClientOptions::Transport::kStream) {
     BatcherOptions b;
     b.streams = options_.streams;
@@ -138,7 +139,9 @@ Client::Client(ClientOptions options, std::shared_ptr<grpc::Channel> channel)
 }
 
 Client::Client(ClientOptions options, std::unique_ptr<Router> router)
-    : options_(std::move(options)), rng_(std::random_device{}()), router_(std::move(router)) {}
+    : options_(std::move(options)),
+      jitter_state_(std::random_device{}()),
+      router_(std::move(router)) {}
 
 Client::~Client() = default;
 
@@ -159,9 +162,14 @@ std::chrono::milliseconds Client::Backoff(int retry) {
   auto d = options_.initial_backoff * (1 << std::min(retry, 16));
   d = std::min(d, options_.max_backoff);
   // "Equal jitter": half fixed, half random, so that many clients do not retry in lockstep.
-  std::lock_guard<std::mutex> lock(rng_mu_);
-  std::uniform_int_distribution<int64_t> jitter(0, d.count() / 2);
-  return std::chrono::milliseconds(d.count() / 2 + jitter(rng_));
+  // SplitMix64 over a shared counter: a well-mixed draw per call, safe from any thread.
+  uint64_t z = jitter_state_.fetch_add(0x9e3779b97f4a7c15ULL, std::memory_order_relaxed) +
+               0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const uint64_t half = static_cast<uint64_t>(d.count() / 2);
+  return std::chrono::milliseconds(static_cast<int64_t>(half + z % (half + 1)));
 }
 
 grpc::Status Client::WithRetries(const std::function<grpc::Status(grpc::ClientContext*)>& attempt,

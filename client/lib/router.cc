@@ -4,7 +4,7 @@
 #include <set>
 #include <thread>
 
-#include "cluster/membership.h"
+#include "cluster/members.h"
 
 namespace grove::client {
 namespace {
@@ -77,7 +77,7 @@ Router::Router(ClientOptions node_options, std::string cluster,
 
 grpc::Status Router::Current(std::shared_ptr<const View>* view) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (view_ != nullptr) {
       *view = view_;
       return grpc::Status::OK;
@@ -85,15 +85,15 @@ grpc::Status Router::Current(std::shared_ptr<const View>* view) {
   }
   grpc::Status s = Refresh(nullptr);
   if (!s.ok()) return s;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   *view = view_;
   return grpc::Status::OK;
 }
 
 grpc::Status Router::Refresh(const std::shared_ptr<const View>& seen) {
-  std::lock_guard<std::mutex> refresh(refresh_mu_);
+  MutexLock refresh(&refresh_mu_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (view_ != seen) return grpc::Status::OK;  // another thread read it meanwhile
   }
   auto stored = cluster::ReadShardMap(etcd_.get(), cluster_);
@@ -107,7 +107,7 @@ grpc::Status Router::Refresh(const std::shared_ptr<const View>& seen) {
   auto view = std::make_shared<View>();
   view->map = std::make_shared<const cluster::ShardMap>(std::move((*stored)->map));
   for (const cluster::NodeStatus& n : *nodes) view->addresses[n.name] = n.address;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (view_ != nullptr && view_->map->version() > view->map->version()) return grpc::Status::OK;
   view_ = std::move(view);
   for (auto& [address, c] : clients_) c->routed_map_version_.store(view_->map->version());
@@ -120,7 +120,7 @@ grpc::Status Router::NodeClient(const View& view, const std::string& owner, Clie
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         "node '" + owner + "' owns a range but has never registered an address");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::unique_ptr<Client>& c = clients_[it->second];
   if (c == nullptr) {
     ClientOptions o = node_options_;

@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +31,7 @@
 
 #include "cluster/etcd_client.h"
 #include "cluster/shard_map.h"
+#include "util/mutex.h"
 
 namespace grove::client {
 
@@ -64,11 +64,12 @@ class Router {
   Router(ClientOptions node_options, std::string cluster,
          std::unique_ptr<cluster::EtcdClient> etcd);
   // The current view, read from etcd the first time.
-  grpc::Status Current(std::shared_ptr<const View>* view);
+  grpc::Status Current(std::shared_ptr<const View>* view) GROVE_EXCLUDES(mu_);
   // Reads the view from etcd again unless it has changed since `seen` was current.
-  grpc::Status Refresh(const std::shared_ptr<const View>& seen);
+  grpc::Status Refresh(const std::shared_ptr<const View>& seen) GROVE_EXCLUDES(mu_, refresh_mu_);
   // The Client of node `owner` in `view`.
-  grpc::Status NodeClient(const View& view, const std::string& owner, Client** client);
+  grpc::Status NodeClient(const View& view, const std::string& owner, Client** client)
+      GROVE_EXCLUDES(mu_);
   // Runs call(client of the owner of `key`), rerouting on OUT_OF_RANGE (see above).
   grpc::Status ForKey(std::string_view key, const std::function<grpc::Status(Client*)>& call);
 
@@ -76,10 +77,10 @@ class Router {
   const std::string cluster_;
   const std::unique_ptr<cluster::EtcdClient> etcd_;
 
-  std::mutex mu_;
-  std::shared_ptr<const View> view_;                        // guarded by mu_
-  std::map<std::string, std::unique_ptr<Client>> clients_;  // by address; guarded by mu_
-  std::mutex refresh_mu_;                                   // one etcd read at a time
+  Mutex refresh_mu_ GROVE_ACQUIRED_BEFORE(mu_);  // one etcd read at a time
+  Mutex mu_;
+  std::shared_ptr<const View> view_ GROVE_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<Client>> clients_ GROVE_GUARDED_BY(mu_);  // by address
 };
 
 }  // namespace grove::client

@@ -292,6 +292,7 @@ StatusOr<uint32_t> BufferPool::ReserveFrameOnce() {
   // A free frame while under the limit; at the limit a victim's frame is reused, so a pool whose
   // limit was lowered shrinks as misses evict what SetCapacityPages could not.
   auto take_free = [&]() -> uint32_t {
+    evict_mu_.AssertHeld();  // called only under the lock above
     const uint32_t idx = free_frames_.back();
     free_frames_.pop_back();
     frames_[idx].pins.fetch_add(1);  // a reader's tentative pin may be on it (see the header)

@@ -85,7 +85,7 @@ class EtcdClient {
   const EtcdOptions options_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   Mutex mu_;
-  size_t current_ GUARDED_BY(mu_) = 0;  // the endpoint that answered last
+  size_t current_ GROVE_GUARDED_BY(mu_) = 0;  // the endpoint that answered last
 };
 
 // Stops a running EtcdClient::Watch from another thread.
@@ -99,8 +99,8 @@ class EtcdClient::WatchCancel {
   // The running watch's context, or null. False when already cancelled.
   bool Attach(grpc::ClientContext* ctx);
   Mutex mu_;
-  bool cancelled_ GUARDED_BY(mu_) = false;
-  grpc::ClientContext* ctx_ GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ GROVE_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* ctx_ GROVE_GUARDED_BY(mu_) = nullptr;
 };
 
 // The smallest key greater than every key starting with `prefix` (etcd's range_end for a prefix).

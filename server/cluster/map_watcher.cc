@@ -24,23 +24,23 @@ void ShardMapWatcher::Start() {
 
 void ShardMapWatcher::Stop() {
   {
-    std::lock_guard<std::mutex> lock(stop_mu_);
+    MutexLock lock(&stop_mu_);
     stop_ = true;
   }
-  stop_cv_.notify_all();
+  stop_cv_.SignalAll();
   cancel_.Cancel();
   if (thread_.joinable()) thread_.join();
 }
 
 std::shared_ptr<const ShardMap> ShardMapWatcher::current() const {
-  std::lock_guard<std::mutex> lock(map_mu_);
+  MutexLock lock(&map_mu_);
   return map_;
 }
 
 std::shared_ptr<const ShardMap> ShardMapWatcher::RefreshTo(uint64_t version) {
   auto known = current();
   if (known != nullptr && known->version() >= version) return known;
-  std::lock_guard<std::mutex> lock(refresh_mu_);
+  MutexLock lock(&refresh_mu_);
   known = current();  // another caller may have read it meanwhile
   if (known != nullptr && known->version() >= version) return known;
   // A version that etcd does not have (a client's garbage, or etcd unreachable) must not cost
@@ -72,7 +72,7 @@ void ShardMapWatcher::Offer(const std::string& bytes) {
     return;
   }
   auto next = std::make_shared<const ShardMap>(std::move(*decoded));
-  std::lock_guard<std::mutex> lock(map_mu_);
+  MutexLock lock(&map_mu_);
   if (map_ != nullptr && map_->version() >= next->version()) return;
   if (listener_ != nullptr) listener_->BeforePublish(map_.get(), *next);
   map_ = next;
@@ -97,7 +97,7 @@ void ShardMapWatcher::Run() {
   auto backoff = std::chrono::milliseconds(100);
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(stop_mu_);
+      MutexLock lock(&stop_mu_);
       if (stop_) return;
     }
     int64_t revision = 0;
@@ -109,12 +109,14 @@ void ShardMapWatcher::Run() {
                        });
       if (s.ok()) backoff = std::chrono::milliseconds(100);  // cancelled, or ended cleanly
     }
-    std::unique_lock<std::mutex> lock(stop_mu_);
+    MutexLock lock(&stop_mu_);
     if (stop_) return;
     if (!s.ok() && logger_ != nullptr) {
       logger_->Log(LogLevel::kDebug, "cluster: shard map watch: " + s.ToString());
     }
-    stop_cv_.wait_for(lock, backoff, [this] { return stop_; });
+    const auto until = std::chrono::steady_clock::now() + backoff;
+    while (!stop_ && stop_cv_.WaitUntil(until)) {
+    }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
 }

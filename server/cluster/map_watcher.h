@@ -16,10 +16,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -28,6 +26,7 @@
 
 #include "cluster/etcd_client.h"
 #include "cluster/shard_map.h"
+#include "util/mutex.h"
 
 namespace grove::cluster {
 
@@ -48,36 +47,37 @@ class ShardMapWatcher {
   // Reads the map once (an error is logged, not returned: etcd may be down; the thread keeps
   // trying) and starts the watcher thread.
   void Start();
-  void Stop();
+  void Stop() GROVE_EXCLUDES(stop_mu_);
 
   // The newest map known; null before the first was read.
-  std::shared_ptr<const ShardMap> current() const;
+  std::shared_ptr<const ShardMap> current() const GROVE_EXCLUDES(map_mu_);
   // Reads the map from etcd now unless the one known has at least `version` (or a read for that
   // version or a lower one found nothing newer less than kMinRefreshInterval ago). Returns the
   // map known afterwards (maybe still older, when etcd cannot be reached or has no such version).
-  std::shared_ptr<const ShardMap> RefreshTo(uint64_t version);
+  std::shared_ptr<const ShardMap> RefreshTo(uint64_t version) GROVE_EXCLUDES(refresh_mu_);
 
  private:
   // Publishes `bytes` if it is a newer map than the current one.
-  void Offer(const std::string& bytes);
+  void Offer(const std::string& bytes) GROVE_EXCLUDES(map_mu_);
   Status ReadOnce(int64_t* revision);
-  void Run();
+  void Run() GROVE_EXCLUDES(stop_mu_);
 
   const std::shared_ptr<EtcdClient> etcd_;
   const std::string cluster_;
   Logger* const logger_;
   Listener* listener_ = nullptr;
 
-  mutable std::mutex map_mu_;  // guards map_; held across the listener's calls
-  std::shared_ptr<const ShardMap> map_;
+  mutable Mutex map_mu_;  // held across the listener's calls
+  std::shared_ptr<const ShardMap> map_ GROVE_GUARDED_BY(map_mu_);
   static constexpr std::chrono::milliseconds kMinRefreshInterval{20};
-  std::mutex refresh_mu_;       // one RefreshTo read at a time; guards the next two
-  uint64_t unmet_version_ = 0;  // the version the last read did not reach (0: it did)
-  std::chrono::steady_clock::time_point unmet_at_{};
+  Mutex refresh_mu_ GROVE_ACQUIRED_BEFORE(map_mu_);  // one RefreshTo read at a time
+  // The version the last read did not reach (0: it did).
+  uint64_t unmet_version_ GROVE_GUARDED_BY(refresh_mu_) = 0;
+  std::chrono::steady_clock::time_point unmet_at_ GROVE_GUARDED_BY(refresh_mu_){};
 
-  std::mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;  // guarded by stop_mu_
+  Mutex stop_mu_;
+  CondVar stop_cv_{&stop_mu_};
+  bool stop_ GROVE_GUARDED_BY(stop_mu_) = false;
   EtcdClient::WatchCancel cancel_;
   std::thread thread_;
 };

@@ -15,53 +15,7 @@ void Log(Logger* logger, LogLevel level, const std::string& message) {
   if (logger != nullptr) logger->Log(level, message);
 }
 
-bool ValidName(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
-  }
-  return true;
-}
-
 }  // namespace
-
-std::string ClusterPrefix(const std::string& cluster) { return "/grove/" + cluster + "/"; }
-std::string NodeKey(const std::string& cluster, const std::string& name) {
-  return ClusterPrefix(cluster) + "nodes/" + name;
-}
-std::string AliveKey(const std::string& cluster, const std::string& name) {
-  return ClusterPrefix(cluster) + "alive/" + name;
-}
-
-Status CheckNames(const std::string& cluster, const std::string& node_name) {
-  if (!ValidName(cluster)) {
-    return Status::InvalidArgument("cluster.name: '" + cluster +
-                                   "' is not 1..63 of a-z, 0-9, '_' and '-'");
-  }
-  if (!ValidName(node_name)) {
-    return Status::InvalidArgument("cluster.node_name: '" + node_name +
-                                   "' is not 1..63 of a-z, 0-9, '_' and '-'");
-  }
-  return Status::Ok();
-}
-
-StatusOr<std::vector<NodeStatus>> ListNodes(EtcdClient* etcd, const std::string& cluster) {
-  const std::string nodes = ClusterPrefix(cluster) + "nodes/";
-  const std::string alive = ClusterPrefix(cluster) + "alive/";
-  GROVE_ASSIGN_OR_RETURN(std::vector<EtcdKv> members, etcd->GetPrefix(nodes));
-  GROVE_ASSIGN_OR_RETURN(std::vector<EtcdKv> up, etcd->GetPrefix(alive));
-  std::vector<NodeStatus> out;
-  for (const EtcdKv& kv : members) {
-    grove::v1::NodeInfo info;
-    if (!info.ParseFromString(kv.value)) {
-      return Status::DataLoss("cluster: the record at '" + kv.key + "' does not parse");
-    }
-    NodeStatus n{info.name(), info.address(), info.version(), info.started_unix_ms(), false};
-    for (const EtcdKv& a : up) n.alive |= a.key == alive + n.name;
-    out.push_back(std::move(n));
-  }
-  return out;
-}
 
 Membership::Membership(std::shared_ptr<EtcdClient> etcd, MembershipOptions options, Logger* logger,
                        Listener* listener)
@@ -129,7 +83,7 @@ Status Membership::Start() {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = false;
   }
   keeper_ = std::thread([this] { Keep(); });
@@ -139,9 +93,7 @@ Status Membership::Start() {
 void Membership::Keep() {
   const auto period = std::chrono::milliseconds(options_.lease_ttl_seconds * 1000 / 3);
   auto last_answer = std::chrono::steady_clock::now();
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
-    lock.unlock();
+  while (!WaitForStop(period)) {
     if (registered()) {
       StatusOr<int64_t> ttl = etcd_->KeepAlive(lease_.load());
       if (listener_ != nullptr) listener_->OnKeepAlive(ttl.ok());
@@ -166,16 +118,23 @@ void Membership::Keep() {
             fmt::format("cluster: node '{}' registered again", options_.node_name));
       }
     }
-    lock.lock();
   }
+}
+
+bool Membership::WaitForStop(std::chrono::milliseconds period) {
+  MutexLock lock(&mu_);
+  const auto until = std::chrono::steady_clock::now() + period;
+  while (!stop_ && cv_.WaitUntil(until)) {
+  }
+  return stop_;
 }
 
 void Membership::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (keeper_.joinable()) keeper_.join();
   if (registered()) {
     etcd_->RevokeLease(lease_.load()).IgnoreError();

@@ -27,11 +27,10 @@
 // Thread safety: Start and Stop from one thread; the accessors from any.
 
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -39,6 +38,8 @@
 #include "grove/status.h"
 
 #include "cluster/etcd_client.h"
+#include "cluster/members.h"
+#include "util/mutex.h"
 
 namespace grove::cluster {
 
@@ -49,24 +50,6 @@ struct MembershipOptions {
   int64_t lease_ttl_seconds = 10;      // a node is down this long after it stopped answering
   std::string version = "";            // groved's version, shown by `grovectl cluster status`
 };
-
-// What the member list says about one node.
-struct NodeStatus {
-  std::string name, address, version;
-  int64_t started_unix_ms = 0;
-  bool alive = false;
-};
-
-// The prefix of a cluster's keys, and the keys of one node.
-std::string ClusterPrefix(const std::string& cluster);
-std::string NodeKey(const std::string& cluster, const std::string& name);
-std::string AliveKey(const std::string& cluster, const std::string& name);
-// Checks the cluster and node names (field names in the messages: cluster.name,
-// cluster.node_name).
-Status CheckNames(const std::string& cluster, const std::string& node_name);
-
-// Every member of `cluster`, in name order, with liveness.
-StatusOr<std::vector<NodeStatus>> ListNodes(EtcdClient* etcd, const std::string& cluster);
 
 class Membership {
  public:
@@ -84,17 +67,19 @@ class Membership {
   // Registers the node, waiting up to lease_ttl_seconds + 2 s for a previous holder of its name
   // to expire, and starts the keeper thread. FailedPrecondition when the name stays held. When
   // etcd cannot be reached, returns OK unregistered: the keeper registers when etcd is back.
-  Status Start();
+  Status Start() GROVE_EXCLUDES(mu_);
   // Stops the keeper and revokes the lease, so that the node is down at once (best effort: a
   // node that cannot reach etcd is down when its lease expires).
-  void Stop();
+  void Stop() GROVE_EXCLUDES(mu_);
 
   bool registered() const { return registered_.load(); }
   int64_t lease() const { return lease_.load(); }
 
  private:
-  Status Claim();  // a new lease and alive/<name> under it
-  void Keep();     // the keeper thread
+  Status Claim();                   // a new lease and alive/<name> under it
+  void Keep() GROVE_EXCLUDES(mu_);  // the keeper thread
+  // Sleeps up to `period` or until Stop; true when stopping.
+  bool WaitForStop(std::chrono::milliseconds period) GROVE_EXCLUDES(mu_);
   void SetRegistered(bool r);
 
   const std::shared_ptr<EtcdClient> etcd_;
@@ -104,9 +89,9 @@ class Membership {
   std::string info_;  // the serialized NodeInfo
   std::atomic<bool> registered_{false};
   std::atomic<int64_t> lease_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_{&mu_};
+  bool stop_ GROVE_GUARDED_BY(mu_) = false;
   std::thread keeper_;
 };
 

@@ -6,7 +6,7 @@
 
 #include "grove/v1/cluster.pb.h"
 
-#include "cluster/membership.h"
+#include "cluster/members.h"
 
 namespace grove::cluster {
 namespace {

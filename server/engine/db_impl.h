@@ -149,7 +149,7 @@ class DbImpl final : public Db, private IndexServices {
   // WriteMany's group: writes on distinct keys, checked, logged in one AppendMany and applied.
   struct GroupedWrite;
   void CommitWriteGroup(std::vector<GroupedWrite>* group);
-  Status BulkLoadLocked(const BulkLoadSource& source) REQUIRES(checkpoint_mu_);
+  Status BulkLoadLocked(const BulkLoadSource& source) GROVE_REQUIRES(checkpoint_mu_);
   // The most frames writes may keep dirty (WriteRoomPages), and the most an Extend may push them
   // to (nine tenths of the cache: the rest stays evictable for readers).
   uint64_t RoomCap() const;
@@ -199,7 +199,7 @@ class DbImpl final : public Db, private IndexServices {
   // Waits outside the gate for `pages` of room while the batch at `lsn` is half applied: a
   // checkpoint meanwhile keeps its redo point at or below `lsn`.
   Status YieldForRoom(Lsn lsn, uint64_t pages, bool in_gate);
-  Lsn OldestPartialLsn() EXCLUDES(partial_mu_);
+  Lsn OldestPartialLsn() GROVE_EXCLUDES(partial_mu_);
   void SetBackgroundError(const Status& s);
 
   // --- IndexServices (for the variant) ---
@@ -213,18 +213,18 @@ class DbImpl final : public Db, private IndexServices {
   // --- online backup (backup.cc) ---
   struct BackupCopy;
   Status BackupLocked(const std::string& dir, const BackupOptions& options, BackupInfo* info)
-      REQUIRES(backup_run_mu_);
+      GROVE_REQUIRES(backup_run_mu_);
   Status CopyDataFile(BackupCopy* copy, const BackupOptions& options,
-                      const std::function<bool()>& stop) EXCLUDES(backup_mu_);
+                      const std::function<bool()>& stop) GROVE_EXCLUDES(backup_mu_);
   // Called before anything overwrites data file pages [first, first + count) while the process
   // runs (checkpoints in place and their superblock, direct writes): a running backup first
   // copies the pages it has not copied yet. Cheap when no backup runs.
-  void PreserveBeforeWrite(PageId first, uint64_t count) EXCLUDES(backup_mu_);
+  void PreserveBeforeWrite(PageId first, uint64_t count) GROVE_EXCLUDES(backup_mu_);
 
   // --- the expiry sweep (db_expiry.cc) ---
   void StartExpirySweeper();
-  void StopExpirySweeper() EXCLUDES(expiry_mu_);
-  bool ExpiryStopping() EXCLUDES(expiry_mu_);
+  void StopExpirySweeper() GROVE_EXCLUDES(expiry_mu_);
+  bool ExpiryStopping() GROVE_EXCLUDES(expiry_mu_);
   void ExpiryLoop();
   // One walk over the key space, removing expired keys.
   Status SweepExpired();
@@ -232,11 +232,11 @@ class DbImpl final : public Db, private IndexServices {
   Status RemoveExpired(const std::vector<std::pair<std::string, uint64_t>>& expired);
 
   // --- checkpoints (checkpoint.cc) ---
-  Status RunCheckpoint(CheckpointReason reason) EXCLUDES(checkpoint_mu_);
+  Status RunCheckpoint(CheckpointReason reason) GROVE_EXCLUDES(checkpoint_mu_);
   // `gate_paused`: the caller already holds writers out (bulk load); otherwise the checkpoint
   // pauses them itself for its snapshot.
   Status CheckpointLocked(CheckpointReason reason, bool gate_paused = false)
-      REQUIRES(checkpoint_mu_);
+      GROVE_REQUIRES(checkpoint_mu_);
   void BackgroundLoop();
   bool CheckpointDue() const;
 
@@ -279,18 +279,18 @@ class DbImpl final : public Db, private IndexServices {
   // Reservations are taken under room_mu_; room_cv_ is signalled when a write releases its own.
   Mutex room_mu_;
   CondVar room_cv_{&room_mu_};
-  uint64_t room_grants_ GUARDED_BY(room_mu_) = 0;  // reservations granted so far
+  uint64_t room_grants_ GROVE_GUARDED_BY(room_mu_) = 0;  // reservations granted so far
   // LSNs of batches that are logged but half applied while their writer waits for room.
   Mutex partial_mu_;
-  std::multiset<Lsn> partial_lsns_ GUARDED_BY(partial_mu_);
+  std::multiset<Lsn> partial_lsns_ GROVE_GUARDED_BY(partial_mu_);
   // What the last durable checkpoint stored of the index (a checkpoint with no dirty page and the
   // same metadata has nothing to write).
-  std::string durable_index_metadata_ GUARDED_BY(checkpoint_mu_);
-  std::vector<std::string> durable_memory_cells_ GUARDED_BY(checkpoint_mu_);
-  uint64_t durable_flags_ GUARDED_BY(checkpoint_mu_) = 0;  // Manifest::flags
+  std::string durable_index_metadata_ GROVE_GUARDED_BY(checkpoint_mu_);
+  std::vector<std::string> durable_memory_cells_ GROVE_GUARDED_BY(checkpoint_mu_);
+  uint64_t durable_flags_ GROVE_GUARDED_BY(checkpoint_mu_) = 0;  // Manifest::flags
 
   Mutex state_mu_;
-  Status bg_error_ GUARDED_BY(state_mu_);
+  Status bg_error_ GROVE_GUARDED_BY(state_mu_);
   std::atomic<bool> failed_{false};
   std::atomic<bool> closed_{false};
   // Set once the index's Shutdown returned at close: until then, maintenance units still run
@@ -301,30 +301,30 @@ class DbImpl final : public Db, private IndexServices {
 
   Mutex bg_mu_;
   CondVar bg_cv_{&bg_mu_};
-  bool bg_stop_ GUARDED_BY(bg_mu_) = false;
-  bool bg_kick_ GUARDED_BY(bg_mu_) = false;
+  bool bg_stop_ GROVE_GUARDED_BY(bg_mu_) = false;
+  bool bg_kick_ GROVE_GUARDED_BY(bg_mu_) = false;
   std::thread bg_thread_;
 
   Mutex backup_run_mu_;  // held by the running backup; Close waits for it
   Mutex backup_mu_;      // a leaf: the copy's frontier and preserved pages
-  BackupCopy* backup_copy_ GUARDED_BY(backup_mu_) = nullptr;
+  BackupCopy* backup_copy_ GROVE_GUARDED_BY(backup_mu_) = nullptr;
   std::atomic<bool> backup_active_{false};
   Mutex backup_stats_mu_;  // a leaf
-  BackupStats backup_stats_ GUARDED_BY(backup_stats_mu_);
+  BackupStats backup_stats_ GROVE_GUARDED_BY(backup_stats_mu_);
   // Log segments holding records at or past this LSN stay (a backup copies them).
   std::atomic<Lsn> wal_pin_{kMaxLsn};
   ParamMap params_;  // the variant's resolved parameters
 
   Mutex expiry_mu_;
   CondVar expiry_cv_{&expiry_mu_};
-  bool expiry_stop_ GUARDED_BY(expiry_mu_) = false;
+  bool expiry_stop_ GROVE_GUARDED_BY(expiry_mu_) = false;
   std::thread expiry_thread_;
   // Values with an expiry may be present (Manifest::kMayHoldExpiring).
   std::atomic<bool> may_hold_expiring_{false};
   Mutex expiry_flag_mu_;  // a leaf: clearing the flag against puts counting themselves
-  uint64_t expiring_puts_ GUARDED_BY(expiry_flag_mu_) = 0;  // expiring puts applied
-  std::atomic<uint64_t> expired_removed_{0};                // keys the sweep removed
-  std::atomic<uint64_t> expiry_sweeps_{0};                  // whole sweeps completed
+  uint64_t expiring_puts_ GROVE_GUARDED_BY(expiry_flag_mu_) = 0;  // expiring puts applied
+  std::atomic<uint64_t> expired_removed_{0};                      // keys the sweep removed
+  std::atomic<uint64_t> expiry_sweeps_{0};                        // whole sweeps completed
 
   std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, writes_{0}, scans_{0};
   // Reads that found a key whose value had expired (it read as absent).

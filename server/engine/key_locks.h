@@ -42,22 +42,22 @@ class KeyLocks {
     return s;
   }
 
-  void Lock(const std::vector<uint32_t>& stripes) NO_THREAD_SAFETY_ANALYSIS {
+  void Lock(const std::vector<uint32_t>& stripes) GROVE_NO_THREAD_SAFETY_ANALYSIS {
     for (uint32_t s : stripes) mu_[s].Lock();
   }
-  void Unlock(const std::vector<uint32_t>& stripes) NO_THREAD_SAFETY_ANALYSIS {
+  void Unlock(const std::vector<uint32_t>& stripes) GROVE_NO_THREAD_SAFETY_ANALYSIS {
     for (auto it = stripes.rbegin(); it != stripes.rend(); ++it) mu_[*it].Unlock();
   }
-  void LockAll() NO_THREAD_SAFETY_ANALYSIS {
+  void LockAll() GROVE_NO_THREAD_SAFETY_ANALYSIS {
     for (SharedMutex& m : mu_) m.Lock();
   }
-  void UnlockAll() NO_THREAD_SAFETY_ANALYSIS {
+  void UnlockAll() GROVE_NO_THREAD_SAFETY_ANALYSIS {
     for (auto it = mu_.rbegin(); it != mu_.rend(); ++it) it->Unlock();
   }
-  void LockShared(const std::vector<uint32_t>& stripes) NO_THREAD_SAFETY_ANALYSIS {
+  void LockShared(const std::vector<uint32_t>& stripes) GROVE_NO_THREAD_SAFETY_ANALYSIS {
     for (uint32_t s : stripes) mu_[s].LockShared();
   }
-  void UnlockShared(const std::vector<uint32_t>& stripes) NO_THREAD_SAFETY_ANALYSIS {
+  void UnlockShared(const std::vector<uint32_t>& stripes) GROVE_NO_THREAD_SAFETY_ANALYSIS {
     for (auto it = stripes.rbegin(); it != stripes.rend(); ++it) mu_[*it].UnlockShared();
   }
 

@@ -15,22 +15,22 @@ namespace grove {
 
 class WriteGate {
  public:
-  void Enter() EXCLUDES(mu_) {
+  void Enter() GROVE_EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     while (paused_) cv_.Wait();
     ++active_;
   }
-  void Exit() EXCLUDES(mu_) {
+  void Exit() GROVE_EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     if (--active_ == 0 && paused_) cv_.SignalAll();
   }
-  void Pause() EXCLUDES(mu_) {
+  void Pause() GROVE_EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     while (paused_) cv_.Wait();
     paused_ = true;
     while (active_ > 0) cv_.Wait();
   }
-  void Resume() EXCLUDES(mu_) {
+  void Resume() GROVE_EXCLUDES(mu_) {
     MutexLock lock(&mu_);
     paused_ = false;
     cv_.SignalAll();
@@ -39,8 +39,8 @@ class WriteGate {
  private:
   Mutex mu_;
   CondVar cv_{&mu_};
-  int active_ GUARDED_BY(mu_) = 0;
-  bool paused_ GUARDED_BY(mu_) = false;
+  int active_ GROVE_GUARDED_BY(mu_) = 0;
+  bool paused_ GROVE_GUARDED_BY(mu_) = false;
 };
 
 // Holds the gate for one write.

@@ -10,46 +10,48 @@ void BackgroundThread::Start(std::chrono::milliseconds idle, std::function<bool(
 
 void BackgroundThread::Kick() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     kick_ = true;
   }
-  wake_cv_.notify_all();
+  wake_cv_.SignalAll();
 }
 
 void BackgroundThread::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  wake_cv_.notify_all();
-  round_cv_.notify_all();
+  wake_cv_.SignalAll();
+  round_cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool BackgroundThread::WaitForRound(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (stop_) return false;
-  round_cv_.wait_for(lock, timeout);
+  round_cv_.WaitFor(timeout);
   return !stop_;
 }
 
 void BackgroundThread::Pause(std::chrono::milliseconds pause) {
-  std::unique_lock<std::mutex> lock(mu_);
-  wake_cv_.wait_for(lock, pause, [&] { return stop_; });
+  MutexLock lock(&mu_);
+  const auto deadline = std::chrono::steady_clock::now() + pause;
+  while (!stop_ && wake_cv_.WaitUntil(deadline)) {
+  }
 }
 
 void BackgroundThread::Loop(std::chrono::milliseconds idle, const std::function<bool()>& round) {
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!stop_ && !kick_) wake_cv_.wait_for(lock, idle);
+      MutexLock lock(&mu_);
+      if (!stop_ && !kick_) wake_cv_.WaitFor(idle);
       if (stop_) return;
       kick_ = false;
     }
     const bool more = round();
-    round_cv_.notify_all();
+    round_cv_.SignalAll();
     if (more) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       kick_ = true;
     }
   }

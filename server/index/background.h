@@ -13,11 +13,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
+
+#include "util/mutex.h"
 
 namespace grove {
 
@@ -33,22 +33,22 @@ class BackgroundThread {
   // `idle`.
   void Start(std::chrono::milliseconds idle, std::function<bool()> round);
   // Asks for a round soon.
-  void Kick();
+  void Kick() GROVE_EXCLUDES(mu_);
   // Ends the loop after the round in progress and joins the thread; wakes every waiter.
-  void Stop();
+  void Stop() GROVE_EXCLUDES(mu_);
   // Waits up to `timeout` for a round to end; false once stopping.
-  bool WaitForRound(std::chrono::milliseconds timeout);
+  bool WaitForRound(std::chrono::milliseconds timeout) GROVE_EXCLUDES(mu_);
   // For a round that failed: sleeps up to `pause`, less when stopping.
-  void Pause(std::chrono::milliseconds pause);
+  void Pause(std::chrono::milliseconds pause) GROVE_EXCLUDES(mu_);
 
  private:
-  void Loop(std::chrono::milliseconds idle, const std::function<bool()>& round);
+  void Loop(std::chrono::milliseconds idle, const std::function<bool()>& round) GROVE_EXCLUDES(mu_);
 
-  std::mutex mu_;
-  std::condition_variable wake_cv_;   // wakes the thread
-  std::condition_variable round_cv_;  // a round ended (writers in admission control)
-  bool stop_ = false;
-  bool kick_ = false;
+  Mutex mu_;
+  CondVar wake_cv_{&mu_};   // wakes the thread
+  CondVar round_cv_{&mu_};  // a round ended (writers in admission control)
+  bool stop_ GROVE_GUARDED_BY(mu_) = false;
+  bool kick_ GROVE_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

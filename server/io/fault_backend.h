@@ -183,40 +183,42 @@ class FaultInjectionBackend : public IoBackend {
 
   // Counts the op, runs the observer, applies the crash budget and the rules.
   Verdict BeginMutation(OpKind kind, const std::string& path, uint64_t offset, uint64_t len,
-                        const std::string& target = "") REQUIRES(order_mu_) EXCLUDES(mu_);
+                        const std::string& target = "") GROVE_REQUIRES(order_mu_)
+      GROVE_EXCLUDES(mu_);
   // For reads: counts, checks the crash state and the kRead rules.
-  Status CheckRead(const std::string& path) EXCLUDES(mu_);
+  Status CheckRead(const std::string& path) GROVE_EXCLUDES(mu_);
   // For other non-mutating ops: fails only when crashed.
-  Status CheckAlive() const EXCLUDES(mu_);
-  Verdict MatchRules(OpKind kind, const std::string& path, const std::string& target) REQUIRES(mu_);
+  Status CheckAlive() const GROVE_EXCLUDES(mu_);
+  Verdict MatchRules(OpKind kind, const std::string& path, const std::string& target)
+      GROVE_REQUIRES(mu_);
 
-  void AppendUndo(FileNode* node, UndoRecord record) EXCLUDES(mu_);
-  void MarkSynced(FileNode* node) EXCLUDES(mu_);
-  void RegisterFile(const File* file) EXCLUDES(mu_);
-  void UnregisterFile(const File* file) EXCLUDES(mu_);
+  void AppendUndo(FileNode* node, UndoRecord record) GROVE_EXCLUDES(mu_);
+  void MarkSynced(FileNode* node) GROVE_EXCLUDES(mu_);
+  void RegisterFile(const File* file) GROVE_EXCLUDES(mu_);
+  void UnregisterFile(const File* file) GROVE_EXCLUDES(mu_);
   // The FaultFile behind `file` if it was opened through this backend and is still open.
-  FaultFile* FindFile(const File* file) EXCLUDES(mu_);
+  FaultFile* FindFile(const File* file) GROVE_EXCLUDES(mu_);
 
   // SimulatePowerLoss helpers (fault_power_loss.cc).
-  Status RevertAll(const FileNode& node) REQUIRES(mu_);
-  Status Tear(const FileNode& node) REQUIRES(mu_);
+  Status RevertAll(const FileNode& node) GROVE_REQUIRES(mu_);
+  Status Tear(const FileNode& node) GROVE_REQUIRES(mu_);
 
   const std::shared_ptr<IoBackend> inner_;
   const std::string name_;
 
   // Serialises mutating ops end to end, so undo records are taken in the order the disk sees.
-  Mutex order_mu_ ACQUIRED_BEFORE(mu_);
+  Mutex order_mu_ GROVE_ACQUIRED_BEFORE(mu_);
   mutable Mutex mu_;
-  std::mt19937_64 rng_ GUARDED_BY(mu_);
-  std::vector<RuleState> rules_ GUARDED_BY(mu_);
-  std::function<void(const OpInfo&)> observer_ GUARDED_BY(mu_);
-  bool crashed_ GUARDED_BY(mu_) = false;
-  bool crash_armed_ GUARDED_BY(mu_) = false;
-  uint64_t crash_budget_ GUARDED_BY(mu_) = 0;
-  uint64_t mutating_ops_ GUARDED_BY(mu_) = 0;
-  Counters counters_ GUARDED_BY(mu_);
-  std::map<std::string, std::shared_ptr<FileNode>> nodes_ GUARDED_BY(mu_);  // by current path
-  std::unordered_set<const File*> live_files_ GUARDED_BY(mu_);
+  std::mt19937_64 rng_ GROVE_GUARDED_BY(mu_);
+  std::vector<RuleState> rules_ GROVE_GUARDED_BY(mu_);
+  std::function<void(const OpInfo&)> observer_ GROVE_GUARDED_BY(mu_);
+  bool crashed_ GROVE_GUARDED_BY(mu_) = false;
+  bool crash_armed_ GROVE_GUARDED_BY(mu_) = false;
+  uint64_t crash_budget_ GROVE_GUARDED_BY(mu_) = 0;
+  uint64_t mutating_ops_ GROVE_GUARDED_BY(mu_) = 0;
+  Counters counters_ GROVE_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<FileNode>> nodes_ GROVE_GUARDED_BY(mu_);  // by current path
+  std::unordered_set<const File*> live_files_ GROVE_GUARDED_BY(mu_);
 };
 
 }  // namespace grove

@@ -36,14 +36,14 @@ class FaultFile final : public File {
   // On return *proceed says whether the caller must now write `data` to the inner file; when it
   // is false the returned status is the op's outcome and *written the bytes that reached disk.
   Status BeginWrite(uint64_t offset, Slice data, bool* proceed, size_t* written)
-      REQUIRES(backend_->order_mu_);
+      GROVE_REQUIRES(backend_->order_mu_);
   // BeginWrite for a queued write, taking the backend's op-order lock itself.
   Status BeginQueuedWrite(uint64_t offset, Slice data, bool* proceed, size_t* written)
-      EXCLUDES(backend_->order_mu_);
+      GROVE_EXCLUDES(backend_->order_mu_);
 
  private:
   Status RecordUndo(FaultInjectionBackend::OpKind kind, uint64_t offset, uint64_t len)
-      REQUIRES(backend_->order_mu_);
+      GROVE_REQUIRES(backend_->order_mu_);
   size_t ShortWriteLength(size_t len) const;
 
   FaultInjectionBackend* const backend_;

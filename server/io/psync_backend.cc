@@ -17,8 +17,8 @@ namespace {
 struct BatchState {
   Mutex mu;
   CondVar finished_cv{&mu};
-  std::deque<IoOp*> unstarted GUARDED_BY(mu);  // submitted; no thread has picked them up yet
-  std::vector<IoOp*> finished GUARDED_BY(mu);  // executed; not yet marked done by the owner
+  std::deque<IoOp*> unstarted GROVE_GUARDED_BY(mu);  // submitted; no thread has picked them up yet
+  std::vector<IoOp*> finished GROVE_GUARDED_BY(mu);  // executed; not yet marked done by the owner
 };
 
 // Runs ops until `unstarted` is empty. Called by workers and by the owner while it waits.
@@ -105,7 +105,7 @@ class PsyncQueue final : public IoQueue {
   }
 
   // Marks executed ops done. Owner thread only.
-  size_t MarkFinished() REQUIRES(state_->mu) {
+  size_t MarkFinished() GROVE_REQUIRES(state_->mu) {
     const size_t n = state_->finished.size();
     for (IoOp* op : state_->finished) op->done = true;
     inflight_ -= n;

@@ -36,7 +36,7 @@ class UringBackend final : public PosixBackend {
   uint32_t ring_entries() const { return ring_entries_; }
 
   // Called by a queue's destructor with its (idle, healthy) ring.
-  void ReturnRing(std::unique_ptr<UringRing> ring) EXCLUDES(mu_);
+  void ReturnRing(std::unique_ptr<UringRing> ring) GROVE_EXCLUDES(mu_);
 
  private:
   UringBackend(uint32_t queue_depth, std::unique_ptr<UringRing> first);
@@ -44,7 +44,7 @@ class UringBackend final : public PosixBackend {
   const uint32_t queue_depth_;
   const uint32_t ring_entries_;
   Mutex mu_;
-  std::vector<std::unique_ptr<UringRing>> idle_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<UringRing>> idle_ GROVE_GUARDED_BY(mu_);
 };
 
 }  // namespace grove

@@ -31,8 +31,8 @@ class WorkerPool {
 
   Mutex mu_;
   CondVar work_cv_{&mu_};
-  std::deque<std::function<void()>> tasks_ GUARDED_BY(mu_);
-  bool stopping_ GUARDED_BY(mu_) = false;
+  std::deque<std::function<void()>> tasks_ GROVE_GUARDED_BY(mu_);
+  bool stopping_ GROVE_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -68,7 +68,7 @@ MethodMetrics* GrpcMetrics::Find(std::string_view full_method, std::string_view 
 
 MethodMetrics* GrpcMetrics::ForMethod(std::string_view full_method, std::string_view type) {
   if (MethodMetrics* m = Find(full_method, type)) return m;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (MethodMetrics* m = Find(full_method, type)) return m;
   if (methods_.size() >= kMaxMethods) {
     if (unknown_ == nullptr) unknown_ = Create("/unknown/unknown", type);

@@ -19,7 +19,6 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +27,8 @@
 #include <prometheus/family.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include "util/mutex.h"
 
 namespace grove::metrics {
 
@@ -74,22 +75,22 @@ class GrpcMetrics {
   // started_total and handled_total{grpc_code="OK"} at 0 so that rate() works from the first
   // scrape. Once created, a method is found without a lock (every call of the server asks). The
   // returned object lives as long as this GrpcMetrics.
-  MethodMetrics* ForMethod(std::string_view full_method, std::string_view type);
+  MethodMetrics* ForMethod(std::string_view full_method, std::string_view type) GROVE_EXCLUDES(mu_);
 
  private:
   // Open addressing over twice kMaxMethods slots: a slot is written once, under mu_, and read
   // without it.
   static constexpr size_t kSlots = 2 * kMaxMethods;
   MethodMetrics* Find(std::string_view full_method, std::string_view type) const;
-  MethodMetrics* Create(std::string_view full_method, std::string_view type);
+  MethodMetrics* Create(std::string_view full_method, std::string_view type) GROVE_REQUIRES(mu_);
 
   prometheus::Family<prometheus::Counter>& started_;
   prometheus::Family<prometheus::Counter>& handled_;
   prometheus::Family<prometheus::Histogram>& seconds_;
   std::array<std::atomic<MethodMetrics*>, kSlots> slots_{};
-  std::mutex mu_;
-  std::vector<std::unique_ptr<MethodMetrics>> methods_;  // guarded by mu_
-  MethodMetrics* unknown_ = nullptr;                     // guarded by mu_
+  Mutex mu_;
+  std::vector<std::unique_ptr<MethodMetrics>> methods_ GROVE_GUARDED_BY(mu_);
+  MethodMetrics* unknown_ GROVE_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace grove::metrics

@@ -80,12 +80,12 @@ class EpochTable {
   size_t staged_new_pages_ = 0;       // map pages Stage() appended
   std::vector<size_t> staged_dirty_;  // map page indexes Stage() will rewrite
   std::vector<std::pair<size_t, uint32_t>> staged_old_epochs_;  // for Abort
-  std::vector<size_t> pending_ GUARDED_BY(mu_);                 // map pages changed by RecordDirect
+  std::vector<size_t> pending_ GROVE_GUARDED_BY(mu_);           // map pages changed by RecordDirect
   // Between a successful Stage and its Commit or Abort, RecordDirect may change a map page whose
   // image is already staged (a variant writing pages directly while the checkpoint writes): such
   // pages stay pending for the next checkpoint, since the staged image lacks the new epochs.
-  bool staging_ GUARDED_BY(mu_) = false;
-  std::vector<size_t> late_ GUARDED_BY(mu_);
+  bool staging_ GROVE_GUARDED_BY(mu_) = false;
+  std::vector<size_t> late_ GROVE_GUARDED_BY(mu_);
   uint32_t staged_epoch_ = 0;
 
   // Undoes Stage's allocations and epoch changes (Abort without the staging flag).

@@ -80,24 +80,24 @@ class ExtentAllocator {
   std::string CheckInvariants() const;
 
  private:
-  void FreeBlockLocked(PageId start, int order) REQUIRES(mu_);
-  void AddChunkLocked() REQUIRES(mu_);
-  void FreeRangeLocked(PageId first, uint64_t n) REQUIRES(mu_);
-  StatusOr<PageId> AllocateLocked(uint32_t n, bool unreferenced) REQUIRES(mu_);
+  void FreeBlockLocked(PageId start, int order) GROVE_REQUIRES(mu_);
+  void AddChunkLocked() GROVE_REQUIRES(mu_);
+  void FreeRangeLocked(PageId first, uint64_t n) GROVE_REQUIRES(mu_);
+  StatusOr<PageId> AllocateLocked(uint32_t n, bool unreferenced) GROVE_REQUIRES(mu_);
   // Whether a page of [first, first + n) was freed since the newest durable checkpoint.
-  bool RecentlyFreedLocked(PageId first, uint64_t n) const REQUIRES(mu_);
+  bool RecentlyFreedLocked(PageId first, uint64_t n) const GROVE_REQUIRES(mu_);
   // Takes `start` (a free block of `order`) out of the pool for an extent of n pages.
-  PageId TakeBlockLocked(PageId start, int order, uint32_t n) REQUIRES(mu_);
+  PageId TakeBlockLocked(PageId start, int order, uint32_t n) GROVE_REQUIRES(mu_);
 
   mutable Mutex mu_;
-  std::array<std::set<PageId>, kOrders> free_ GUARDED_BY(mu_);
-  uint64_t chunks_ GUARDED_BY(mu_) = 0;
-  uint64_t free_pages_ GUARDED_BY(mu_) = 0;
+  std::array<std::set<PageId>, kOrders> free_ GROVE_GUARDED_BY(mu_);
+  uint64_t chunks_ GROVE_GUARDED_BY(mu_) = 0;
+  uint64_t free_pages_ GROVE_GUARDED_BY(mu_) = 0;
   // Page -> the epoch of the first checkpoint whose snapshot has it free (kUntagged: none yet),
   // for pages freed since the newest durable checkpoint. Pages allocated again stay listed; they
   // are not free, so AllocateUnreferenced never looks at them.
   static constexpr uint64_t kUntagged = ~0ull;
-  std::map<PageId, uint64_t> recently_freed_ GUARDED_BY(mu_);
+  std::map<PageId, uint64_t> recently_freed_ GROVE_GUARDED_BY(mu_);
 };
 
 }  // namespace grove

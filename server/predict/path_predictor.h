@@ -119,7 +119,7 @@ class PathPredictor final : public TreeObserver {
   const ShortcutOptions& options() const { return options_; }
 
   // Collects the tree's shape and trains every level now (at open and after a bulk load).
-  Status Rebuild() EXCLUDES(rebuild_mu_);
+  Status Rebuild() GROVE_EXCLUDES(rebuild_mu_);
 
   // Predicts the page at every modelled level for the projected key.
   void Predict(uint64_t key, Prediction* out) const;
@@ -129,9 +129,9 @@ class PathPredictor final : public TreeObserver {
                 const std::array<bool, kMaxLevels>& issued);
 
   // Structural changes, reported by the tree as they happen.
-  void OnSplit(int level, PageId original, PageId created) override EXCLUDES(stash_mu_);
-  void OnMerge(int level, PageId removed) override EXCLUDES(stash_mu_);
-  void OnShapeChange() override EXCLUDES(stash_mu_);
+  void OnSplit(int level, PageId original, PageId created) override GROVE_EXCLUDES(stash_mu_);
+  void OnMerge(int level, PageId removed) override GROVE_EXCLUDES(stash_mu_);
+  void OnShapeChange() override GROVE_EXCLUDES(stash_mu_);
 
   PredictorStats GetStats() const;
 
@@ -144,8 +144,8 @@ class PathPredictor final : public TreeObserver {
   };
 
   // Queues a split or merge for the next batch; asks for one when the level's share is reached.
-  void Enqueue(const Change& change) EXCLUDES(stash_mu_);
-  Status RunBatch() EXCLUDES(rebuild_mu_);
+  void Enqueue(const Change& change) GROVE_EXCLUDES(stash_mu_);
+  Status RunBatch() GROVE_EXCLUDES(rebuild_mu_);
   std::shared_ptr<const ModelState> Train(const TreeSnapshot& snap,
                                           const std::vector<PhantomMap>* maps) const;
   void BackgroundLoop();
@@ -160,18 +160,18 @@ class PathPredictor final : public TreeObserver {
   // reported as a data race by ThreadSanitizer, which would hide real ones.
   std::shared_ptr<const ModelState> LoadState() const;
   mutable SharedMutex state_mu_;
-  std::shared_ptr<const ModelState> state_ GUARDED_BY(state_mu_);
+  std::shared_ptr<const ModelState> state_ GROVE_GUARDED_BY(state_mu_);
   std::array<std::atomic<bool>, kMaxLevels> rebuilding_{};
 
   Mutex rebuild_mu_;
 
   Mutex stash_mu_;
   CondVar stash_cv_{&stash_mu_};
-  std::vector<Change> stash_ GUARDED_BY(stash_mu_);
-  std::array<uint64_t, kMaxLevels> pending_ GUARDED_BY(stash_mu_){};
-  bool shape_changed_ GUARDED_BY(stash_mu_) = false;
-  bool batch_wanted_ GUARDED_BY(stash_mu_) = false;
-  bool stop_ GUARDED_BY(stash_mu_) = false;
+  std::vector<Change> stash_ GROVE_GUARDED_BY(stash_mu_);
+  std::array<uint64_t, kMaxLevels> pending_ GROVE_GUARDED_BY(stash_mu_){};
+  bool shape_changed_ GROVE_GUARDED_BY(stash_mu_) = false;
+  bool batch_wanted_ GROVE_GUARDED_BY(stash_mu_) = false;
+  bool stop_ GROVE_GUARDED_BY(stash_mu_) = false;
   std::thread background_;
 
   struct Counters {

@@ -17,19 +17,20 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "grove/db.h"
+
+#include "util/mutex.h"
 
 namespace grove::service {
 
 class EngineHandle {
  public:
   // Publishes an open engine.
-  void Set(std::unique_ptr<Db> db) {
-    std::lock_guard<std::mutex> lock(mu_);
+  void Set(std::unique_ptr<Db> db) GROVE_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     owned_ = std::move(db);
     db_.store(owned_.get(), std::memory_order_release);
   }
@@ -56,15 +57,15 @@ class EngineHandle {
   };
 
   // A stats snapshot, or nullopt while no engine is open.
-  std::optional<DbStats> Stats() {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::optional<DbStats> Stats() GROVE_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     if (owned_ == nullptr) return std::nullopt;
     return owned_->GetStats();
   }
 
   // Closes the engine (final checkpoint). OK when none was open.
-  Status Close() {
-    std::lock_guard<std::mutex> lock(mu_);
+  Status Close() GROVE_EXCLUDES(mu_) {
+    MutexLock lock(&mu_);
     if (owned_ == nullptr) return Status::Ok();
     db_.store(nullptr, std::memory_order_seq_cst);
     while (leases_.load(std::memory_order_acquire) != 0) {
@@ -76,9 +77,8 @@ class EngineHandle {
   }
 
  private:
-  // std::mutex: util/mutex.h's annotation macros collide with absl's (pulled in by gRPC).
-  std::mutex mu_;
-  std::unique_ptr<Db> owned_;  // guarded by mu_
+  Mutex mu_;
+  std::unique_ptr<Db> owned_ GROVE_GUARDED_BY(mu_);
   std::atomic<Db*> db_{nullptr};
   std::atomic<uint64_t> leases_{0};
 };

@@ -15,24 +15,24 @@ bool HealthService::Known(const std::string& service) {
 }
 
 void HealthService::SetServing(bool serving) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (serving_ == serving) return;
   serving_ = serving;
   ++version_;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 bool HealthService::serving() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return serving_;
 }
 
 void HealthService::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   serving_ = false;
   shutdown_ = true;
   ++version_;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 grpc::Status HealthService::Check(grpc::ServerContext*,
@@ -56,9 +56,9 @@ grpc::Status HealthService::Watch(grpc::ServerContext* context,
     HealthCheckResponse response;
     bool shutdown = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       while (!first && version_ == sent_version && !shutdown_) {
-        changed_.wait_for(lock, kWatchPoll);
+        changed_.WaitFor(kWatchPoll);
         if (context->IsCancelled()) return grpc::Status::CANCELLED;
       }
       first = false;

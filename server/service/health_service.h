@@ -14,11 +14,10 @@
 // Thread safety: all methods may be called concurrently.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "util/mutex.h"
 
 namespace grove::service {
 
@@ -27,11 +26,11 @@ class HealthService final : public grpc::health::v1::Health::Service {
   // The service name of the KV API, reported alongside "".
   static constexpr const char* kKvService = "grove.v1.KV";
 
-  void SetServing(bool serving);
-  bool serving() const;
+  void SetServing(bool serving) GROVE_EXCLUDES(mu_);
+  bool serving() const GROVE_EXCLUDES(mu_);
 
   // Ends every Watch (after it has sent the current status) and makes new ones end at once.
-  void Shutdown();
+  void Shutdown() GROVE_EXCLUDES(mu_);
 
   grpc::Status Check(grpc::ServerContext* context,
                      const grpc::health::v1::HealthCheckRequest* request,
@@ -43,14 +42,11 @@ class HealthService final : public grpc::health::v1::Health::Service {
  private:
   static bool Known(const std::string& service);
 
-  // std::mutex rather than util/mutex.h: its annotation macros collide with absl's, which the
-  // gRPC headers pull in.
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  // Guarded by mu_:
-  bool serving_ = false;
-  bool shutdown_ = false;
-  uint64_t version_ = 0;  // bumped on every change, so watchers miss none
+  mutable Mutex mu_;
+  CondVar changed_{&mu_};
+  bool serving_ GROVE_GUARDED_BY(mu_) = false;
+  bool shutdown_ GROVE_GUARDED_BY(mu_) = false;
+  uint64_t version_ GROVE_GUARDED_BY(mu_) = 0;  // bumped on every change, so watchers miss none
 };
 
 }  // namespace grove::service

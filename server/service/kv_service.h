@@ -88,7 +88,7 @@ class KvService final : public v1::KV::Service {
   // is a Batch stream waiting for its next message; from then on no stream takes another message,
   // and the server may cancel the calls left.
   void BeginDrain() { draining_.store(true); }
-  bool CloseStreamsIfIdle(int64_t calls) EXCLUDES(streams_mu_);
+  bool CloseStreamsIfIdle(int64_t calls) GROVE_EXCLUDES(streams_mu_);
 
  private:
   class Call;
@@ -127,8 +127,8 @@ class KvService final : public v1::KV::Service {
 
   // Batch streams: marks the stream waiting for a message, or back at work; false when the drain
   // closed the streams.
-  void StreamWaiting() EXCLUDES(streams_mu_);
-  bool StreamWorking() EXCLUDES(streams_mu_);
+  void StreamWaiting() GROVE_EXCLUDES(streams_mu_);
+  bool StreamWorking() GROVE_EXCLUDES(streams_mu_);
 
   const KvServiceOptions options_;
   EngineHandle* const engine_;
@@ -147,8 +147,8 @@ class KvService final : public v1::KV::Service {
   std::atomic<uint32_t> inflight_{0};
   std::atomic<bool> draining_{false};
   Mutex streams_mu_;
-  int64_t streams_waiting_ GUARDED_BY(streams_mu_) = 0;
-  bool streams_closed_ GUARDED_BY(streams_mu_) = false;
+  int64_t streams_waiting_ GROVE_GUARDED_BY(streams_mu_) = 0;
+  bool streams_closed_ GROVE_GUARDED_BY(streams_mu_) = false;
 };
 
 }  // namespace grove::service

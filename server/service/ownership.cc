@@ -51,13 +51,13 @@ grpc::Status Ownership::Admit(CallMetadata* md, bool write, Ticket* ticket) {
   ticket->drop_foreign_ = md->ClientNumber(v1::kDropForeignMetadata) == 1;
   std::shared_ptr<Generation> g;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     g = current_;
   }
   if (g == nullptr || (wanted > 0 && g->map->version() < wanted)) {
     watcher_->RefreshTo(wanted);  // publishes through AfterPublish
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (current_ == nullptr) {
     md->AddTrailer(v1::kNotAppliedMetadata, "1");
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -75,9 +75,9 @@ grpc::Status Ownership::Admit(CallMetadata* md, bool write, Ticket* ticket) {
 Ownership::Ticket::~Ticket() {
   if (!write_ || generation_ == nullptr) return;
   Ownership* o = const_cast<Ownership*>(owner_);
-  std::lock_guard<std::mutex> lock(o->mu_);
+  MutexLock lock(&o->mu_);
   --generation_->writes;
-  if (generation_->retired && --o->retired_writes_ == 0) o->drained_.notify_all();
+  if (generation_->retired && --o->retired_writes_ == 0) o->drained_.SignalAll();
 }
 
 const cluster::ShardMap* Ownership::Ticket::map() const {
@@ -191,14 +191,14 @@ grpc::Status Ownership::Ticket::ClipScan(CallMetadata* md, bool reverse, std::st
 }
 
 void Ownership::BeforePublish(const cluster::ShardMap* previous, const cluster::ShardMap& next) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   losing_ = previous != nullptr && Loses(*previous, next, node_);
 }
 
 void Ownership::AfterPublish(const cluster::ShardMap& map) {
   auto next = std::make_shared<Generation>();
   next->map = std::make_shared<const cluster::ShardMap>(map);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::shared_ptr<Generation> old = current_;
   current_ = next;
   if (old != nullptr) {
@@ -224,10 +224,10 @@ void Ownership::AfterPublish(const cluster::ShardMap& map) {
   }
   if (losing_) {
     // Fence: the writes decided by any older map finish before anyone relies on the change.
-    drained_.wait(lock, [&] { return retired_writes_ == 0; });
+    while (retired_writes_ != 0) drained_.Wait();
   }
   settled_version_ = std::max(settled_version_, map.version());
-  drained_.notify_all();
+  drained_.SignalAll();
 }
 
 size_t Ownership::RecordedKeysLocked() const {
@@ -237,7 +237,7 @@ size_t Ownership::RecordedKeysLocked() const {
 }
 
 void Ownership::RecordWrites(const std::vector<std::string_view>& keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (records_.empty() || current_ == nullptr) return;
   const cluster::ShardMap& m = *current_->map;
   bool changed = false;
@@ -262,9 +262,11 @@ grpc::Status Ownership::TakeChanges(CallMetadata* md, uint64_t move_id, uint64_t
                                     uint32_t max_keys, v1::MoveChangesResponse* response) {
   const uint64_t wanted = md->ClientNumber(v1::kMapVersionMetadata);
   if (wanted > 0) watcher_->RefreshTo(wanted);
-  std::unique_lock<std::mutex> lock(mu_);
-  if (wanted > 0 && !drained_.wait_for(lock, std::chrono::seconds(30),
-                                       [&] { return settled_version_ >= wanted; })) {
+  MutexLock lock(&mu_);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (wanted > 0 && settled_version_ < wanted && drained_.WaitUntil(give_up)) {
+  }
+  if (wanted > 0 && settled_version_ < wanted) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         fmt::format("node '{}' has not settled shard map version {} (it has {}): "
                                     "etcd unreachable, or writes still draining",

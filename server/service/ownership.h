@@ -31,11 +31,9 @@
 //
 // Thread safety: every method from any thread.
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -50,6 +48,7 @@
 #include "cluster/shard_map.h"
 #include "metrics/cluster_metrics.h"
 #include "service/call_metadata.h"
+#include "util/mutex.h"
 
 namespace grove::service {
 
@@ -125,21 +124,24 @@ class Ownership final : public cluster::ShardMapWatcher::Listener {
   const std::string cluster_, node_;
   metrics::ClusterMetrics* const metrics_;
 
-  std::mutex mu_;  // guards current_ and every generation's write count
-  std::condition_variable drained_;
-  std::shared_ptr<Generation> current_;
-  uint64_t retired_writes_ = 0;   // write tickets of every generation but current_
-  uint64_t settled_version_ = 0;  // the newest map whose fence (if any) has drained
-  bool losing_ = false;           // set by BeforePublish: the next map takes a range from this node
+  Mutex mu_;  // guards the members below and every generation's write count
+  CondVar drained_{&mu_};
+  std::shared_ptr<Generation> current_ GROVE_GUARDED_BY(mu_);
+  // Write tickets of every generation but current_.
+  uint64_t retired_writes_ GROVE_GUARDED_BY(mu_) = 0;
+  // The newest map whose fence (if any) has drained.
+  uint64_t settled_version_ GROVE_GUARDED_BY(mu_) = 0;
+  // Set by BeforePublish: the next map takes a range from this node.
+  bool losing_ GROVE_GUARDED_BY(mu_) = false;
 
-  // The keys written into each moving range this node owns, by move id. Guarded by mu_.
+  // The keys written into each moving range this node owns, by move id.
   struct ChangeRecord {
     uint64_t token = 0;
     std::set<std::string> keys;
   };
-  std::map<uint64_t, ChangeRecord> records_;
-  size_t RecordedKeysLocked() const;
-  std::mt19937_64 token_rng_;  // guarded by mu_
+  std::map<uint64_t, ChangeRecord> records_ GROVE_GUARDED_BY(mu_);
+  size_t RecordedKeysLocked() const GROVE_REQUIRES(mu_);
+  std::mt19937_64 token_rng_ GROVE_GUARDED_BY(mu_);
 };
 
 }  // namespace grove::service

@@ -228,9 +228,9 @@ Status GroveServer::JoinCluster() {
 }
 
 void GroveServer::RequestStop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   stop_requested_ = true;
-  stop_requested_cv_.notify_all();
+  stop_requested_cv_.SignalAll();
 }
 
 Status GroveServer::Run() {
@@ -263,12 +263,12 @@ Status GroveServer::Run() {
   }
 
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!stop_requested_) {
       log_->info("serving");
       SetReady(true);
     }
-    stop_requested_cv_.wait(lock, [this] { return stop_requested_; });
+    while (!stop_requested_) stop_requested_cv_.Wait();
   }
   return Drain();
 }

@@ -19,9 +19,7 @@
 // also before or during Run(); everything else from one thread.
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <grpcpp/server.h>
@@ -45,6 +43,7 @@
 #include "service/health_service.h"
 #include "service/kv_service.h"
 #include "service/token_store.h"
+#include "util/mutex.h"
 
 namespace grove::service {
 
@@ -61,10 +60,10 @@ class GroveServer {
 
   // Opens the engine, serves until RequestStop(), then drains and closes. Returns the engine's
   // open or close error, if any.
-  Status Run();
+  Status Run() GROVE_EXCLUDES(mu_);
 
   // Asks Run() to drain and return.
-  void RequestStop();
+  void RequestStop() GROVE_EXCLUDES(mu_);
 
   int grpc_port() const { return grpc_port_; }
   int metrics_port() const { return metrics_port_; }
@@ -112,9 +111,9 @@ class GroveServer {
   int grpc_port_ = 0;
   int metrics_port_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable stop_requested_cv_;
-  bool stop_requested_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar stop_requested_cv_{&mu_};
+  bool stop_requested_ GROVE_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace grove::service

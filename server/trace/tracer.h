@@ -59,10 +59,10 @@ class Tracer {
 
   // FailedPrecondition while a trace runs; InvalidArgument naming the field for a bad sample,
   // duration or name; AlreadyExists when the file does.
-  [[nodiscard]] Status Start(const TraceRequest& request) EXCLUDES(mu_);
+  [[nodiscard]] Status Start(const TraceRequest& request) GROVE_EXCLUDES(mu_);
   // FailedPrecondition when no trace runs. Closes (and syncs) the file.
-  [[nodiscard]] Status Stop() EXCLUDES(mu_);
-  TraceStatus GetStatus() EXCLUDES(mu_);
+  [[nodiscard]] Status Stop() GROVE_EXCLUDES(mu_);
+  TraceStatus GetStatus() GROVE_EXCLUDES(mu_);
 
   // Whether the call being served now is to be recorded.
   bool Sampled() {
@@ -71,7 +71,7 @@ class Tracer {
   }
   // Records `r`, stamping its time. A call that was sampled just before the trace ended is
   // dropped silently.
-  void Add(Record r) EXCLUDES(mu_);
+  void Add(Record r) GROVE_EXCLUDES(mu_);
 
   // The size cap of one trace file (a key sketch must leave room for records).
   uint64_t max_bytes() const { return options_.max_bytes; }
@@ -84,19 +84,19 @@ class Tracer {
  private:
   static uint32_t Draw();
   // Ends the running trace (mu_ held); `why` goes to the status.
-  void EndLocked(const std::string& why) REQUIRES(mu_);
-  bool ExpiredLocked() REQUIRES(mu_);
+  void EndLocked(const std::string& why) GROVE_REQUIRES(mu_);
+  bool ExpiredLocked() GROVE_REQUIRES(mu_);
 
   const TracerOptions options_;
   // The sample as a threshold on a 32-bit draw; 0 while no trace runs.
   std::atomic<uint32_t> threshold_{0};
   std::atomic<uint64_t> written_total_{0}, dropped_total_{0};
   Mutex mu_;
-  std::unique_ptr<TraceWriter> writer_ GUARDED_BY(mu_);
-  std::unique_ptr<KeyHasher> hasher_ GUARDED_BY(mu_);  // set while a hashed trace runs
-  std::chrono::steady_clock::time_point started_ GUARDED_BY(mu_);
-  std::chrono::steady_clock::time_point ends_ GUARDED_BY(mu_);  // max(): no end
-  TraceStatus last_ GUARDED_BY(mu_);
+  std::unique_ptr<TraceWriter> writer_ GROVE_GUARDED_BY(mu_);
+  std::unique_ptr<KeyHasher> hasher_ GROVE_GUARDED_BY(mu_);  // set while a hashed trace runs
+  std::chrono::steady_clock::time_point started_ GROVE_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point ends_ GROVE_GUARDED_BY(mu_);  // max(): no end
+  TraceStatus last_ GROVE_GUARDED_BY(mu_);
 };
 
 }  // namespace grove::trace

@@ -3,7 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <mutex>
+
+#include "util/mutex.h"
 
 namespace grove {
 namespace {
@@ -33,14 +34,14 @@ class StderrLogger final : public Logger {
     gmtime_r(&t, &tm);
     char stamp[32];
     std::strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     std::fprintf(stderr, "%s %s %.*s\n", stamp, LevelName(level), static_cast<int>(message.size()),
                  message.data());
   }
 
  private:
   const LogLevel min_;
-  std::mutex mu_;
+  Mutex mu_;  // one line at a time
 };
 
 class NullLogger final : public Logger {

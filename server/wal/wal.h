@@ -127,37 +127,37 @@ class Wal {
 
   // Appends one record and returns its LSN once it is as durable as options.sync requires.
   // kInvalidArgument if the payload exceeds max_unsynced_bytes / 2.
-  StatusOr<Lsn> Append(Slice payload) EXCLUDES(mu_);
+  StatusOr<Lsn> Append(Slice payload) GROVE_EXCLUDES(mu_);
   // Appends `payloads` as consecutive records, in order, sharing group commits (one fdatasync
   // under kAlways unless they exceed one group's bytes), and returns once all are as durable as
   // options.sync requires. Each record has its own outcome: its LSN, or the error of the group
   // that carried it (or kInvalidArgument for an oversized payload, which is not appended).
-  std::vector<StatusOr<Lsn>> AppendMany(const std::vector<Slice>& payloads) EXCLUDES(mu_);
+  std::vector<StatusOr<Lsn>> AppendMany(const std::vector<Slice>& payloads) GROVE_EXCLUDES(mu_);
 
   // Makes everything appended so far durable.
-  Status Sync() EXCLUDES(mu_);
+  Status Sync() GROVE_EXCLUDES(mu_);
 
   // Deletes the segments all of whose records are < redo_lsn (never the active one), then syncs
   // the directory. Call it only once the checkpoint that moved the redo point is durable. A failure
   // here does not stop the log: a segment that survives is only removed again later.
-  Status RemoveObsoleteSegments(Lsn redo_lsn) EXCLUDES(mu_);
+  Status RemoveObsoleteSegments(Lsn redo_lsn) GROVE_EXCLUDES(mu_);
 
-  Lsn next_lsn() const EXCLUDES(mu_);
+  Lsn next_lsn() const GROVE_EXCLUDES(mu_);
   // What to copy to hold every record from `from_lsn` up to now (a backup): segments wholly
   // below from_lsn are left out. The caller keeps them from being removed meanwhile
   // (RemoveObsoleteSegments with a redo LSN no higher than from_lsn).
-  LogExtent BackupExtent(Lsn from_lsn) const EXCLUDES(mu_);
+  LogExtent BackupExtent(Lsn from_lsn) const GROVE_EXCLUDES(mu_);
   // Log bytes a redo point at `from_lsn` keeps on disk: the segments from the one holding it to
   // the active one (sealed segments counted at segment_bytes).
-  uint64_t RetainedBytes(Lsn from_lsn) const EXCLUDES(mu_);
+  uint64_t RetainedBytes(Lsn from_lsn) const GROVE_EXCLUDES(mu_);
   // Total framed bytes appended since Open (the engine triggers checkpoints on deltas).
   uint64_t appended_bytes() const { return appended_bytes_.load(std::memory_order_relaxed); }
-  WalStats GetStats() const EXCLUDES(mu_);
+  WalStats GetStats() const GROVE_EXCLUDES(mu_);
 
   // Waits for queued Appends, syncs, trims the active segment's unused preallocation and closes it.
   // Later Append/Sync/RemoveObsoleteSegments return kUnavailable; a second Close returns OK. After
   // a fail-stop, Close releases the files and returns the stored error.
-  Status Close() EXCLUDES(mu_);
+  Status Close() GROVE_EXCLUDES(mu_);
 
  private:
   struct Writer;
@@ -168,19 +168,19 @@ class Wal {
 
   // The leader's half of Append: commits a group starting at queue_.front(). Releases mu_ during
   // IO.
-  void CommitGroup() REQUIRES(mu_);
+  void CommitGroup() GROVE_REQUIRES(mu_);
   // Runs the IO of one group without holding mu_; only the leader calls it.
-  Status WriteGroup(GroupPlan* plan) EXCLUDES(mu_);
+  Status WriteGroup(GroupPlan* plan) GROVE_EXCLUDES(mu_);
   // fdatasync with latency accounting. Does not touch state guarded by mu_.
-  Status SyncFile(File* file) EXCLUDES(mu_);
+  Status SyncFile(File* file) GROVE_EXCLUDES(mu_);
   // Syncs the active segment up to what has been written; shared by Sync() and the batch thread.
-  Status SyncActive() EXCLUDES(mu_);
+  Status SyncActive() GROVE_EXCLUDES(mu_);
   // Everything up to record count `records` (records_) is now durable: counts the records this
   // sync made durable (records_per_sync_).
-  void NoteSyncedLocked(uint64_t records) REQUIRES(mu_);
+  void NoteSyncedLocked(uint64_t records) GROVE_REQUIRES(mu_);
   // Records a fail-stop error and logs it; returns the status for the callers that hit it.
-  Status StopLocked(const std::string& what, const Status& cause) REQUIRES(mu_);
-  void BatchSyncLoop() EXCLUDES(mu_);
+  Status StopLocked(const std::string& what, const Status& cause) GROVE_REQUIRES(mu_);
+  void BatchSyncLoop() GROVE_EXCLUDES(mu_);
   void Log(LogLevel level, const std::string& message) const;
 
   IoBackend* const io_;
@@ -190,32 +190,32 @@ class Wal {
   const uint64_t group_limit_;  // framed bytes a leader gathers into one group (beyond the first)
 
   mutable Mutex mu_;
-  std::deque<Writer*> queue_ GUARDED_BY(mu_);  // front: the leader
-  CondVar drained_cv_{&mu_};                   // Close waits for queue_ to empty
-  CondVar batch_cv_{&mu_};                     // wakes the batch thread early (Close)
+  std::deque<Writer*> queue_ GROVE_GUARDED_BY(mu_);  // front: the leader
+  CondVar drained_cv_{&mu_};                         // Close waits for queue_ to empty
+  CondVar batch_cv_{&mu_};                           // wakes the batch thread early (Close)
 
-  std::shared_ptr<Segment> active_ GUARDED_BY(mu_);
-  std::vector<SegmentRef> segments_ GUARDED_BY(mu_);  // every live segment, active last
-  uint64_t active_written_ GUARDED_BY(mu_) = 0;       // bytes written into the active segment
-  Lsn next_lsn_ GUARDED_BY(mu_);
+  std::shared_ptr<Segment> active_ GROVE_GUARDED_BY(mu_);
+  std::vector<SegmentRef> segments_ GROVE_GUARDED_BY(mu_);  // every live segment, active last
+  uint64_t active_written_ GROVE_GUARDED_BY(mu_) = 0;       // bytes written into the active segment
+  Lsn next_lsn_ GROVE_GUARDED_BY(mu_);
   // The next group must go to a new segment: the active segment was sealed (synced) for a roll
   // that failed for lack of space, or Open found no space and there is no active segment yet.
   // active_ is null only in that second case.
-  bool roll_pending_ GUARDED_BY(mu_) = false;
+  bool roll_pending_ GROVE_GUARDED_BY(mu_) = false;
   // Log bytes written and known durable since Open. Bytes of earlier segments are always durable:
   // a roll syncs the old segment before anything is written to the new one.
-  uint64_t written_ GUARDED_BY(mu_) = 0;
-  uint64_t synced_ GUARDED_BY(mu_) = 0;
-  Status stopped_ GUARDED_BY(mu_);  // non-OK after a fail-stop
-  bool closed_ GUARDED_BY(mu_) = false;
+  uint64_t written_ GROVE_GUARDED_BY(mu_) = 0;
+  uint64_t synced_ GROVE_GUARDED_BY(mu_) = 0;
+  Status stopped_ GROVE_GUARDED_BY(mu_);  // non-OK after a fail-stop
+  bool closed_ GROVE_GUARDED_BY(mu_) = false;
 
   // Leader-owned scratch (only the writer at queue_.front() touches it, and only in CommitGroup).
   std::string group_buf_;
 
-  uint64_t records_ GUARDED_BY(mu_) = 0;
-  uint64_t records_synced_ GUARDED_BY(mu_) = 0;  // records_ as of the last sync
-  CountHistogram records_per_sync_;              // records each sync made durable
-  uint64_t groups_ GUARDED_BY(mu_) = 0;
+  uint64_t records_ GROVE_GUARDED_BY(mu_) = 0;
+  uint64_t records_synced_ GROVE_GUARDED_BY(mu_) = 0;  // records_ as of the last sync
+  CountHistogram records_per_sync_;                    // records each sync made durable
+  uint64_t groups_ GROVE_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> appended_bytes_{0};
   std::atomic<uint64_t> syncs_{0};
   Histogram sync_seconds_;

@@ -242,7 +242,7 @@ class BufferedIndex final : public Index {
   uint64_t pending_epoch_ = 0;  // checkpoint hooks only (writers paused)
 
   mutable Mutex mu_;
-  std::map<std::string, Entry> buffer_ GUARDED_BY(mu_);
+  std::map<std::string, Entry> buffer_ GROVE_GUARDED_BY(mu_);
 
   std::atomic<uint64_t> flushes_;
   std::atomic<uint64_t> blind_{0}, released_{0}, extend_refusals_{0};

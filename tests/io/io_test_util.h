@@ -32,7 +32,7 @@ class CapturingLogger final : public Logger {
 
  private:
   mutable Mutex mu_;
-  std::vector<std::pair<LogLevel, std::string>> lines_ GUARDED_BY(mu_);
+  std::vector<std::pair<LogLevel, std::string>> lines_ GROVE_GUARDED_BY(mu_);
 };
 
 // `n` bytes whose content depends on `seed` and the position, so misplaced data is caught.

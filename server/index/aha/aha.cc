@@ -308,7 +308,7 @@ void AhaTree::Publish(std::shared_ptr<const Version> v) {
 }
 
 AhaTree::Snapshot AhaTree::TakeSnapshot() const {
-  std::shared_lock<std::shared_mutex> lock(mem_mu_);
+  ReaderLock lock(&mem_mu_);
   return Snapshot{active_, current()};
 }
 

@@ -52,8 +52,6 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -287,17 +285,17 @@ class AhaTree final : public Index {
   // An adapted leaf with too many pages split in two (its buffer empty): no IO.
   Status SplitPages(const aha::Path& path);
   // The detector's guess from the recent range searches, or nothing.
-  std::vector<aha::HotRange> DetectLocked(const aha::Version& v) const REQUIRES(hot_mu_);
+  std::vector<aha::HotRange> DetectLocked(const aha::Version& v) const GROVE_REQUIRES(hot_mu_);
 
   IndexContext ctx_;
   BufferPool* const pool_;
   const aha::Config cfg_;
   aha::RunSpace space_;
 
-  mutable std::shared_mutex mem_mu_;
-  std::shared_ptr<aha::MemTable> active_;  // guarded by mem_mu_
+  mutable SharedMutex mem_mu_;
+  std::shared_ptr<aha::MemTable> active_ GROVE_GUARDED_BY(mem_mu_);
   mutable Mutex state_mu_;
-  std::shared_ptr<const aha::Version> version_ GUARDED_BY(state_mu_);
+  std::shared_ptr<const aha::Version> version_ GROVE_GUARDED_BY(state_mu_);
 
   // Activity (since open unless said).
   std::atomic<Lsn> latest_lsn_{0};
@@ -315,10 +313,10 @@ class AhaTree final : public Index {
       leaf_splits_{0}, inner_splits_{0}, node_compactions_{0};
 
   mutable Mutex hot_mu_;
-  std::vector<aha::HotRange> detected_ GUARDED_BY(hot_mu_);
-  std::vector<aha::HotRange> hot_ GUARDED_BY(hot_mu_);  // configured and detected, merged
-  std::vector<std::pair<std::string, std::string>> spans_ GUARDED_BY(hot_mu_);  // ring
-  uint64_t spans_seen_ GUARDED_BY(hot_mu_) = 0;
+  std::vector<aha::HotRange> detected_ GROVE_GUARDED_BY(hot_mu_);
+  std::vector<aha::HotRange> hot_ GROVE_GUARDED_BY(hot_mu_);  // configured and detected, merged
+  std::vector<std::pair<std::string, std::string>> spans_ GROVE_GUARDED_BY(hot_mu_);  // ring
+  uint64_t spans_seen_ GROVE_GUARDED_BY(hot_mu_) = 0;
   std::atomic<bool> adapt_requested_{false};
   std::atomic<bool> adapting_{false};
   std::atomic<uint64_t> adapt_start_ns_{0};

@@ -164,7 +164,7 @@ StatusOr<bool> AhaTree::RootStep(const Version& v, int level) {
 }
 
 Status AhaTree::Freeze() {
-  std::unique_lock<std::shared_mutex> lock(mem_mu_);
+  WriterLock lock(&mem_mu_);
   if (active_->entries() == 0) return Status::Ok();
   auto next = std::make_shared<Version>(*current());
   next->frozen.insert(next->frozen.begin(), active_);

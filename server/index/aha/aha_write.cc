@@ -27,7 +27,7 @@ Status AhaTree::Write(const WriteContext& w, Slice key, bool tombstone, Slice ce
                       std::optional<std::string>* old_cell) {
   uint64_t bytes;
   {
-    std::shared_lock<std::shared_mutex> lock(mem_mu_);
+    ReaderLock lock(&mem_mu_);
     *old_cell = active_->Put(key, w.lsn, tombstone, cell, &bytes);
     // Under the lock, so that Freeze's reset is never overwritten by a write to the old table.
     active_bytes_.store(bytes, std::memory_order_relaxed);
@@ -113,8 +113,13 @@ Status AhaTree::Prepare(Slice key) {
 Status AhaTree::BulkLoad(const BulkSource& source) {
   const uint64_t t0 = NowNanos();
   auto v = current();
+  bool active_empty;
+  {
+    ReaderLock lock(&mem_mu_);
+    active_empty = active_->entries() == 0;
+  }
   const bool empty =
-      active_->entries() == 0 && v->frozen.empty() && v->root->leaf() && v->root->buffer_empty();
+      active_empty && v->frozen.empty() && v->root->leaf() && v->root->buffer_empty();
   if (!empty) {
     return Status::FailedPrecondition("aha: bulk load needs an empty index");
   }

@@ -65,9 +65,9 @@ class MemTable {
   static void AssignEntry(const std::string& key, const Version& v, Entry* out);
 
   mutable Mutex mu_;
-  std::map<std::string, Version, std::less<>> map_ GUARDED_BY(mu_);
-  uint64_t bytes_ GUARDED_BY(mu_) = 0;
-  Lsn first_lsn_ GUARDED_BY(mu_) = kMaxLsn;
+  std::map<std::string, Version, std::less<>> map_ GROVE_GUARDED_BY(mu_);
+  uint64_t bytes_ GROVE_GUARDED_BY(mu_) = 0;
+  Lsn first_lsn_ GROVE_GUARDED_BY(mu_) = kMaxLsn;
 };
 
 }  // namespace grove::aha

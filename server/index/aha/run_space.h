@@ -78,16 +78,16 @@ class RunSpace final : public ExtentSource {
     uint32_t pages;
   };
   // Frees the extents of `list` that no reader holds; keeps the others in it.
-  void FreeUnreferencedLocked(std::vector<Extent>* list) REQUIRES(mu_);
+  void FreeUnreferencedLocked(std::vector<Extent>* list) GROVE_REQUIRES(mu_);
 
   BufferPool* const pool_;
   ExtentAllocator* const allocator_;
   mutable Mutex mu_;
-  std::vector<Extent> pending_ GUARDED_BY(mu_);
-  std::map<uint64_t, std::vector<Extent>> by_epoch_ GUARDED_BY(mu_);
+  std::vector<Extent> pending_ GROVE_GUARDED_BY(mu_);
+  std::map<uint64_t, std::vector<Extent>> by_epoch_ GROVE_GUARDED_BY(mu_);
   // Checkpoint-free but still held by readers: freed when the last reader lets go (next hook).
-  std::vector<Extent> held_ GUARDED_BY(mu_);
-  std::map<PageId, uint32_t> in_flight_ GUARDED_BY(mu_);  // first page -> pages
+  std::vector<Extent> held_ GROVE_GUARDED_BY(mu_);
+  std::map<PageId, uint32_t> in_flight_ GROVE_GUARDED_BY(mu_);  // first page -> pages
 };
 
 }  // namespace grove::aha

@@ -99,6 +99,7 @@ StatusOr<std::unique_ptr<Index>> Aulid::Create(const IndexContext& ctx, const Pa
   auto t = std::unique_ptr<Aulid>(new Aulid(ctx, cfg));
   // One empty leaf: the tail, and the last leaf for good.
   GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, t->NewLeaf());
+  WriterLock lock(&t->inner_mu_);  // no other thread has `t` yet: for the analysis
   t->tail_ = t->last_ = leaf.id();
   t->leaf_pages_ = 1;
   return std::unique_ptr<Index>(std::move(t));
@@ -113,6 +114,7 @@ StatusOr<std::unique_ptr<Index>> Aulid::Open(const IndexContext& ctx, const Para
   uint64_t entries = 0, leaves = 0, splits = 0, joins = 0, merges = 0, merge_joins = 0;
   uint64_t bulk_ms = 0;
   Slice prefix;
+  WriterLock lock(&t->inner_mu_);  // no other thread has `t` yet: for the analysis
   if (!GetVarint32(&in, &version) || version == 0 || version > kMetadataVersion) {
     return Status::DataLoss("aulid metadata in the manifest is of another format version");
   }
@@ -144,7 +146,7 @@ StatusOr<std::unique_ptr<Index>> Aulid::Open(const IndexContext& ctx, const Para
 }
 
 std::string Aulid::SerializeMetadata() {
-  std::shared_lock lock(inner_mu_);
+  ReaderLock lock(&inner_mu_);
   std::string s;
   PutVarint32(&s, kMetadataVersion);
   PutLengthPrefixed(&s, prefix_);
@@ -186,7 +188,7 @@ IndexStats Aulid::GetStats() {
   s.leaf_pages = leaf_pages_.load();
   auto& x = s.extra;
   {
-    std::shared_lock lock(inner_mu_);
+    ReaderLock lock(&inner_mu_);
     aulid::NodeSpace& sp = inner_.space();
     s.inner_pages = sp.mixed_pages() + sp.slab_pages() + sp.branch_pages();
     s.inner_bytes = s.inner_pages * kPageSize;

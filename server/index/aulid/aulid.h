@@ -47,7 +47,6 @@
 #include <atomic>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -58,6 +57,7 @@
 #include "index/core/cursor.h"
 #include "index/core/leaf_node.h"
 #include "index/variant.h"
+#include "util/mutex.h"
 
 namespace grove {
 
@@ -84,7 +84,7 @@ class Aulid final : public Index {
   static constexpr uint16_t kRunContinues = 1;  // leaf flag
 
   // The projection the inner part works on (see above).
-  uint64_t Proj(Slice key) const;
+  uint64_t Proj(Slice key) const GROVE_REQUIRES_SHARED(inner_mu_);
 
  private:
   class Cursor;
@@ -106,7 +106,7 @@ class Aulid final : public Index {
   // `cost` and `leaves_read` (may be null) count the pages read; `leaf` (may be null) receives
   // the chosen leaf latched shared, so that a lookup does not fetch it again.
   StatusOr<Target> Locate(Slice key, bool exact, aulid::RouteCost* cost, uint64_t* leaves_read,
-                          PageReadGuard* leaf = nullptr);
+                          PageReadGuard* leaf = nullptr) GROVE_REQUIRES_SHARED(inner_mu_);
   // The run after the one starting at `start`: its first leaf (read through the chain).
   StatusOr<PageId> NextRunStart(PageId start, uint64_t* leaves_read);
   // Under a quarter full: a delete then tries to merge the leaf with a neighbour.
@@ -115,20 +115,20 @@ class Aulid final : public Index {
   // `key` with a neighbour when the two fit in one page and the runs allow it.
   // `leaf` is where the delete of `key` left it.
   // *halfway: it failed after changing pages (and fail-stopped the store).
-  Status MergeUnderfull(const WriteContext& w, Slice key, PageId leaf, bool* halfway);
+  Status MergeUnderfull(const WriteContext& w, Slice key, PageId leaf, bool* halfway)
+      GROVE_EXCLUDES(inner_mu_);
   static constexpr uint64_t kMergeMaxWalk = 64;  // leaves of a run walked to find the leaf
   // The pessimistic half of Put: under inner_mu_ exclusively, split the leaf and insert.
   Status PutWithSplit(const WriteContext& w, Slice key, Slice cell,
-                      std::optional<std::string>* old_cell);
+                      std::optional<std::string>* old_cell) GROVE_EXCLUDES(inner_mu_);
   // Inserts or replaces in `leaf` if the cell fits; false when it does not.
   static bool PutInPlace(PageWriteGuard& leaf, Slice key, Slice cell,
                          std::optional<std::string>* old_cell);
   Status AdjustIfNeeded(const WriteContext& w, uint64_t key,
-                        const aulid::InnerPart::AdjustHint& hint);
+                        const aulid::InnerPart::AdjustHint& hint) GROVE_REQUIRES(inner_mu_);
   // Re-derives the key prefix from the keys the tree holds now and, if it changed, recomputes the
   // runs (leaf flags) and rebuilds the inner part over them, when the write's room covers it.
-  // REQUIRES: inner_mu_ held exclusively.
-  Status TryReindex(const WriteContext& w);
+  Status TryReindex(const WriteContext& w) GROVE_REQUIRES(inner_mu_);
   static constexpr uint64_t kReindexRunLeaves = 16;  // a split walking this many leaves tries it
   static constexpr uint64_t kReindexMaxLeaves = 1 << 16;  // beyond, the walk would stall writers
   static uint64_t ProjWith(const std::string& prefix, Slice key);
@@ -139,13 +139,13 @@ class Aulid final : public Index {
   const Config cfg_;
   const size_t max_key_;
   const size_t max_cell_;
-  std::shared_mutex inner_mu_;
-  aulid::InnerPart inner_;        // GUARDED_BY(inner_mu_)
-  std::string prefix_;            // the key prefix P; GUARDED_BY(inner_mu_)
-  PageId tail_ = kInvalidPageId;  // first leaf of the last run; GUARDED_BY(inner_mu_)
-  PageId last_ = kInvalidPageId;  // the last leaf (splits add leaves to the left; a merge may
-                                  // fold it into its left neighbour); GUARDED_BY(inner_mu_)
-  uint64_t last_entry_ = 0;       // the largest inner key (valid when the inner part is not empty)
+  SharedMutex inner_mu_;
+  aulid::InnerPart inner_ GROVE_GUARDED_BY(inner_mu_);
+  std::string prefix_ GROVE_GUARDED_BY(inner_mu_);            // the key prefix P
+  PageId tail_ GROVE_GUARDED_BY(inner_mu_) = kInvalidPageId;  // first leaf of the last run
+  // The last leaf (splits add leaves to the left; a merge may fold it into its left neighbour).
+  PageId last_ GROVE_GUARDED_BY(inner_mu_) = kInvalidPageId;
+  uint64_t last_entry_ = 0;  // the largest inner key (valid when the inner part is not empty)
   // Changes of the leaf chain's shape (splits and merges; read under the inner lock): a cursor
   // that carries its next leaf trusts it only while this stays the same.
   uint64_t ChainVersion() const {
@@ -166,8 +166,8 @@ class Aulid final : public Index {
   std::atomic<uint64_t> lookup_leaf_pages_{0};
   std::atomic<uint64_t> bulk_load_ms_{0};
   std::atomic<uint64_t> reindexes_{0};
-  uint64_t reindex_tried_at_ = 0;  // leaf count at the last attempt; GUARDED_BY(inner_mu_)
-  aulid::InnerPart::Shape shape_;  // of the last bulk load or Verify; GUARDED_BY(inner_mu_)
+  uint64_t reindex_tried_at_ = 0;  // leaf count at the last attempt; GROVE_GUARDED_BY(inner_mu_)
+  aulid::InnerPart::Shape shape_;  // of the last bulk load or Verify; GROVE_GUARDED_BY(inner_mu_)
 };
 
 }  // namespace grove

@@ -15,7 +15,7 @@ using core::Leaf;
 using core::LeafView;
 
 Status Aulid::BulkLoad(const BulkSource& source) {
-  std::unique_lock lock(inner_mu_);
+  WriterLock lock(&inner_mu_);
   if (entries_.load() != 0 || leaf_pages_.load() != 1 || !inner_.empty()) {
     return Status::FailedPrecondition("bulk load needs an empty index");
   }

@@ -81,7 +81,7 @@ StatusOr<Aulid::Target> Aulid::Locate(Slice key, bool exact, aulid::RouteCost* c
 }
 
 StatusOr<bool> Aulid::Get(Slice key, std::string* cell) {
-  std::shared_lock lock(inner_mu_);
+  ReaderLock lock(&inner_mu_);
   aulid::RouteCost cost;
   uint64_t leaves = 0;
   PageReadGuard g;
@@ -115,7 +115,7 @@ class Aulid::Cursor final : public core::BatchCursor {
                      core::Fences* leaf) override {
     out->clear();
     leaf->has_high = false;  // an empty batch means the chain has nothing more
-    std::shared_lock lock(t_->inner_mu_);
+    ReaderLock lock(&t_->inner_mu_);
     const uint64_t version = t_->ChainVersion();
     PageId cur = kInvalidPageId;
     if (!first && carried_ && version == version_ && from == resume_) {
@@ -152,7 +152,7 @@ class Aulid::Cursor final : public core::BatchCursor {
                      core::Fences* leaf) override {
     out->clear();
     leaf->has_low = false;
-    std::shared_lock lock(t_->inner_mu_);
+    ReaderLock lock(&t_->inner_mu_);
     PageId cur = t_->last_;
     if (bounded) {
       GROVE_ASSIGN_OR_RETURN(const Target target, t_->Locate(before, false, nullptr, nullptr));

@@ -11,7 +11,7 @@ namespace grove {
 using core::LeafView;
 
 Status Aulid::Verify(IndexVerifier* v) {
-  std::unique_lock lock(inner_mu_);
+  WriterLock lock(&inner_mu_);
   std::vector<aulid::Entry> runs;
   GROVE_RETURN_IF_ERROR(inner_.Verify(v, [&](const aulid::Entry& e, uint32_t) {
     runs.push_back(e);

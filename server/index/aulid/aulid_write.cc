@@ -18,7 +18,7 @@ Status Aulid::Put(const WriteContext& w, Slice key, Slice cell,
                   std::optional<std::string>* old_cell) {
   old_cell->reset();
   {
-    std::shared_lock lock(inner_mu_);
+    ReaderLock lock(&inner_mu_);
     GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, false, nullptr, nullptr));
     GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, pool_->FetchWrite(t.leaf));
     const core::LeafPut r = core::PutInLeaf(leaf, key, cell, old_cell);
@@ -32,7 +32,7 @@ Status Aulid::Delete(const WriteContext& w, Slice key, std::optional<std::string
   old_cell->reset();
   PageId where = kInvalidPageId;
   {
-    std::shared_lock lock(inner_mu_);
+    ReaderLock lock(&inner_mu_);
     GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, false, nullptr, nullptr));
     where = t.leaf;
     GROVE_ASSIGN_OR_RETURN(PageWriteGuard leaf, pool_->FetchWrite(t.leaf));
@@ -58,7 +58,7 @@ Status Aulid::Delete(const WriteContext& w, Slice key, std::optional<std::string
 }
 
 Status Aulid::MergeUnderfull(const WriteContext& w, Slice key, PageId leaf, bool* halfway) {
-  std::unique_lock lock(inner_mu_);
+  WriterLock lock(&inner_mu_);
   // The leaf's run is the key's (a lookup would skip the leaf if the delete emptied it, so walk
   // the run to it). Not there any more: another write merged or split it meanwhile.
   GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, true, nullptr, nullptr));
@@ -184,7 +184,7 @@ size_t ChooseCut(const std::vector<core::Cell>& cells, size_t capacity,
 
 Status Aulid::PutWithSplit(const WriteContext& w, Slice key, Slice cell,
                            std::optional<std::string>* old_cell) {
-  std::unique_lock lock(inner_mu_);
+  WriterLock lock(&inner_mu_);
   uint64_t walked = 0;
   GROVE_ASSIGN_OR_RETURN(const Target t, Locate(key, true, nullptr, &walked));
   PageId left_id = kInvalidPageId;
@@ -220,7 +220,12 @@ Status Aulid::PutWithSplit(const WriteContext& w, Slice key, Slice cell,
   if (!placed) cells.emplace_back(std::string(key), std::string(cell));
   bool strict = false;
   const size_t m = ChooseCut(
-      cells, v.capacity(), [this](Slice k) { return Proj(k); }, &strict);
+      cells, v.capacity(),
+      [this](Slice k) {
+        inner_mu_.AssertHeld();  // ChooseCut calls it here, under the lock
+        return Proj(k);
+      },
+      &strict);
   if (m == 0) return Status::Internal(fmt::format("aulid: leaf {} cannot be split", x.id()));
 
   // The inner change. The new lower leaf starts a run of its own when the original starts its

@@ -32,28 +32,29 @@ class InsertForecaster {
   };
   explicit InsertForecaster(const Options& options);
 
-  void RecordInsert(uint64_t projected_key) EXCLUDES(mu_);
+  void RecordInsert(uint64_t projected_key) GROVE_EXCLUDES(mu_);
 
   // Expected inserts with projections in [low, high) over the next f epochs.
-  double Forecast(uint64_t low, uint64_t high) const EXCLUDES(mu_);
+  double Forecast(uint64_t low, uint64_t high) const GROVE_EXCLUDES(mu_);
 
-  uint64_t finished_epochs() const EXCLUDES(mu_);
+  uint64_t finished_epochs() const GROVE_EXCLUDES(mu_);
 
  private:
   // Equi-depth boundaries from the sorted sample: partition i holds [edges[i], edges[i + 1]).
-  void RebuildEdges() REQUIRES(mu_);
+  void RebuildEdges() GROVE_REQUIRES(mu_);
 
   const Options o_;
   mutable Mutex mu_;
-  std::mt19937_64 rng_ GUARDED_BY(mu_);
-  std::vector<uint64_t> sample_ GUARDED_BY(mu_);
-  uint64_t seen_ GUARDED_BY(mu_) = 0;
-  uint64_t in_epoch_ GUARDED_BY(mu_) = 0;
-  uint64_t epochs_ GUARDED_BY(mu_) = 0;
-  std::vector<uint64_t> edges_ GUARDED_BY(mu_);  // current histogram's (b + 1 edges), or empty
-  std::vector<uint64_t> counts_ GUARDED_BY(mu_);
-  std::vector<uint64_t> frozen_edges_ GUARDED_BY(mu_);
-  std::vector<uint64_t> frozen_counts_ GUARDED_BY(mu_);
+  std::mt19937_64 rng_ GROVE_GUARDED_BY(mu_);
+  std::vector<uint64_t> sample_ GROVE_GUARDED_BY(mu_);
+  uint64_t seen_ GROVE_GUARDED_BY(mu_) = 0;
+  uint64_t in_epoch_ GROVE_GUARDED_BY(mu_) = 0;
+  uint64_t epochs_ GROVE_GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> edges_
+      GROVE_GUARDED_BY(mu_);  // current histogram's (b + 1 edges), or empty
+  std::vector<uint64_t> counts_ GROVE_GUARDED_BY(mu_);
+  std::vector<uint64_t> frozen_edges_ GROVE_GUARDED_BY(mu_);
+  std::vector<uint64_t> frozen_counts_ GROVE_GUARDED_BY(mu_);
 };
 
 }  // namespace grove::treeline

@@ -45,13 +45,13 @@ struct RecordCache::Shard {
     Slice operator()(const Entry* e) const { return e->key(); }
   };
   alignas(64) mutable Mutex mu;
-  KeyTable<Entry, KeyOf> table GUARDED_BY(mu);
-  std::vector<Entry*> ring GUARDED_BY(mu);  // CLOCK slots; nullptr: free
-  std::vector<uint32_t> free_slots GUARDED_BY(mu);
-  size_t hand GUARDED_BY(mu) = 0;
-  uint64_t hits GUARDED_BY(mu) = 0, misses GUARDED_BY(mu) = 0;
-  uint64_t clean_evictions GUARDED_BY(mu) = 0, admissions GUARDED_BY(mu) = 0;
-  uint64_t admissions_dropped GUARDED_BY(mu) = 0;
+  KeyTable<Entry, KeyOf> table GROVE_GUARDED_BY(mu);
+  std::vector<Entry*> ring GROVE_GUARDED_BY(mu);  // CLOCK slots; nullptr: free
+  std::vector<uint32_t> free_slots GROVE_GUARDED_BY(mu);
+  size_t hand GROVE_GUARDED_BY(mu) = 0;
+  uint64_t hits GROVE_GUARDED_BY(mu) = 0, misses GROVE_GUARDED_BY(mu) = 0;
+  uint64_t clean_evictions GROVE_GUARDED_BY(mu) = 0, admissions GROVE_GUARDED_BY(mu) = 0;
+  uint64_t admissions_dropped GROVE_GUARDED_BY(mu) = 0;
 };
 
 RecordCache::RecordCache(const Options& options)
@@ -72,12 +72,17 @@ RecordCache::~RecordCache() {
 
 RecordCache::Shard& RecordCache::ShardOf(uint64_t hash) const { return shards_[hash >> 58]; }
 
+// The *Locked helpers below run under their shard's mu, which every caller takes; the header
+// cannot say so (Shard is this file's), so each asserts it for the analysis.
+
 RecordCache::Entry* RecordCache::FindLocked(const Shard& s, uint64_t hash, Slice key) const {
+  s.mu.AssertHeld();
   return s.table.Find(hash, key);
 }
 
 RecordCache::Entry* RecordCache::NewEntryLocked(Shard& s, uint64_t hash, Slice key, SharedCell cell,
                                                 uint8_t priority) {
+  s.mu.AssertHeld();
   Entry* e = Entry::New(hash, key);
   e->cell = std::move(cell);
   e->priority = priority;
@@ -96,6 +101,7 @@ RecordCache::Entry* RecordCache::NewEntryLocked(Shard& s, uint64_t hash, Slice k
 }
 
 void RecordCache::DropLocked(Shard& s, Entry* e) {
+  s.mu.AssertHeld();
   s.table.Erase(e->hash, e);
   s.ring[e->slot] = nullptr;
   s.free_slots.push_back(e->slot);
@@ -105,6 +111,7 @@ void RecordCache::DropLocked(Shard& s, Entry* e) {
 }
 
 void RecordCache::EvictCleanLocked(Shard& s, Entry* e) {
+  s.mu.AssertHeld();
   ghost_.Add(e->hash);
   ++s.clean_evictions;
   DropLocked(s, e);
@@ -205,6 +212,7 @@ std::optional<std::string> RecordCache::Write(Slice key, std::optional<Slice> ce
 }
 
 RecordCache::Entry* RecordCache::StepLocked(Shard& s) {
+  s.mu.AssertHeld();
   if (s.ring.empty()) return nullptr;
   if (s.hand >= s.ring.size()) s.hand = 0;
   Entry* e = s.ring[s.hand++];
@@ -217,6 +225,7 @@ RecordCache::Entry* RecordCache::StepLocked(Shard& s) {
 }
 
 RecordCache::Entry* RecordCache::NextCandidateLocked(Shard& s) {
+  s.mu.AssertHeld();
   if (s.table.size() == 0) return nullptr;
   for (;;) {
     if (Entry* c = StepLocked(s); c != nullptr) return c;
@@ -429,9 +438,10 @@ std::vector<std::string> RecordCache::CheckConsistency() const {
   // Every shard at once, in index order: reads keep admitting and evicting clean entries while
   // writers are paused, and the sum must be of one moment.
   for (size_t i = 0; i < kShards; ++i) shards_[i].mu.Lock();
-  uint64_t bytes = 0, dirty = 0;
+  uint64_t bytes = 0, dirty = 0, entries = 0;
   for (size_t i = 0; i < kShards; ++i) {
     const Shard& s = shards_[i];
+    entries += s.table.size();
     uint64_t in_ring = 0;
     for (size_t slot = 0; slot < s.ring.size(); ++slot) {
       const Entry* e = s.ring[slot];
@@ -490,8 +500,6 @@ std::vector<std::string> RecordCache::CheckConsistency() const {
         fmt::format("record cache: counts {} bytes, its entries hold {}", bytes_.load(), bytes));
   }
   for (size_t i = kShards; i-- > 0;) shards_[i].mu.Unlock();
-  uint64_t entries = 0;
-  for (size_t i = 0; i < kShards; ++i) entries += shards_[i].table.size();
   if (entries != entries_.load() || dirty != dirty_count_.load()) {
     problems.push_back(fmt::format("record cache: {} entries ({} dirty), its counters say {} ({})",
                                    entries, dirty, entries_.load(), dirty_count_.load()));

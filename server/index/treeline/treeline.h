@@ -220,7 +220,7 @@ class TreeLine final : public Index {
   void Rebalance();
   // Whether write-backs must leave `segment` alone: it is being reorganised, or full and queued
   // for a reorganisation (its records wait in the cache; retrying would copy them every time).
-  bool Waiting(PageId segment) const EXCLUDES(state_mu_);
+  bool Waiting(PageId segment) const GROVE_EXCLUDES(state_mu_);
   // Shutdown: writes every dirty record of the cache back (reorganising full segments on the
   // way) in maintenance units, so that the final checkpoint leaves nothing to replay. Stops at
   // the first unit that cannot run.
@@ -234,10 +234,11 @@ class TreeLine final : public Index {
   std::unique_ptr<core::BTreeCore> tree_;
 
   mutable Mutex state_mu_;
-  std::set<PageId> busy_ GUARDED_BY(state_mu_);        // segments being reorganised
-  std::set<PageId> overflowed_ GUARDED_BY(state_mu_);  // segments known to have overflow pages
-  std::set<PageId> queued_ GUARDED_BY(state_mu_);      // segments in reorg_queue_
-  std::vector<ReorgTask> reorg_queue_ GUARDED_BY(state_mu_);
+  std::set<PageId> busy_ GROVE_GUARDED_BY(state_mu_);  // segments being reorganised
+  std::set<PageId> overflowed_
+      GROVE_GUARDED_BY(state_mu_);                       // segments known to have overflow pages
+  std::set<PageId> queued_ GROVE_GUARDED_BY(state_mu_);  // segments in reorg_queue_
+  std::vector<ReorgTask> reorg_queue_ GROVE_GUARDED_BY(state_mu_);
 
   // Shape (persisted).
   std::atomic<uint64_t> page_entries_{0};  // records on pages (the cache's not counted)

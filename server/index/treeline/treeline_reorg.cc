@@ -88,6 +88,7 @@ Status TreeLine::Reorganise(const ReorgTask& task, int radius, WriteRoom* room,
     int a = p.child, b = p.child;
     MutexLock lock(&state_mu_);
     auto has_overflow = [&](int j) {
+      state_mu_.AssertHeld();  // called only under the lock above
       return overflowed_.count(Segment::Decode(n.payload(j)).first) > 0;
     };
     // Pages the run may read: base pages and (at most) as many overflow pages. Neighbours join

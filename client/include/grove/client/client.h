@@ -34,9 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -281,8 +279,8 @@ class Client {
   std::unique_ptr<Batcher> batcher_;    // Transport::kStream (not for a cluster client)
   std::atomic<bool> no_stream_{false};  // the server answered Batch with UNIMPLEMENTED
   std::atomic<int> lone_calls_{0};      // a lone call is on its unary way (0 or 1)
-  std::mutex rng_mu_;
-  std::minstd_rand rng_;  // backoff jitter; guarded by rng_mu_
+  // Backoff jitter without a lock: each draw advances this by a fixed odd step and mixes it.
+  std::atomic<uint64_t> jitter_state_;
   // Cluster mode: the router (then the stubs above are null); for a router's node client, the
   // map version it routes by, sent as grove-map-version.
   std::unique_ptr<Router> router_;

@@ -115,7 +115,7 @@ Status DbImpl::ApplyDeleteRange(Lsn lsn, Slice start, Slice end, Room* room, boo
     if (i > 0 || !first) {
       room->ReleaseAll();
       const uint64_t pages = OpPages(WriteBatch::OpType::kDelete, Slice());
-      if (!TryReserveDirtyRoom(pages, /*extend=*/false)) {
+      if (!dirty_room_->TryReserve(pages, /*extend=*/false)) {
         GROVE_RETURN_IF_ERROR(YieldForRoom(lsn, pages, in_gate));
       }
       room->Add(pages);

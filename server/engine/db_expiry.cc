@@ -139,7 +139,7 @@ Status DbImpl::RemoveExpired(const std::vector<std::pair<std::string, uint64_t>>
     }
     if (batch.Count() == 0) return Status::Ok();
     const BatchPages need = PagesNeeded(batch);
-    const bool stepwise = need.total > RoomCap() / 4;
+    const bool stepwise = need.total > dirty_room_->Cap() / 4;
     Lsn lsn = 0;
     return LogAndApply(batch, stepwise, stepwise ? need.first : need.total,
                        Clock::now() + std::chrono::seconds(2), &lsn);

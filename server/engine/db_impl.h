@@ -24,8 +24,8 @@
 // repairs the data file from the double-write file).
 //
 // Lock order: key stripes -> checkpoint_mu_ -> gate -> (index latches, buffer pool internals);
-// room_mu_, partial_mu_ and state_mu_ are leaves. A writer waits for room (and may run a
-// checkpoint) holding its stripes but never the gate; nobody waits for a stripe inside the gate.
+// the DirtyRoom's mutex, partial_mu_ and state_mu_ are leaves. A writer waits for room (and may run
+// a checkpoint) holding its stripes but never the gate; nobody waits for a stripe inside the gate.
 
 #include <atomic>
 #include <memory>
@@ -37,6 +37,7 @@
 #include "grove/index.h"
 
 #include "buffer/buffer_pool.h"
+#include "engine/dirty_room.h"
 #include "engine/key_locks.h"
 #include "engine/lock_file.h"
 #include "engine/superblock.h"
@@ -150,20 +151,6 @@ class DbImpl final : public Db, private IndexServices {
   struct GroupedWrite;
   void CommitWriteGroup(std::vector<GroupedWrite>* group);
   Status BulkLoadLocked(const BulkLoadSource& source) GROVE_REQUIRES(checkpoint_mu_);
-  // The most frames writes may keep dirty (WriteRoomPages), and the most an Extend may push them
-  // to (nine tenths of the cache: the rest stays evictable for readers).
-  uint64_t RoomCap() const;
-  uint64_t HardRoomCap() const;
-  // Reserves room for `pages` dirty pages, waiting for writes in flight or running a checkpoint
-  // when there is none. RESOURCE_EXHAUSTED when it could never fit or checkpoints keep failing.
-  // REQUIRES: the caller is outside the write gate.
-  // Waits for room (running checkpoints) until `give_up` (time_point::max(): as long as it
-  // takes; only a failing checkpoint stops it).
-  Status ReserveDirtyRoom(uint64_t pages, Clock::time_point give_up);
-  // Reserves without waiting: up to RoomCap(), or up to HardRoomCap() with `extend`.
-  bool TryReserveDirtyRoom(uint64_t pages, bool extend);
-  // Gives back what was reserved (what the write dirtied now counts as dirty pages).
-  void ReleaseDirtyRoom(uint64_t pages);
   // Applies a logged batch to the index; `room` holds the reservation for all of it, or (with
   // `stepwise`) for its first operation only, and the rest is reserved operation by operation.
   // `in_gate`: the caller holds the write gate and leaves it while it waits for room. Also the
@@ -275,11 +262,8 @@ class DbImpl final : public Db, private IndexServices {
   std::atomic<uint64_t> wal_bytes_at_checkpoint_{0};
   std::atomic<uint64_t> last_checkpoint_nanos_{0};
   std::atomic<bool> last_checkpoint_no_space_{false};
-  std::atomic<uint64_t> reserved_pages_{0};  // dirty-page room reserved by writes in flight
-  // Reservations are taken under room_mu_; room_cv_ is signalled when a write releases its own.
-  Mutex room_mu_;
-  CondVar room_cv_{&room_mu_};
-  uint64_t room_grants_ GROVE_GUARDED_BY(room_mu_) = 0;  // reservations granted so far
+  // The write room (engine/dirty_room.h), made with the pool; its Reserve runs checkpoints.
+  std::unique_ptr<DirtyRoom> dirty_room_;
   // LSNs of batches that are logged but half applied while their writer waits for room.
   Mutex partial_mu_;
   std::multiset<Lsn> partial_lsns_ GROVE_GUARDED_BY(partial_mu_);
@@ -336,12 +320,9 @@ class DbImpl final : public Db, private IndexServices {
   double recovery_seconds_ = 0;
 };
 
-// Dirty-page room held by one write, replayed record or maintenance unit. Pages are no-steal:
-// dirty frames, and frames the running checkpoint still has to write in place, cannot be evicted,
-// and a write cannot be interrupted by a checkpoint while it holds the gate. So every operation
-// first reserves room for every page it may dirty (the variant's worst case, plus its out-of-line
-// value); when that would push such frames past the write room, the writer runs a checkpoint
-// first. The rest of the cache always stays evictable for reads. Released on destruction.
+// Dirty-page room held by one write, replayed record or maintenance unit: its share of the
+// DirtyRoom (engine/dirty_room.h, which says why every write reserves first). Released on
+// destruction.
 class DbImpl::Room final : public WriteRoom {
  public:
   explicit Room(DbImpl* db) : db_(db) {}

@@ -146,6 +146,12 @@ Status DbImpl::OpenImpl() {
                         .ghost_pages = ghost_pages,
                         .high_retention_fraction = options_.inner_cache_fraction},
       io_.get(), data_file_.get(), &epochs_);
+  dirty_room_ = std::make_unique<DirtyRoom>(
+      DirtyRoom::Pool{
+          .capacity_pages = [pool = pool_.get()] { return pool->capacity_pages(); },
+          .unevictable_pages =
+              [pool = pool_.get()] { return pool->dirty_pages() + pool->flushing_pages(); }},
+      WriteRoomShare(options_), [this] { return RunCheckpoint(CheckpointReason::kDirty); });
   direct_ = std::make_unique<DirectWriter>(this);
   values_ = std::make_unique<ValueStore>(pool_.get(), &allocator_, direct_.get());
 
@@ -356,7 +362,7 @@ Status DbImpl::ReplayWal() {
         // applied stepwise when it was written is replayed the same way.
         const uint64_t first = PagesNeeded(batch).first;
         Room room(this);
-        GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(first, Clock::time_point::max())
+        GROVE_RETURN_IF_ERROR(dirty_room_->Reserve(first, Clock::time_point::max())
                                   .WithContext(fmt::format("replaying LSN {}", lsn)));
         room.Add(first);
         GROVE_RETURN_IF_ERROR(ApplyBatch(lsn, batch, &room, /*stepwise=*/true, /*in_gate=*/false)

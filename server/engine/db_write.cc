@@ -84,80 +84,6 @@ DbImpl::BatchPages DbImpl::PagesNeeded(const WriteBatch& batch) const {
   return p;
 }
 
-uint64_t DbImpl::RoomCap() const {
-  return static_cast<uint64_t>(WriteRoomShare(options_) *
-                               static_cast<double>(pool_->capacity_pages()));
-}
-
-uint64_t DbImpl::HardRoomCap() const {
-  return std::max(RoomCap(), pool_->capacity_pages() * 9 / 10);
-}
-
-bool DbImpl::TryReserveDirtyRoom(uint64_t pages, bool extend) {
-  MutexLock lock(&room_mu_);
-  const uint64_t held = pool_->dirty_pages() + pool_->flushing_pages() + reserved_pages_.load();
-  if (held + pages > (extend ? HardRoomCap() : RoomCap())) return false;
-  reserved_pages_.fetch_add(pages);
-  ++room_grants_;
-  return true;
-}
-
-Status DbImpl::ReserveDirtyRoom(uint64_t pages, Clock::time_point give_up) {
-  const uint64_t cap = RoomCap();
-  if (pages > cap) {
-    return Status::ResourceExhausted(fmt::format(
-        "an operation of this size may change up to {} pages, more than the cache can hold "
-        "between checkpoints ({} pages of cache_bytes); send smaller values or raise cache_bytes",
-        pages, cap));
-  }
-  auto fits = [&] {
-    const uint64_t held = pool_->dirty_pages() + pool_->flushing_pages() + reserved_pages_.load();
-    return held + pages <= cap;
-  };
-  // Writes in flight give their room back when they finish; a checkpoint is the way to turn dirty
-  // pages into clean ones. A reservation within the cap therefore fits once it is alone after a
-  // checkpoint. Others may take the room a checkpoint freed before this writer sees it: that is
-  // progress (they were granted room), and the writer tries again, until `give_up`. Only a
-  // checkpoint that fails stops it earlier.
-  Status s;
-  int idle_checkpoints = 0;
-  MutexLock lock(&room_mu_);
-  while (true) {
-    if (fits()) {
-      reserved_pages_.fetch_add(pages);
-      ++room_grants_;
-      return Status::Ok();
-    }
-    if (Clock::now() >= give_up) break;
-    if (reserved_pages_.load() > 0) {
-      room_cv_.WaitFor(std::chrono::milliseconds(20));
-      continue;
-    }
-    if (idle_checkpoints > 0) {
-      // The last checkpoint freed nothing for anyone (pages still being written back, or held):
-      // let it settle rather than spin checkpoints.
-      room_cv_.WaitFor(std::chrono::milliseconds(std::min(10 * idle_checkpoints, 100)));
-      if (fits()) continue;
-    }
-    const uint64_t grants = room_grants_;
-    room_mu_.Unlock();
-    s = RunCheckpoint(CheckpointReason::kDirty);
-    room_mu_.Lock();
-    if (!s.ok()) break;
-    idle_checkpoints = room_grants_ == grants ? idle_checkpoints + 1 : 0;
-  }
-  if (!s.ok() && s.IsResourceExhausted()) return s;
-  return Status::ResourceExhausted(fmt::format(
-      "writes are stalled: no room for {} more dirty pages until a checkpoint completes{}", pages,
-      s.ok() ? " (waited as long as the write's deadline allowed)" : " (" + s.ToString() + ")"));
-}
-
-void DbImpl::ReleaseDirtyRoom(uint64_t pages) {
-  reserved_pages_.fetch_sub(pages);
-  MutexLock lock(&room_mu_);
-  room_cv_.SignalAll();
-}
-
 Status DbImpl::YieldForRoom(Lsn lsn, uint64_t pages, bool in_gate) {
   {
     MutexLock lock(&partial_mu_);
@@ -165,7 +91,7 @@ Status DbImpl::YieldForRoom(Lsn lsn, uint64_t pages, bool in_gate) {
   }
   if (in_gate) gate_.Exit();
   // Half applied: the rest must go in, however long the checkpoints take.
-  Status s = ReserveDirtyRoom(pages, Clock::time_point::max());
+  Status s = dirty_room_->Reserve(pages, Clock::time_point::max());
   if (in_gate) gate_.Enter();
   MutexLock lock(&partial_mu_);
   partial_lsns_.erase(partial_lsns_.find(lsn));
@@ -178,7 +104,7 @@ Lsn DbImpl::OldestPartialLsn() {
 }
 
 Status DbImpl::Room::Extend(uint64_t pages) {
-  if (!db_->TryReserveDirtyRoom(pages, /*extend=*/true)) {
+  if (!db_->dirty_room_->TryReserve(pages, /*extend=*/true)) {
     return Status::ResourceExhausted(
         fmt::format("no room for {} more dirty pages until a checkpoint runs", pages));
   }
@@ -187,7 +113,7 @@ Status DbImpl::Room::Extend(uint64_t pages) {
 }
 
 void DbImpl::Room::ReleaseAll() {
-  if (pages_ > 0) db_->ReleaseDirtyRoom(std::exchange(pages_, 0));
+  if (pages_ > 0) db_->dirty_room_->Release(std::exchange(pages_, 0));
 }
 
 Status DbImpl::Write(const WriteBatch& batch) { return Write(batch, WriteOptions(), nullptr); }
@@ -286,15 +212,15 @@ Status DbImpl::CheckWrite(const WriteBatch& batch, const WriteOptions& options, 
   // its first operation, and the rest operation by operation as it is applied. An operation that
   // could never fit is refused here, before anything is logged.
   out->need = PagesNeeded(batch);
-  if (out->need.largest > RoomCap()) {
+  if (out->need.largest > dirty_room_->Cap()) {
     return Status::ResourceExhausted(fmt::format(
         "an operation of this batch may change up to {} pages, more than the cache can hold "
         "between checkpoints ({} pages of cache_bytes); send smaller values or raise cache_bytes",
-        out->need.largest, RoomCap()));
+        out->need.largest, dirty_room_->Cap()));
   }
   // A batch that would need a large share of the room at once is applied stepwise too, so that
   // concurrent writers do not queue behind each other's big reservations.
-  out->stepwise = out->need.total > RoomCap() / 4;
+  out->stepwise = out->need.total > dirty_room_->Cap() / 4;
   // Condition keys are locked too: nobody may change them between the check and the apply.
   for (const WriteCondition& c : options.conditions) keys.push_back(c.key);
   return Status::Ok();
@@ -339,7 +265,7 @@ DbImpl::Clock::time_point DbImpl::RoomDeadline(const WriteOptions& options) {
 Status DbImpl::LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
                            Clock::time_point room_deadline, Lsn* lsn_out) {
   Room room(this);
-  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(first_pages, room_deadline));
+  GROVE_RETURN_IF_ERROR(dirty_room_->Reserve(first_pages, room_deadline));
   room.Add(first_pages);
   GatePass pass(&gate_);
   GROVE_RETURN_IF_ERROR(CheckWritable());
@@ -387,7 +313,7 @@ Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool ste
       // The previous operation's pages now count as dirty pages.
       room->ReleaseAll();
       const uint64_t pages = OpPages(op.type, op.value);
-      if (!TryReserveDirtyRoom(pages, /*extend=*/false)) {
+      if (!dirty_room_->TryReserve(pages, /*extend=*/false)) {
         GROVE_RETURN_IF_ERROR(YieldForRoom(lsn, pages, in_gate));
       }
       room->Add(pages);
@@ -459,7 +385,7 @@ Status DbImpl::RunMaintenance(uint64_t pages, const std::function<Status(WriteRo
   if (!opened_.load()) return Status::Unavailable("maintenance waits until the database is open");
   Room room(this);
   // A unit that finds no room gives up soon; the variant tries again later.
-  GROVE_RETURN_IF_ERROR(ReserveDirtyRoom(pages, Clock::now() + std::chrono::seconds(2)));
+  GROVE_RETURN_IF_ERROR(dirty_room_->Reserve(pages, Clock::now() + std::chrono::seconds(2)));
   room.Add(pages);
   Status s;
   {

@@ -46,7 +46,7 @@ void DbImpl::WriteMany(std::span<WriteRequest> writes) {
     }
     const bool shares_key = std::any_of(g.checked.keys.begin(), g.checked.keys.end(),
                                         [&](Slice k) { return keys.contains(k); });
-    if (shares_key || pages + g.checked.need.total > RoomCap() / 4) close_group();
+    if (shares_key || pages + g.checked.need.total > dirty_room_->Cap() / 4) close_group();
     keys.insert(g.checked.keys.begin(), g.checked.keys.end());
     pages += g.checked.need.total;
     group.push_back(std::move(g));
@@ -75,7 +75,7 @@ void DbImpl::CommitWriteGroup(std::vector<GroupedWrite>* group) {
 
   if (!logged.empty()) {
     Room room(this);
-    Status s = ReserveDirtyRoom(pages, room_deadline);
+    Status s = dirty_room_->Reserve(pages, room_deadline);
     if (s.ok()) {
       room.Add(pages);
       GatePass pass(&gate_);

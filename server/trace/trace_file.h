@@ -120,8 +120,13 @@ class TraceWriter {
 
   // A write failed: the writer takes no more records (Add returns the error).
   bool failed() const { return !failed_.ok(); }
+  // Records taken (in the file or in the block still pending), and records not taken (the size
+  // cap, or a write failure: a block that fails to write moves its records from written to
+  // dropped, and every record offered after it is dropped).
   uint64_t records_written() const { return written_; }
   uint64_t records_dropped() const { return dropped_; }
+  // Records in blocks handed to the file system: only grows (metrics count these).
+  uint64_t records_flushed() const { return flushed_; }
   uint64_t bytes() const {
     return file_bytes_ + (pending_.empty() ? 0 : kBlockHeaderBytes) + pending_.size();
   }
@@ -137,7 +142,7 @@ class TraceWriter {
   uint32_t pending_records_ = 0;
   uint64_t last_micros_ = 0;
   uint64_t file_bytes_ = 0;
-  uint64_t written_ = 0, dropped_ = 0;
+  uint64_t written_ = 0, dropped_ = 0, flushed_ = 0;
   Status failed_;  // the first write error; later calls return it
 };
 

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fcntl.h>
@@ -61,6 +62,10 @@ StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& pa
     ::unlink(path.c_str());  // the name stays free for another try
     return Status::FromErrno(err, "opening trace file " + path);
   }
+  // Unbuffered: records are batched into blocks here, and each block goes out in one write, so a
+  // write that fails is the block that failed (a stdio buffer would fail later blocks' bytes
+  // along with a newer one).
+  std::setvbuf(f.get(), nullptr, _IONBF, 0);
   char h[kHeaderBytes] = {};
   std::memcpy(h, kMagic, sizeof(kMagic));
   EncodeFixed16(h + 8, kVersion);
@@ -112,7 +117,10 @@ TraceWriter::~TraceWriter() {
 }
 
 Status TraceWriter::Add(const Record& r) {
-  if (!failed_.ok()) return failed_;
+  if (!failed_.ok()) {
+    ++dropped_;
+    return failed_;
+  }
   if (static_cast<uint8_t>(r.op) == 0 || static_cast<uint8_t>(r.op) > kMaxOp ||
       (r.flags & ~record_flags::kKnown) != 0) {
     return Status::InvalidArgument("trace record with an unknown op or flags");
@@ -139,7 +147,12 @@ Status TraceWriter::Add(const Record& r) {
     return Status::ResourceExhausted("trace file " + path_ + " reached its size cap of " +
                                      std::to_string(max_bytes_) + " bytes");
   }
-  if (new_block) GROVE_RETURN_IF_ERROR(WriteBlock());
+  if (new_block) {
+    if (Status s = WriteBlock(); !s.ok()) {
+      ++dropped_;  // this record with the block before it
+      return s;
+    }
+  }
   pending_ += rec;
   ++pending_records_;
   ++written_;
@@ -150,16 +163,22 @@ Status TraceWriter::Add(const Record& r) {
 
 Status TraceWriter::WriteBlock() {
   if (pending_.empty()) return Status::Ok();
-  char h[kBlockHeaderBytes];
-  EncodeFixed32(h, static_cast<uint32_t>(pending_.size()));
-  EncodeFixed32(h + 4, pending_records_);
-  EncodeFixed32(h + 8, crc32c::Mask(crc32c::Value(pending_.data(), pending_.size())));
-  if (std::fwrite(h, 1, sizeof(h), file_.get()) != sizeof(h) ||
-      std::fwrite(pending_.data(), 1, pending_.size(), file_.get()) != pending_.size()) {
+  std::string block(kBlockHeaderBytes, '\0');
+  EncodeFixed32(block.data(), static_cast<uint32_t>(pending_.size()));
+  EncodeFixed32(block.data() + 4, pending_records_);
+  EncodeFixed32(block.data() + 8, crc32c::Mask(crc32c::Value(pending_.data(), pending_.size())));
+  block += pending_;
+  if (std::fwrite(block.data(), 1, block.size(), file_.get()) != block.size()) {
     failed_ = Status::FromErrno(errno, "writing trace file " + path_);
+    // Not in the file: the block's records are lost, not written.
+    written_ -= pending_records_;
+    dropped_ += pending_records_;
+    pending_.clear();
+    pending_records_ = 0;
     return failed_;
   }
-  file_bytes_ += sizeof(h) + pending_.size();
+  flushed_ += pending_records_;
+  file_bytes_ += block.size();
   pending_.clear();
   pending_records_ = 0;
   return Status::Ok();

@@ -133,15 +133,16 @@ void Tracer::Add(Record r) {
       if (!e.key.empty()) e.key = hasher_->Hash(e.key);
     }
   }
+  const uint64_t flushed = writer_->records_flushed(), dropped = writer_->records_dropped();
   const Status s = writer_->Add(r);
-  if (s.ok()) {
-    written_total_.fetch_add(1, std::memory_order_relaxed);
-  } else if (writer_->failed()) {
-    // A write error (a full disk among them) ends the trace; the cap only drops the record.
-    EndLocked("writing the trace failed: " + s.ToString());
-  } else {
-    dropped_total_.fetch_add(1, std::memory_order_relaxed);
-  }
+  CountLocked(flushed, dropped);
+  // A write error (a full disk among them) ends the trace; the cap only drops the record.
+  if (!s.ok() && writer_->failed()) EndLocked("writing the trace failed: " + s.ToString());
+}
+
+void Tracer::CountLocked(uint64_t flushed_before, uint64_t dropped_before) {
+  written_total_.fetch_add(writer_->records_flushed() - flushed_before, std::memory_order_relaxed);
+  dropped_total_.fetch_add(writer_->records_dropped() - dropped_before, std::memory_order_relaxed);
 }
 
 bool Tracer::ExpiredLocked() {
@@ -152,9 +153,11 @@ bool Tracer::ExpiredLocked() {
 
 void Tracer::EndLocked(const std::string& why) {
   threshold_.store(0, std::memory_order_relaxed);
+  const uint64_t flushed = writer_->records_flushed(), dropped = writer_->records_dropped();
+  const Status closed = writer_->Close();
+  CountLocked(flushed, dropped);
   last_.records_written = writer_->records_written();
   last_.records_dropped = writer_->records_dropped();
-  const Status closed = writer_->Close();
   last_.bytes = writer_->bytes();
   last_.active = false;
   last_.ended_because = closed.ok() ? why : "closing the trace failed: " + closed.ToString();

@@ -77,7 +77,9 @@ class Tracer {
   uint64_t max_bytes() const { return options_.max_bytes; }
   // Whether a trace is sampling now (a trace past its duration until something notices).
   bool Sampling() const { return threshold_.load(std::memory_order_relaxed) != 0; }
-  // Totals over every trace, for the metrics.
+  // Totals over every trace, for the metrics: records in blocks written to trace files (a running
+  // trace's pending block counts once it is written), and records dropped by the size cap or
+  // lost with a block that failed to write.
   uint64_t records_written_total() const { return written_total_.load(); }
   uint64_t records_dropped_total() const { return dropped_total_.load(); }
 
@@ -86,6 +88,8 @@ class Tracer {
   // Ends the running trace (mu_ held); `why` goes to the status.
   void EndLocked(const std::string& why) GROVE_REQUIRES(mu_);
   bool ExpiredLocked() GROVE_REQUIRES(mu_);
+  // Adds to the totals what the writer flushed and dropped since the counts given.
+  void CountLocked(uint64_t flushed_before, uint64_t dropped_before) GROVE_REQUIRES(mu_);
 
   const TracerOptions options_;
   // The sample as a threshold on a 32-bit draw; 0 while no trace runs.

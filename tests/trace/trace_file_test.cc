@@ -4,6 +4,7 @@
 
 #include "trace/trace_file.h"
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "testutil/temp_dir.h"
 #include "util/crc32c.h"
@@ -269,6 +271,44 @@ TEST(TraceFileTest, TheSizeCapDropsRecordsWhole) {
   std::vector<Record> back;
   ASSERT_TRUE(ReadAll(path, &back).ok());
   EXPECT_EQ(back.size(), written);
+}
+
+// A block the file system refuses (here past RLIMIT_FSIZE, as a full disk would) is not counted
+// as written: its records move to dropped, and the writer takes no more.
+TEST(TraceFileTest, ABlockThatFailsToWriteIsCountedAsDropped) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("t");
+  const std::vector<Record> records = SampleRecords(400, 5);
+  auto w = TraceWriter::Create(path, Header{}, 1 << 20, 512);
+  ASSERT_TRUE(w.ok());
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  void (*old_handler)(int) = ::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead
+  struct rlimit small = old;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  Status failure;
+  size_t offered = 0;
+  for (const Record& r : records) {
+    ++offered;
+    failure = (*w)->Add(r);
+    if (!failure.ok()) break;
+  }
+  if (failure.ok()) failure = (*w)->Flush();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(failure.ok()) << "4 KiB cannot hold 400 records";
+  EXPECT_TRUE((*w)->failed());
+  EXPECT_EQ((*w)->Add(records[0]).code(), failure.code()) << "no more records after a failure";
+  ++offered;
+  (void)(*w)->Close();
+  std::vector<Record> back;
+  (void)ReadAll(path, &back);  // the tail may be cut short; whole blocks come back
+  EXPECT_EQ((*w)->records_written(), back.size()) << "written counts what is in the file";
+  EXPECT_EQ((*w)->records_flushed(), back.size());
+  EXPECT_GT((*w)->records_dropped(), 0u);
+  EXPECT_EQ((*w)->records_written() + (*w)->records_dropped(), offered)
+      << "every record offered is either in the file or dropped";
 }
 
 TEST(TraceFileTest, BadArgumentsAreRefused) {

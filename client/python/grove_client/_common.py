@@ -12,7 +12,7 @@ from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import grpc
 
-from grove.v1 import kv_pb2
+from grove.v1 import admin_pb2, kv_pb2
 
 from . import errors
 
@@ -209,6 +209,18 @@ def delete_range_request(start: Bytes, end: Bytes, limit: int) -> kv_pb2.DeleteR
         raise errors.InvalidArgument("limit: must not be negative")
     return kv_pb2.DeleteRangeRequest(start=to_bytes("start", start), end=to_bytes("end", end),
                                      limit=limit)
+
+
+def start_trace_request(sample: float, duration: float, name: str,
+                        hash_keys: bool) -> admin_pb2.StartTraceRequest:
+    """The StartTrace request; the server checks the name and the sample's range."""
+    if isinstance(sample, bool) or not isinstance(sample, (int, float)):
+        raise TypeError(f"sample: expected a number, got {type(sample).__name__}")
+    if isinstance(duration, bool) or not isinstance(duration, (int, float)) or duration < 0:
+        raise errors.InvalidArgument(
+            f"duration: must be a number of seconds >= 0 (0: until stopped), got {duration}")
+    return admin_pb2.StartTraceRequest(sample=float(sample), duration_seconds=float(duration),
+                                       name=name, hash_keys=hash_keys)
 
 
 def delete_range_result(r: kv_pb2.DeleteRangeResponse) -> DeleteRangeResult:

@@ -165,6 +165,26 @@ class AsyncClient:
                                                           timeout=timeout)
         return resp
 
+    async def trace_start(self, sample: float = 0.01, *, duration: float = 0, name: str = "",
+                          hash_keys: bool = False) -> admin_pb2.TraceStatusResponse:
+        """Starts a sampled trace on the server, as Client.trace_start."""
+        req = _common.start_trace_request(sample, duration, name, hash_keys)
+        resp: admin_pb2.TraceStatusResponse = await self._call(self._admin.StartTrace, req,
+                                                               write=True)
+        return resp
+
+    async def trace_stop(self) -> admin_pb2.TraceStatusResponse:
+        """Ends the running trace, as Client.trace_stop."""
+        resp: admin_pb2.TraceStatusResponse = await self._call(
+            self._admin.StopTrace, admin_pb2.StopTraceRequest(), write=True)
+        return resp
+
+    async def trace_status(self) -> admin_pb2.TraceStatusResponse:
+        """The running or last trace's status, as Client.trace_status."""
+        resp: admin_pb2.TraceStatusResponse = await self._call(self._admin.GetTraceStatus,
+                                                               admin_pb2.TraceStatusRequest())
+        return resp
+
     # Plumbing.
 
     async def _connected(self) -> bool:

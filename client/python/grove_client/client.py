@@ -307,6 +307,35 @@ class Client:
                                                     timeout=timeout)
         return resp
 
+    def trace_start(self, sample: float = 0.01, *, duration: float = 0, name: str = "",
+                    hash_keys: bool = False) -> admin_pb2.TraceStatusResponse:
+        """Starts recording a sampled trace of the calls the server serves (admin role; the
+        server needs trace.dir): ``sample`` of the calls, for ``duration`` seconds (0: until
+        trace_stop), into ``name``.trace (empty: a generated name), keys hashed with
+        ``hash_keys``. Returns the trace's status; `grovectl advise` replays the file
+        (docs/operations.md, "Choose the index variant")."""
+        if self._router is not None:
+            raise _cluster.per_node("trace_start")
+        req = _common.start_trace_request(sample, duration, name, hash_keys)
+        resp: admin_pb2.TraceStatusResponse = self._call(self._admin.StartTrace, req, write=True)
+        return resp
+
+    def trace_stop(self) -> admin_pb2.TraceStatusResponse:
+        """Ends the running trace (FailedPrecondition when none runs) and returns its status."""
+        if self._router is not None:
+            raise _cluster.per_node("trace_stop")
+        resp: admin_pb2.TraceStatusResponse = self._call(
+            self._admin.StopTrace, admin_pb2.StopTraceRequest(), write=True)
+        return resp
+
+    def trace_status(self) -> admin_pb2.TraceStatusResponse:
+        """The running or last trace: path, records written and dropped, why it ended."""
+        if self._router is not None:
+            raise _cluster.per_node("trace_status")
+        resp: admin_pb2.TraceStatusResponse = self._call(self._admin.GetTraceStatus,
+                                                         admin_pb2.TraceStatusRequest())
+        return resp
+
     # Plumbing.
 
     def _metadata(self) -> _common.Metadata:

@@ -190,3 +190,17 @@ def test_bad_options_are_refused_naming_them():
     with pytest.raises(grove_client.InvalidArgument) as e:
         AsyncClient("etcd://127.0.0.1:2379/c")
     assert e.value.field == "address"
+
+
+def test_trace(make_groved, work_dir):
+    import os
+    g = make_groved(f"trace:\n  dir: {os.path.join(work_dir, 'traces')}\n")
+
+    async def body():
+        async with AsyncClient(g.address) as c:
+            assert (await c.trace_start(1.0, name="aio")).active
+            await asyncio.gather(*(c.put(b"a%d" % i, b"v") for i in range(10)))
+            st = await c.trace_stop()
+            assert not st.active and st.records_written >= 10, st
+            assert (await c.trace_status()).path.endswith("/aio.trace")
+    run(body())

@@ -285,3 +285,34 @@ def test_tls_and_mutual_tls(make_groved, work_dir):
     with pytest.raises(grove_client.InvalidArgument) as e:
         grove_client.Client(g.address, tls=True, ca_file=pem("missing.pem"))
     assert "ca_file" in e.value.message
+
+
+def test_trace_start_stop_and_status(make_groved, work_dir):
+    traces = os.path.join(work_dir, "traces")
+    g = make_groved(f"trace:\n  dir: {traces}\n")
+    with grove_client.Client(g.address) as c:
+        with pytest.raises(grove_client.FailedPrecondition):
+            c.trace_stop()  # none runs
+        st = c.trace_start(1.0, name="py")
+        assert st.active and st.path.endswith("/py.trace"), st
+        for i in range(20):
+            c.put(b"t%02d" % i, b"v")
+            c.get(b"t%02d" % i)
+        assert c.trace_status().active
+        st = c.trace_stop()
+        assert not st.active and st.ended_because == "stopped", st
+        assert st.records_written >= 40, st
+        assert os.path.getsize(st.path) > 0
+        with pytest.raises(grove_client.InvalidArgument) as e:
+            c.trace_start(2.0, name="bad-sample")
+        assert e.value.field == "sample", e.value.message
+        with pytest.raises(grove_client.InvalidArgument) as e:
+            c.trace_start(0.5, name="../escape")
+        assert e.value.field == "name", e.value.message
+        with pytest.raises(grove_client.InvalidArgument) as e:
+            c.trace_start(0.5, duration=-1)
+        assert e.value.field == "duration", e.value.message
+    with grove_client.Client(make_groved(sub="untraced").address) as c:
+        with pytest.raises(grove_client.FailedPrecondition) as e:
+            c.trace_start()
+        assert "trace.dir" in e.value.message

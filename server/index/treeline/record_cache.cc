@@ -499,10 +499,12 @@ std::vector<std::string> RecordCache::CheckConsistency() const {
     problems.push_back(
         fmt::format("record cache: counts {} bytes, its entries hold {}", bytes_.load(), bytes));
   }
+  // The counters as of the same moment: reads admit and evict again once the shards unlock.
+  const uint64_t counted_entries = entries_.load(), counted_dirty = dirty_count_.load();
   for (size_t i = kShards; i-- > 0;) shards_[i].mu.Unlock();
-  if (entries != entries_.load() || dirty != dirty_count_.load()) {
+  if (entries != counted_entries || dirty != counted_dirty) {
     problems.push_back(fmt::format("record cache: {} entries ({} dirty), its counters say {} ({})",
-                                   entries, dirty, entries_.load(), dirty_count_.load()));
+                                   entries, dirty, counted_entries, counted_dirty));
   }
   if (dirty_blobs_.size() > dirty) {
     problems.push_back(fmt::format("record cache: {} dirty blob entries, {} dirty entries",

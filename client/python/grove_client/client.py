@@ -30,8 +30,7 @@ from grove.v1 import admin_pb2, admin_pb2_grpc, kv_pb2, kv_pb2_grpc
 from grove_health import health_pb2, health_pb2_grpc
 
 from . import _cluster, _common, _stream, errors
-from ._common import (Bytes, Delete, DeleteRangeResult, Mutation, Put,  # noqa: F401 (re-exported)
-                      ValueInfo)
+from ._common import Bytes, DeleteRangeResult, Mutation, ValueInfo
 
 _SCAN_STOPPED_AT = "grove-scan-stopped-at-bin"
 

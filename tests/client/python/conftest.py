@@ -10,10 +10,14 @@ import socket
 import subprocess
 import tempfile
 import time
+from concurrent import futures
+
+import grpc
 
 import pytest
 
 import grove_client
+from grove.v1 import kv_pb2, kv_pb2_grpc
 
 
 def free_port():
@@ -113,3 +117,46 @@ def shared_groved():
 def client(shared_groved):
     with grove_client.Client(shared_groved.address) as c:
         yield c
+
+
+class Scripted(kv_pb2_grpc.KVServicer):
+    """A KV server that fails the first `failures` calls of each method with UNAVAILABLE, marked
+    not applied or not: for the write-retry rule of both clients."""
+
+    def __init__(self, failures, not_applied):
+        self.failures = failures
+        self.not_applied = not_applied
+        self.calls = {}
+
+    def _maybe_fail(self, name, context):
+        n = self.calls[name] = self.calls.get(name, 0) + 1
+        if n <= self.failures:
+            if self.not_applied:
+                context.set_trailing_metadata((("grove-not-applied", "1"),))
+            context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
+
+    def Put(self, request, context):
+        self._maybe_fail("Put", context)
+        return kv_pb2.PutResponse(version=7)
+
+    def Get(self, request, context):
+        self._maybe_fail("Get", context)
+        return kv_pb2.GetResponse(found=True, value=b"v")
+
+
+@pytest.fixture
+def scripted():
+    """scripted(servicer) serves it on a free loopback port and returns the address."""
+    servers = []
+
+    def start(servicer):
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        kv_pb2_grpc.add_KVServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        return f"127.0.0.1:{port}"
+
+    yield start
+    for s in servers:
+        s.stop(None)

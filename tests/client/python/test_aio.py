@@ -2,15 +2,14 @@
 client's calls, answers, errors and retry rules as coroutines."""
 
 import asyncio
-from concurrent import futures
 
-import grpc
 import pytest
-from grove.v1 import kv_pb2, kv_pb2_grpc
 
 import grove_client
 from grove_client import Delete, Put
 from grove_client.aio import AsyncClient
+
+from conftest import Scripted
 
 
 def run(coro):
@@ -97,47 +96,6 @@ def test_errors_are_typed_and_name_the_field(shared_groved):
             with pytest.raises(grove_client.InvalidArgument):
                 await c.put(b"k", b"v", if_absent=True, if_version=3)
     run(body())
-
-
-class Scripted(kv_pb2_grpc.KVServicer):
-    """Fails the first `failures` calls of each method with UNAVAILABLE."""
-
-    def __init__(self, failures, not_applied):
-        self.failures = failures
-        self.not_applied = not_applied
-        self.calls = {}
-
-    def _maybe_fail(self, name, context):
-        n = self.calls[name] = self.calls.get(name, 0) + 1
-        if n <= self.failures:
-            if self.not_applied:
-                context.set_trailing_metadata((("grove-not-applied", "1"),))
-            context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
-
-    def Put(self, request, context):
-        self._maybe_fail("Put", context)
-        return kv_pb2.PutResponse(version=7)
-
-    def Get(self, request, context):
-        self._maybe_fail("Get", context)
-        return kv_pb2.GetResponse(found=True, value=b"v")
-
-
-@pytest.fixture
-def scripted():
-    servers = []
-
-    def start(servicer):
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        kv_pb2_grpc.add_KVServicer_to_server(servicer, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        servers.append(server)
-        return f"127.0.0.1:{port}"
-
-    yield start
-    for s in servers:
-        s.stop(None)
 
 
 def test_the_write_retry_rule(scripted):

@@ -1,54 +1,18 @@
 """The write-retry rule against a scripted server: a write is retried only when the server says
 it was not applied; reads are retried on UNAVAILABLE."""
 
-from concurrent import futures
-
-import grpc
 import pytest
 
 import grove_client
-from grove.v1 import kv_pb2, kv_pb2_grpc
 
-
-class Scripted(kv_pb2_grpc.KVServicer):
-    """Fails the first `failures` calls of each method with UNAVAILABLE."""
-
-    def __init__(self, failures, not_applied):
-        self.failures = failures
-        self.not_applied = not_applied
-        self.calls = {}
-
-    def _maybe_fail(self, name, context):
-        n = self.calls[name] = self.calls.get(name, 0) + 1
-        if n <= self.failures:
-            if self.not_applied:
-                context.set_trailing_metadata((("grove-not-applied", "1"),))
-            context.abort(grpc.StatusCode.UNAVAILABLE, "draining")
-
-    def Put(self, request, context):
-        self._maybe_fail("Put", context)
-        return kv_pb2.PutResponse()
-
-    def Get(self, request, context):
-        self._maybe_fail("Get", context)
-        return kv_pb2.GetResponse(found=True, value=b"v")
+from conftest import Scripted
 
 
 @pytest.fixture
-def serve():
-    servers = []
-
+def serve(scripted):
     def start(servicer):
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        kv_pb2_grpc.add_KVServicer_to_server(servicer, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        servers.append(server)
-        return grove_client.Client(f"127.0.0.1:{port}", initial_backoff=0.01, max_backoff=0.05)
-
-    yield start
-    for s in servers:
-        s.stop(None)
+        return grove_client.Client(scripted(servicer), initial_backoff=0.01, max_backoff=0.05)
+    return start
 
 
 def test_a_write_refused_unapplied_is_retried(serve):

@@ -3,49 +3,30 @@
 // BufferPool: the page cache over the data file, and the only way to reach page memory.
 //
 // 4 KiB frames (cache_bytes / 4096), up to a limit that may move at run time (SetCapacityPages:
-// a variant that shares its budget with a cache of its own moves memory between the two; the
-// arena is mapped at the largest size, and frames released below the limit give their memory
-// back with MADV_DONTNEED). A page is found through a sharded page
-// table; a miss takes a frame from the free list or by CLOCK eviction and reads the page with the
-// IO backend, then checks its checksum, own id and epoch (EpochTable) before anyone sees it.
+// a variant that shares its budget with a cache of its own moves memory between the two). A miss
+// takes a frame and reads the page with the IO backend, then checks its checksum, own id and epoch
+// (EpochTable) before anyone sees it.
 //
 // Access is through RAII guards only: PageReadGuard holds the frame's latch shared, PageWriteGuard
 // exclusive; both pin the frame so it cannot be evicted. Dropping the guard releases both.
+// No-steal: a dirty frame is never evicted; only a checkpoint writes pages.
 //
-// No-steal: a dirty frame is never evicted; only a checkpoint writes pages. SnapshotDirty captures
-// the dirty set while writers are paused, without copying it: each captured frame gets a slot in
-// the checkpoint's arena. CompleteSnapshot, after writers resume, copies what is still uncopied;
-// a writer that changes a captured page first copies it out itself (copy on write, in
-// PageWriteGuard::mutable_data and Discard), so the arena holds every page exactly as it was at
-// the snapshot while writers pause only for the capture. EndCheckpoint releases the frames.
-// Frames captured by a checkpoint stay pinned in memory ("flushing") until their in-place write
-// is durable, so a page is never read back from disk while its newest image is on its way there.
+// The pool is a façade over parts with one job each:
 //
-// Prefetching: PrefetchBatch reads pages speculatively into a small side pool. A prefetched page
-// enters the cache only when a traversal confirms it (FetchRead with the batch, for exactly that
-// page id, and the page verifies); unconfirmed pages are dropped and counted as wasted.
+//   frame.h                the frames, their state machine and their memory
+//   page_table.h           page id -> frame: sharded map, lock-free hints, resident count
+//   evictor.h              frames for new pages within the (movable) limit; ghost hits
+//   replacer.h             which page gives way (clock_replacer.h: CLOCK with an inner-node budget)
+//   checkpoint_snapshot.h  dirty pages, and the copy-on-write snapshot a checkpoint writes
+//   prefetch_batch.h       speculative reads into a side pool, admitted only when confirmed
 //
-// Cache hits take no lock: a lock-free hint table (buckets of four frame indexes, each bucket
-// owned by one page-table shard, written under its lock) names the frame that probably holds a
-// page; the reader checks the frame's page id and state, pins it, and checks the state again. An
-// evictor marks the frame free before it claims the pins (compare-and-swap 0 -> 1), and a reader
-// pins before it checks, so one of them always sees the other (both are sequentially consistent):
-// the reader backs off, or the evictor does. A hint that is stale or missing only sends the
-// reader to the shard's table under its mutex. Pins are only ever added and subtracted (never
-// stored), because a reader's tentative pin may land on any frame.
+// and keeps for itself the guards, the load paths (single pages, LoadMany's batched runs, a
+// confirmed prefetch) with their verification, and the IO accounting.
 //
-// Frame state machine (state changes under the page-table shard lock of the frame's page):
-//
-//     kFree --(miss: reserve + insert)--> kLoading --(read ok)--> kResident
-//       ^                                    |                        |
-//       |                              (read failed)          (evict / discard)
-//       |                                    v                        |
-//       +------------(pin == 0)-------- kInvalid <--------------------+
-//
-// Lock order: eviction mutex -> page-table shard mutex -> frame latch is never held while taking
-// the eviction mutex or a shard mutex, except that a loader holds its new frame's latch (no one
-// else can hold it yet). Page latches among themselves are ordered by the index (top-down,
-// left-to-right; see index/btree/btree.h).
+// Lock order: the evictor's mutex -> the replacer's -> a page-table shard mutex; a frame latch is
+// never held while taking the evictor's mutex or a shard mutex, except that a loader holds its new
+// frame's latch (no one else can hold it yet). Page latches among themselves are ordered by the
+// index (top-down, left-to-right; see index/btree/btree.h).
 //
 // Thread safety: every public method is safe for concurrent use. A page latch passes from the
 // function that takes it (FetchRead, FetchWrite, NewPage, a loader) to the guard that releases
@@ -55,28 +36,22 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "grove/io_backend.h"
 #include "grove/stats.h"
 #include "grove/status.h"
 
+#include "buffer/checkpoint_snapshot.h"
+#include "buffer/evictor.h"
+#include "buffer/frame.h"
+#include "buffer/page_table.h"
+#include "buffer/prefetch_batch.h"
+#include "buffer/replacer.h"
 #include "page/epoch_table.h"
 #include "page/page.h"
-#include "util/ghost_set.h"
-#include "util/mutex.h"
 
 namespace grove {
-
-// How long a page should stay. kNormal pages get CLOCK's second chance. kHigh pages (inner nodes)
-// have a budget, BufferPoolOptions::high_retention_fraction of the frames: within it they are never
-// evicted; beyond it they are the first to go. So the fraction caps what inner nodes may hold
-// (experiments size it as "x% of the inner nodes cached") as much as it protects them.
-enum class Retention : uint8_t { kNormal = 1, kHigh = 5 };
 
 struct BufferPoolOptions {
   uint64_t capacity_bytes = 256ull << 20;
@@ -90,28 +65,6 @@ struct BufferPoolOptions {
 };
 
 class BufferPool;
-class PrefetchBatch;
-
-namespace buffer_internal {
-
-enum class FrameState : uint8_t { kFree, kLoading, kResident, kInvalid };
-
-struct Frame {
-  std::atomic<PageId> page_id{kInvalidPageId};
-  std::atomic<uint32_t> pins{0};
-  std::atomic<FrameState> state{FrameState::kFree};
-  std::atomic<uint8_t> usage{0};
-  std::atomic<bool> high{false};  // accessed with Retention::kHigh
-  std::atomic<bool> dirty{false};
-  std::atomic<bool> flushing{false};
-  // Captured by the running checkpoint and not yet copied out: the page's slot in the
-  // checkpoint's arena (-1: none). See SnapshotDirty.
-  std::atomic<int32_t> snap_slot{-1};
-  SharedMutex latch;
-  char* data = nullptr;
-};
-
-}  // namespace buffer_internal
 
 class PageReadGuard {
  public:
@@ -168,7 +121,7 @@ class BufferPool {
   // `data_file` is the O_DIRECT data file; `epochs` the table every read is checked against.
   BufferPool(const BufferPoolOptions& options, IoBackend* io, File* data_file,
              const EpochTable* epochs);
-  ~BufferPool();  // REQUIRES: no guard or PrefetchBatch of this pool is alive
+  ~BufferPool() = default;  // REQUIRES: no guard or PrefetchBatch of this pool is alive
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
@@ -201,7 +154,7 @@ class BufferPool {
   Status LoadMany(const std::vector<PageId>& ids, IoCause cause) GROVE_NO_THREAD_SAFETY_ANALYSIS;
   static constexpr size_t kMaxRunPages = 256;
 
-  bool IsResident(PageId id);
+  bool IsResident(PageId id) { return table_.Contains(id); }
 
   // Copies the current image of page `id` into `out` (kPageSize bytes, 4 KiB aligned): from the
   // cache when resident, otherwise read from disk and verified without entering the cache. For
@@ -221,27 +174,27 @@ class BufferPool {
   void CompleteSnapshot();
   // Ends the checkpoint begun by SnapshotDirty. On failure the captured pages become dirty again.
   void EndCheckpoint(bool success);
-  uint64_t dirty_pages() const { return dirty_count_.load(std::memory_order_relaxed); }
+  uint64_t dirty_pages() const { return snapshot_.dirty_pages(); }
   // Frames held for the running checkpoint's in-place writes (not evictable either).
-  uint64_t flushing_pages() const { return flushing_count_.load(std::memory_order_relaxed); }
+  uint64_t flushing_pages() const { return snapshot_.flushing_pages(); }
   // The frames the pool may use now (its limit), and the most it can be given.
-  uint64_t capacity_pages() const { return limit_.load(std::memory_order_relaxed); }
-  uint64_t max_capacity_pages() const { return num_frames_; }
+  uint64_t capacity_pages() const { return evictor_.capacity(); }
+  uint64_t max_capacity_pages() const { return frames_.size(); }
   // Moves the limit to `pages` (clamped to [16, max_capacity_pages()]). Shrinking evicts clean,
   // unpinned frames above the new limit at once and returns their memory to the system; frames
   // that cannot go now (pinned, dirty, being written) go as later misses evict them, since a miss
   // over the limit reuses a victim's frame instead of taking a free one. The limit is soft: when
   // no frame can be evicted, a miss takes a free frame rather than fail. Returns the frames in
   // use afterwards.
-  uint64_t SetCapacityPages(uint64_t pages);
+  uint64_t SetCapacityPages(uint64_t pages) { return evictor_.SetCapacity(pages); }
   // Frames holding a page or being loaded (at most max_capacity_pages()).
-  uint64_t frames_in_use() const;
+  uint64_t frames_in_use() const { return evictor_.in_use(); }
   // Read misses (FetchRead, TryFetchRead, LoadMany but for IoCause::kPrefetch) whose page was
   // evicted within the last ghost_pages evictions (see BufferPoolOptions). A FetchWrite's miss is
   // not counted: a variant whose writes fetch pages because its own cache let records go
   // (TreeLine's write-backs, and their prefetch) would otherwise count its own cache's shortage
   // as the pool's.
-  uint64_t ghost_hits() const { return ghost_hits_.load(std::memory_order_relaxed); }
+  uint64_t ghost_hits() const { return evictor_.ghost_hits(); }
   void RecordWrites(IoCause cause, uint64_t pages);
   void RecordReads(IoCause cause, uint64_t pages);
 
@@ -254,173 +207,44 @@ class BufferPool {
   using Frame = buffer_internal::Frame;
   using FrameState = buffer_internal::FrameState;
 
-  static constexpr int kShardBits = 6;
-  static constexpr int kShards = 1 << kShardBits;
-  struct Shard {
-    Mutex mu;
-    std::unordered_map<PageId, uint32_t> table GROVE_GUARDED_BY(mu);  // page id -> frame index
-  };
-  static uint64_t Hash(PageId id) { return id * 0x9E3779B97F4A7C15ull; }
-  Shard& ShardOf(PageId id) { return shards_[Hash(id) >> (64 - kShardBits)]; }
-
-  // Hint table: the top bits of a page's hash pick its bucket, so a bucket's pages all belong to
-  // the shard named by the bucket index's top kShardBits bits, and that shard's mutex serialises
-  // the bucket's writers.
-  static constexpr int kHintWays = 4;
-  struct alignas(16) HintBucket {
-    std::array<std::atomic<uint32_t>, kHintWays> frame;
-  };
-  HintBucket& BucketOf(PageId id) { return hints_[Hash(id) >> (64 - hint_bits_)]; }
-  // The frame of `id`, pinned, if the hints name it and it is resident; null otherwise (the
-  // caller then looks in the shard's table).
-  Frame* PinHinted(PageId id);
-  // Records frame `index` as the holder of `id`. REQUIRES: the shard of `id` locked.
-  void HintLocked(PageId id, uint32_t index);
-
-  // Pins the resident or loading frame of `id`, or returns null when absent. `touch` counts the
-  // access for CLOCK.
+  // The frame of `id`, pinned, or null when absent. `touch` counts the access for the replacer.
   Frame* PinIfPresent(PageId id, Retention retention, bool touch = true);
-  // Takes a frame out of circulation for a new page: free list first, then CLOCK.
+  void Touch(Frame* frame, Retention retention) {
+    evictor_.replacer().Touch(frames_.IndexOf(frame), retention);
+  }
+  // A frame for a new page (Evictor::Reserve), waiting a while for a running checkpoint when the
+  // frames it is writing are all that stands in the way.
   StatusOr<uint32_t> ReserveFrame();
-  // One CLOCK pass of up to seven sweeps: a frame evicted (or an invalid one reclaimed), pinned
-  // and free for reuse, or kNoFrame. *passed_high is set when a high-retention frame within its
-  // share was passed over.
-  uint32_t ClockVictimLocked(bool* passed_high) GROVE_REQUIRES(evict_mu_);
-  // One attempt of ReserveFrame: kResourceExhausted when every frame is pinned, dirty, flushing
-  // or protected.
-  StatusOr<uint32_t> ReserveFrameOnce();
-  void ReturnFrame(uint32_t index);
-  // A read miss of `id`: counted in ghost_hits when its page was evicted lately.
-  void CountGhostHit(PageId id);
-  // Puts an evicted (pinned, free) frame back on the free list and gives its memory back.
-  void ReleaseFrameLocked(uint32_t index) GROVE_REQUIRES(evict_mu_);
-  uint64_t InUseLocked() const GROVE_REQUIRES(evict_mu_) {
-    return num_frames_ - free_frames_.size();
-  }
-  // kHigh frames protected from eviction up to this many: a share of the current limit.
-  uint64_t HighLimit() const {
-    return static_cast<uint64_t>(high_fraction_ * static_cast<double>(capacity_pages()));
-  }
-  // Inserts `id` -> frame in the table, unless someone else inserted `id` first (then returns
-  // false and the caller uses theirs).
-  bool InstallLocked(Shard& shard, PageId id, uint32_t index, FrameState state)
-      GROVE_REQUIRES(shard.mu);
+  // Maps `id` to the reserved frame `index` in `state`, its history and dirty state fresh; false
+  // when someone mapped `id` first.
+  bool Install(PageId id, uint32_t index, FrameState state);
+  // The page in `frame` is gone (discarded, or its load failed): unmapped, invalid, forgotten by
+  // the replacer, clean. REQUIRES: the caller pins the frame.
+  void Drop(PageId id, Frame* frame);
   // After a read: verify, then publish or invalidate. Returns the page's status.
-  Status FinishLoad(Frame* frame, PageId id, const IoOp& op,
-                    IoCause cause) GROVE_NO_THREAD_SAFETY_ANALYSIS;
   Status FinishLoad(Frame* frame, PageId id, Status io_status, uint32_t bytes,
                     IoCause cause) GROVE_NO_THREAD_SAFETY_ANALYSIS;
-  void InvalidateAndUnpin(Frame* frame, PageId id);
-  void Unpin(Frame* frame);
+  void Unpin(Frame* frame) { frame->pins.fetch_sub(1, std::memory_order_acq_rel); }
   Status VerifyImage(const char* image, PageId id);
   // `for_write`: a FetchWrite, whose miss is not counted as a ghost hit (see ghost_hits).
   Status LoadPinned(Frame** frame_out, PageId id, IoCause cause, Retention retention,
                     PrefetchBatch* prefetched,
                     bool for_write = false) GROVE_NO_THREAD_SAFETY_ANALYSIS;
-  void MarkDirty(Frame* frame);
-  // Copy on write for a captured frame (see SnapshotDirty). REQUIRES: the frame's latch held
-  // (exclusively by a writer, or shared by CompleteSnapshot).
-  void CopyOutCaptured(Frame* frame);
-  // Records an access with `retention` (usage count, high-retention membership).
-  void Touch(Frame* frame, Retention retention);
-  // The frame leaves the page table: it no longer counts as a high-retention page.
-  void ForgetHigh(Frame* frame);
-  // Evicts frames_[index] if it is resident, unpinned, clean and not being flushed; the frame is
-  // then pinned and free for reuse. Caller holds evict_mu_.
-  bool TryEvictLocked(uint32_t index) GROVE_REQUIRES(evict_mu_);
-  // An over-budget high-retention frame to reuse, oldest first; kNoFrame if none can go.
-  uint32_t EvictOverBudgetHighLocked() GROVE_REQUIRES(evict_mu_);
-  static constexpr uint32_t kNoFrame = UINT32_MAX;
+  // A traversal confirmed the page `id` of `prefetched`: copies its image into the loading
+  // `frame` and publishes it. False when it was not prefetched or the image does not verify.
+  bool AdmitPrefetched(Frame* frame, PageId id, PrefetchBatch* prefetched);
 
   IoBackend* const io_;
   File* const file_;
   const EpochTable* const epochs_;
-  const uint32_t num_frames_;
-  const double high_fraction_;   // BufferPoolOptions::high_retention_fraction
-  std::atomic<uint64_t> limit_;  // frames the pool may use (SetCapacityPages)
-  GhostSet ghost_;               // evicted pages (BufferPoolOptions::ghost_pages)
-  const uint64_t ghost_window_;
-  std::atomic<uint64_t> ghost_hits_{0};
-  char* arena_ = nullptr;  // num_frames_ * kPageSize bytes, mmap'ed (heap if mmap failed)
-  bool mmapped_ = true;
-  std::unique_ptr<Frame[]> frames_;
-  std::array<Shard, kShards> shards_;
-  const int hint_bits_;  // log2 of the number of hint buckets (>= kShardBits)
-  std::unique_ptr<HintBucket[]> hints_;
+  buffer_internal::FrameArray frames_;
+  buffer_internal::PageTable table_;
+  buffer_internal::Evictor evictor_;
+  buffer_internal::CheckpointSnapshot snapshot_;
+  buffer_internal::SidePool side_;
 
-  mutable Mutex evict_mu_;
-  std::vector<uint32_t> free_frames_ GROVE_GUARDED_BY(evict_mu_);
-  uint32_t clock_hand_ GROVE_GUARDED_BY(evict_mu_) = 0;
-  // Frames in the order they became high-retention (may hold stale entries: a frame is checked
-  // when it is taken). Over budget, these go before CLOCK runs, so the budget is a cap: with a
-  // budget of 0 an inner node stays only until the next miss. Lock order: evict_mu_ or a shard's
-  // mu, then high_mu_; nothing is acquired while holding high_mu_.
-  Mutex high_mu_;
-  std::deque<uint32_t> high_queue_ GROVE_GUARDED_BY(high_mu_);
-
-  // Frames captured by the running checkpoint.
-  Mutex checkpoint_mu_;
-  std::vector<std::pair<uint32_t, PageId>> flushing_ GROVE_GUARDED_BY(checkpoint_mu_);
-  // The running snapshot's arena and epoch (set while writers are paused, read by writers that
-  // copy a captured frame out under its latch).
-  std::atomic<char*> snap_arena_{nullptr};
-  std::atomic<uint32_t> snap_epoch_{0};
-
-  // Side pool for PrefetchBatch.
-  Mutex side_mu_;
-  std::vector<char*> side_free_ GROVE_GUARDED_BY(side_mu_);
-  AlignedBuffer side_arena_;
-
-  std::atomic<uint64_t> dirty_count_{0};
-  std::atomic<uint64_t> flushing_count_{0};
-  std::atomic<uint64_t> resident_{0};
-  std::atomic<uint64_t> high_count_{0};
-  std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, checksum_failures_{0};
+  std::atomic<uint64_t> hits_{0}, misses_{0}, checksum_failures_{0};
   std::array<std::atomic<uint64_t>, kNumIoCauses> reads_{}, writes_{};
-  std::atomic<uint64_t> prefetch_issued_{0}, prefetch_used_{0}, prefetch_wasted_{0};
-};
-
-// Speculative reads of pages a lookup expects to need (SHORTCUT's one-shot path prefetch). Owned
-// by one thread for the duration of one lookup. Pages already resident are not read. Issue() sends
-// every read in one submission into side-pool buffers; FetchRead(id, ..., this) consumes a
-// prefetched page only when the traversal asks for exactly that id and the image verifies.
-class PrefetchBatch {
- public:
-  explicit PrefetchBatch(BufferPool* pool);
-  ~PrefetchBatch();  // waits for outstanding reads; unused pages count as wasted
-  PrefetchBatch(const PrefetchBatch&) = delete;
-  PrefetchBatch& operator=(const PrefetchBatch&) = delete;
-
-  // Returns how many reads were issued (side-pool exhaustion or residency may reduce it).
-  size_t Issue(const std::vector<PageId>& ids);
-  // The same for ids[0, n); *considered receives how many of them were looked at (issued, found
-  // resident or already in flight) before the side pool ran out: the rest may be offered again.
-  size_t Issue(const PageId* ids, size_t n, size_t* considered);
-  size_t issued() const { return entries_.size(); }
-  // Whether a read of `id` was issued by this batch.
-  bool Has(PageId id) const;
-  // Reads issued and not yet handed to a traversal.
-  size_t pending() const;
-  // Gives back the side-pool buffers of every page already handed to a traversal and of every
-  // pending page `keep` rejects (waiting for its read; it counts as wasted). A long scan calls it
-  // as it moves on, so that its batch holds only the pages still ahead of it.
-  void Retain(const std::function<bool(PageId)>& keep);
-
- private:
-  friend class BufferPool;
-  struct Entry {
-    PageId id;
-    char* buf;
-    IoOp op;
-    bool taken = false;  // handed to a traversal
-    bool used = false;   // verified and admitted to the cache
-  };
-  // The entry for `id`, waiting for its read; null when `id` was not prefetched.
-  Entry* Take(PageId id);
-
-  BufferPool* const pool_;
-  std::unique_ptr<IoQueue> queue_;
-  std::vector<std::unique_ptr<Entry>> entries_;
 };
 
 }  // namespace grove

@@ -1,0 +1,87 @@
+#include "buffer/checkpoint_snapshot.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "page/page.h"
+
+namespace grove::buffer_internal {
+
+StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, AlignedBuffer* arena) {
+  std::vector<std::pair<PageId, uint32_t>> dirty;
+  for (uint32_t i = 0; i < frames_->size(); ++i) {
+    Frame& f = (*frames_)[i];
+    if (f.state.load() == FrameState::kResident && f.dirty.load()) {
+      dirty.push_back({f.page_id.load(), i});
+    }
+  }
+  std::sort(dirty.begin(), dirty.end());
+  *arena = AlignedBuffer(std::max<size_t>(1, dirty.size()) * kPageSize);
+  std::vector<PageId> ids;
+  ids.reserve(dirty.size());
+  MutexLock lock(&mu_);
+  flushing_.clear();
+  arena_.store(arena->data());
+  epoch_.store(epoch);
+  for (size_t n = 0; n < dirty.size(); ++n) {
+    const auto [pid, idx] = dirty[n];
+    Frame& f = (*frames_)[idx];
+    f.latch.LockShared();
+    f.flushing.store(true);
+    ClearDirty(&f);
+    f.snap_slot.store(static_cast<int32_t>(n));
+    f.latch.UnlockShared();
+    ids.push_back(pid);
+    flushing_.push_back({idx, pid});
+  }
+  flushing_count_.store(ids.size());
+  return ids;
+}
+
+void CheckpointSnapshot::CopyOut(Frame* f) {
+  // Copiers exclude each other through the latch (a writer holds it exclusively, Complete
+  // shared), so reading the slot and clearing it need not be one step.
+  const int32_t slot = f->snap_slot.load(std::memory_order_acquire);
+  if (slot < 0) return;  // the common case
+  char* copy = arena_.load() + static_cast<size_t>(slot) * kPageSize;
+  std::memcpy(copy, f->data, kPageSize);
+  page::Seal(copy, epoch_.load());
+  // Cleared only once the copy is whole: Complete passes a frame whose slot reads -1 without
+  // taking its latch, and the checkpoint then writes the arena.
+  f->snap_slot.store(-1, std::memory_order_release);
+}
+
+void CheckpointSnapshot::Complete() {
+  MutexLock lock(&mu_);
+  for (const auto& [idx, pid] : flushing_) {
+    Frame& f = (*frames_)[idx];
+    if (f.snap_slot.load() < 0) continue;
+    // Shared: a writer copying this frame out holds it exclusively, so after this no copy into
+    // the arena is under way.
+    f.latch.LockShared();
+    CopyOut(&f);
+    f.latch.UnlockShared();
+  }
+  arena_.store(nullptr);
+}
+
+void CheckpointSnapshot::End(bool success) {
+  MutexLock lock(&mu_);
+  for (const auto& [idx, pid] : flushing_) {
+    Frame& f = (*frames_)[idx];
+    if (f.snap_slot.load() >= 0) {  // abandoned before Complete: no copy is needed now
+      f.latch.LockShared();
+      f.snap_slot.store(-1);
+      f.latch.UnlockShared();
+    }
+    if (!success && f.page_id.load() == pid && f.state.load() == FrameState::kResident) {
+      MarkDirty(&f);
+    }
+    f.flushing.store(false);
+  }
+  flushing_.clear();
+  flushing_count_.store(0);
+  arena_.store(nullptr);
+}
+
+}  // namespace grove::buffer_internal

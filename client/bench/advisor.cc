@@ -7,6 +7,7 @@
 #include <memory>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "grove/db.h"
 #include "grove/logger.h"
@@ -118,7 +119,135 @@ class BackupSource {
   std::unique_ptr<Db> db_;
 };
 
+// This machine's memory, for the rule that every candidate open at once must fit in half of it.
+double PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+// A candidate between its load and its last measured slice. Sums in its CandidateResult until
+// the end: ops, replay_seconds, page reads, bytes written and CPU seconds (divided per call after).
+struct LiveCandidate {
+  CandidateResult* c = nullptr;
+  std::string dir;
+  std::unique_ptr<Target> target;
+  std::unique_ptr<Runner> runner;
+  ReplayPlan pass;               // the measured passes' plan
+  std::vector<uint32_t> slices;  // passes per slice
+  uint64_t next_pass = 0;        // the number of the next measured pass
+  LatencyHistogram latency;
+};
+
+// Opens, loads and warms up `l`'s candidate and sets how many passes it will be measured for.
+Status Prepare(const AdvisorOptions& o, LiveCandidate* l, const ReplayPlan& plan, KeySpace* space,
+               const ValueGen* values, BackupSource* backup, const RunSettings& settings,
+               uint64_t* records) {
+  CandidateResult& c = *l->c;
+  GROVE_ASSIGN_OR_RETURN(TargetUri uri, ParseTargetUri(c.target));
+  if (uri.scheme != "embedded") {
+    return Status::InvalidArgument("advise: candidate " + c.target + " is not embedded:<variant>");
+  }
+  c.variant = uri.body;
+  c.params = uri.params;
+  TargetOptions to;
+  to.dir = l->dir;
+  to.cache_bytes = o.memory_bytes;
+  to.direct_io = o.direct_io;
+  to.wal_sync = o.wal_sync;
+  GROVE_ASSIGN_OR_RETURN(l->target, OpenTarget(c.target, to));
+  GROVE_RETURN_IF_ERROR(l->target->Reset());
+  const double load_start = WallSeconds();
+  if (backup != nullptr) {
+    uint64_t n = 0;
+    GROVE_RETURN_IF_ERROR(backup->LoadInto(l->target.get(), &n));
+    GROVE_RETURN_IF_ERROR(l->target->Settle());
+    *records = n;
+  } else {
+    Runner loader(l->target.get(), space, values, settings);
+    GROVE_ASSIGN_OR_RETURN(RunResult load, loader.RunLoad());
+    if (load.errors > 0) return Status::Internal("load: " + load.first_error);
+    *records = space->loaded();
+  }
+  c.load_seconds = WallSeconds() - load_start;
+  l->runner = std::make_unique<Runner>(l->target.get(), space, values, settings);
+  l->pass = plan;
+  double one_pass = 0;  // seconds, at the warm-up's rate
+  if (o.warmup_seconds > 0) {
+    ReplayPlan warm_plan = plan;
+    warm_plan.options.loops = 1;
+    warm_plan.options.max_seconds = o.warmup_seconds;
+    // A pass number no measured pass has: keys named once vary (replay.h), so the warm-up
+    // leaves what the trace makes hot in the caches and not every key it named.
+    warm_plan.options.first_loop = 1ull << 40;
+    GROVE_ASSIGN_OR_RETURN(RunResult warm, l->runner->RunReplay(warm_plan));
+    if (warm.errors > 0) {
+      return Status::Internal(std::to_string(warm.errors) +
+                              " replayed calls failed; the first: " + warm.first_error);
+    }
+    c.warmup_seconds = warm.total.seconds;
+    if (warm.total.ops > 0) {
+      one_pass = warm.total.seconds * static_cast<double>(plan.ops.size()) /
+                 static_cast<double>(warm.total.ops);
+    }
+  }
+  c.loops = std::max<uint32_t>(1, plan.options.loops);
+  if (one_pass > 0 && o.min_seconds > 0) {
+    // As many whole passes as min_seconds take at the warm-up's rate (at most a million).
+    const double wanted = std::min(std::ceil(o.min_seconds / one_pass), 1e6);
+    c.loops = std::max(c.loops, static_cast<uint32_t>(wanted));
+  }
+  return Status::Ok();
+}
+
+// One measured slice of `passes` passes; adds what it measured to the candidate's sums.
+Status MeasureSlice(LiveCandidate* l, uint32_t passes, ReplayFacts* facts) {
+  CandidateResult& c = *l->c;
+  ReplayPlan slice = l->pass;
+  slice.options.loops = passes;
+  slice.options.max_seconds = 0;
+  slice.options.first_loop = l->next_pass;
+  l->next_pass += passes;
+  const double cpu0 = CpuSeconds();
+  GROVE_ASSIGN_OR_RETURN(RunResult run, l->runner->RunReplay(slice));
+  c.cpu_us_per_op += CpuSeconds() - cpu0;  // seconds until Advise divides
+  *facts = *run.replay;
+  c.replay_seconds += run.total.seconds;
+  c.ops += run.total.ops;
+  c.errors += run.errors;
+  c.slice_ops_per_sec.push_back(
+      run.total.seconds > 0 ? static_cast<double>(run.total.ops) / run.total.seconds : 0);
+  for (const OpStats& st : run.total.per_op) l->latency.Merge(st.latency);
+  c.p50_us = static_cast<double>(l->latency.Percentile(50)) / 1e3;
+  c.p99_us = static_cast<double>(l->latency.Percentile(99)) / 1e3;
+  c.page_reads_per_op += DeltaOr0(run.before, run.after, "page_reads");
+  c.bytes_written_per_op += DeltaOr0(run.before, run.after, "device_write_bytes");
+  c.index_memory_bytes = 0;
+  for (const char* g : {"index_inner_bytes", "index_model_bytes", "index_filter_bytes"}) {
+    const double v = GaugeValue(run.after, g);
+    if (!std::isnan(v)) c.index_memory_bytes += v;
+  }
+  if (run.errors > 0) {
+    return Status::Internal(std::to_string(run.errors) +
+                            " replayed calls failed; the first: " + run.first_error);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+double CandidateResult::SliceSpread() const {
+  if (slice_ops_per_sec.size() < 2 || ops_per_sec <= 0) return 0;
+  const auto [lo, hi] = std::minmax_element(slice_ops_per_sec.begin(), slice_ops_per_sec.end());
+  return (*hi - *lo) / ops_per_sec;
+}
+
+std::vector<uint32_t> SlicePasses(uint32_t passes, uint32_t slices) {
+  const uint32_t n = std::max<uint32_t>(1, std::min(passes, std::max<uint32_t>(1, slices)));
+  std::vector<uint32_t> out(n, passes / n);
+  for (uint32_t i = 0; i < passes % n; ++i) ++out[i];
+  return out;
+}
 
 void RankCandidates(std::vector<CandidateResult>* candidates) {
   std::stable_sort(candidates->begin(), candidates->end(),
@@ -154,6 +283,16 @@ std::string ExplainChoice(const CandidateResult& best, const CandidateResult& ne
   }
   if (margin < 1.05) {
     s += " Within 5%: on this trace the two are a tie, and either is a sound choice.";
+  } else if (best.slice_ops_per_sec.size() > 1 && next.slice_ops_per_sec.size() > 1) {
+    const double best_slowest =
+        *std::min_element(best.slice_ops_per_sec.begin(), best.slice_ops_per_sec.end());
+    const double next_fastest =
+        *std::max_element(next.slice_ops_per_sec.begin(), next.slice_ops_per_sec.end());
+    if (best_slowest < next_fastest) {
+      s += " Their slices overlap (" + best.target + "'s slowest ran at " + Fixed(best_slowest, 0) +
+           " calls/s, " + next.target + "'s fastest at " + Fixed(next_fastest, 0) +
+           "): a longer advice (--min-seconds) would separate them.";
+    }
   }
   return s;
 }
@@ -230,104 +369,69 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
                         o.seed);
 
   Advice advice;
+  advice.ranked.resize(candidates.size());
+  const uint32_t slices = std::max<uint32_t>(1, o.slices);
+  // Every candidate open at once holds its budget at once.
+  advice.interleaved =
+      slices > 1 && candidates.size() > 1 &&
+      static_cast<double>(o.memory_bytes) * static_cast<double>(candidates.size()) <=
+          PhysicalMemoryBytes() / 2;
+  RunSettings settings;
+  settings.threads = o.threads;
+  settings.progress = o.progress;
+  settings.seed = o.seed;
+  settings.load_method = LoadMethod::kBulk;
+  std::vector<std::unique_ptr<LiveCandidate>> live;
+  auto finish = [&](LiveCandidate* l) {
+    if (l->target) {
+      Status closed = l->target->Close();
+      if (l->c->status.ok()) l->c->status = closed;
+      l->target.reset();
+    }
+    if (!l->c->status.ok()) say("  " + l->c->target + " failed: " + l->c->status.ToString());
+    (void)DestroyDb(l->dir);
+    std::filesystem::remove_all(l->dir, ec);
+  };
   for (size_t i = 0; i < candidates.size(); ++i) {
-    CandidateResult c;
-    c.target = candidates[i];
-    say("[" + std::to_string(i + 1) + "/" + std::to_string(candidates.size()) + "] " + c.target);
-    const std::string dir = o.dir + "/candidate-" + std::to_string(i);
-    TargetOptions to;
-    to.dir = dir;
-    to.cache_bytes = o.memory_bytes;
-    to.direct_io = o.direct_io;
-    to.wal_sync = o.wal_sync;
-    c.status = [&]() -> Status {
-      GROVE_ASSIGN_OR_RETURN(TargetUri uri, ParseTargetUri(c.target));
-      if (uri.scheme != "embedded") {
-        return Status::InvalidArgument("advise: candidate " + c.target +
-                                       " is not embedded:<variant>");
+    auto l = std::make_unique<LiveCandidate>();
+    l->c = &advice.ranked[i];
+    l->c->target = candidates[i];
+    l->dir = o.dir + "/candidate-" + std::to_string(i);
+    say("[" + std::to_string(i + 1) + "/" + std::to_string(candidates.size()) + "] " +
+        l->c->target + (advice.interleaved ? ": load and warm up" : ""));
+    l->c->status =
+        Prepare(o, l.get(), plan, space.get(), &values, backup.get(), settings, &advice.records);
+    l->slices = SlicePasses(l->c->loops, advice.interleaved ? slices : 1);
+    if (l->c->status.ok() && !advice.interleaved) {
+      for (uint32_t passes : l->slices) {
+        l->c->status = MeasureSlice(l.get(), passes, &advice.replay);
+        if (!l->c->status.ok()) break;
       }
-      c.variant = uri.body;
-      c.params = uri.params;
-      GROVE_ASSIGN_OR_RETURN(auto target, OpenTarget(c.target, to));
-      GROVE_RETURN_IF_ERROR(target->Reset());
-      RunSettings settings;
-      settings.threads = o.threads;
-      settings.progress = o.progress;
-      settings.seed = o.seed;
-      settings.load_method = LoadMethod::kBulk;
-      const double load_start = WallSeconds();
-      if (backup) {
-        uint64_t n = 0;
-        GROVE_RETURN_IF_ERROR(backup->LoadInto(target.get(), &n));
-        GROVE_RETURN_IF_ERROR(target->Settle());
-        advice.records = n;
-      } else {
-        Runner loader(target.get(), space.get(), &values, settings);
-        GROVE_ASSIGN_OR_RETURN(RunResult load, loader.RunLoad());
-        if (load.errors > 0) return Status::Internal("load: " + load.first_error);
-        advice.records = space->loaded();
-      }
-      c.load_seconds = WallSeconds() - load_start;
-      Runner runner(target.get(), space.get(), &values, settings);
-      ReplayPlan pass = plan;
-      double one_pass = 0;  // seconds, at the warm-up's rate
-      if (o.warmup_seconds > 0) {
-        pass.options.loops = 1;
-        pass.options.max_seconds = o.warmup_seconds;
-        // A pass number no measured pass has: keys named once vary (replay.h), so the warm-up
-        // leaves what the trace makes hot in the caches and not every key it named.
-        pass.options.first_loop = 1ull << 40;
-        GROVE_ASSIGN_OR_RETURN(RunResult warm, runner.RunReplay(pass));
-        if (warm.errors > 0) {
-          return Status::Internal(std::to_string(warm.errors) +
-                                  " replayed calls failed; the first: " + warm.first_error);
-        }
-        c.warmup_seconds = warm.total.seconds;
-        if (warm.total.ops > 0) {
-          one_pass = warm.total.seconds * static_cast<double>(plan.ops.size()) /
-                     static_cast<double>(warm.total.ops);
-        }
-        pass.options.max_seconds = 0;
-        pass.options.first_loop = 0;
-      }
-      pass.options.loops = plan.options.loops;
-      if (one_pass > 0 && o.min_seconds > 0) {
-        // As many whole passes as min_seconds take at the warm-up's rate (at most a million).
-        const double wanted = std::min(std::ceil(o.min_seconds / one_pass), 1e6);
-        pass.options.loops = std::max(pass.options.loops, static_cast<uint32_t>(wanted));
-      }
-      c.loops = pass.options.loops;
-      const double cpu0 = CpuSeconds();
-      GROVE_ASSIGN_OR_RETURN(RunResult run, runner.RunReplay(pass));
-      const double cpu = CpuSeconds() - cpu0;
-      advice.replay = *run.replay;
-      c.replay_seconds = run.total.seconds;
-      c.ops = run.total.ops;
-      c.errors = run.errors;
-      LatencyHistogram all;
-      for (const OpStats& st : run.total.per_op) all.Merge(st.latency);
-      c.p50_us = static_cast<double>(all.Percentile(50)) / 1e3;
-      c.p99_us = static_cast<double>(all.Percentile(99)) / 1e3;
-      const double ops = std::max<double>(1, static_cast<double>(c.ops));
-      c.ops_per_sec = c.replay_seconds > 0 ? static_cast<double>(c.ops) / c.replay_seconds : 0;
-      c.page_reads_per_op = DeltaOr0(run.before, run.after, "page_reads") / ops;
-      c.bytes_written_per_op = DeltaOr0(run.before, run.after, "device_write_bytes") / ops;
-      c.cpu_us_per_op = cpu * 1e6 / ops;
-      for (const char* g : {"index_inner_bytes", "index_model_bytes", "index_filter_bytes"}) {
-        const double v = GaugeValue(run.after, g);
-        if (!std::isnan(v)) c.index_memory_bytes += v;
-      }
-      GROVE_RETURN_IF_ERROR(target->Close());
-      if (run.errors > 0) {
-        return Status::Internal(std::to_string(run.errors) +
-                                " replayed calls failed; the first: " + run.first_error);
-      }
-      return Status::Ok();
-    }();
-    if (!c.status.ok()) say("  failed: " + c.status.ToString());
-    (void)DestroyDb(dir);
-    std::filesystem::remove_all(dir, ec);
-    advice.ranked.push_back(std::move(c));
+    }
+    if (!l->c->status.ok() || !advice.interleaved) {
+      finish(l.get());
+      continue;
+    }
+    live.push_back(std::move(l));
+  }
+  if (advice.interleaved && !live.empty()) {
+    say("measuring " + std::to_string(live.size()) + " candidates in up to " +
+        std::to_string(slices) + " slices, taken in turns");
+  }
+  for (uint32_t turn = 0; turn < slices && !live.empty(); ++turn) {
+    for (size_t k = 0; k < live.size(); ++k) {
+      LiveCandidate* l = live[(turn + k) % live.size()].get();  // the order rotates each turn
+      if (!l->c->status.ok() || turn >= l->slices.size()) continue;
+      l->c->status = MeasureSlice(l, l->slices[turn], &advice.replay);
+    }
+  }
+  for (auto& l : live) finish(l.get());
+  for (CandidateResult& c : advice.ranked) {
+    const double ops = std::max<double>(1, static_cast<double>(c.ops));
+    c.ops_per_sec = c.replay_seconds > 0 ? static_cast<double>(c.ops) / c.replay_seconds : 0;
+    c.page_reads_per_op /= ops;
+    c.bytes_written_per_op /= ops;
+    c.cpu_us_per_op = c.cpu_us_per_op * 1e6 / ops;
   }
   if (backup) {
     (void)backup->Close();

@@ -19,6 +19,13 @@
 //
 // Each candidate replays the trace unmeasured for `warmup_seconds` (or one pass), then measured,
 // whole passes, as many as its warm-up rate says `min_seconds` take (at least `loops`).
+//
+// The measured passes are cut into `slices` slices taken in turns (A B C ... A B C ..., the order
+// rotating each turn) with every candidate's database open at once, so that a device whose speed
+// drifts while the advice runs slows every candidate alike instead of whichever ran at the wrong
+// moment. Each candidate's slices are reported, and their spread says how far its figure can be
+// trusted. When the candidates' budgets together exceed half this machine's memory, they run one
+// after another instead, each measured in one piece (Advice::interleaved says which).
 
 #include <cstdint>
 #include <functional>
@@ -49,6 +56,9 @@ struct AdvisorOptions {
   // Measured replays repeat until they have run this long (one pass of a short trace is over
   // in a fraction of a second, too short to measure).
   double min_seconds = 1.5;
+  // The measured passes in this many slices taken in turns (at most one pass a slice; 1: each
+  // candidate measured in one piece, one after another).
+  uint32_t slices = 4;
   std::vector<std::string> candidates;  // embedded:<variant>?... targets; empty: the defaults
   std::string wal_sync = "always";
   bool direct_io = true;
@@ -73,10 +83,14 @@ struct CandidateResult {
   uint64_t errors = 0;
   double ops_per_sec = 0;
   double p50_us = 0, p99_us = 0;
-  double page_reads_per_op = 0;     // device page reads (4 KiB) per replayed call
-  double bytes_written_per_op = 0;  // bytes the process wrote to the device per call
-  double cpu_us_per_op = 0;         // process CPU time per call during the replay
-  double index_memory_bytes = 0;    // inner nodes + models + filters (what stays cached)
+  double page_reads_per_op = 0;           // device page reads (4 KiB) per replayed call
+  double bytes_written_per_op = 0;        // bytes the process wrote to the device per call
+  double cpu_us_per_op = 0;               // process CPU time per call during the replay
+  double index_memory_bytes = 0;          // inner nodes + models + filters (what stays cached)
+  std::vector<double> slice_ops_per_sec;  // each measured slice's throughput, in turn order
+
+  // (fastest slice - slowest slice) / ops_per_sec; 0 with one slice.
+  double SliceSpread() const;
 };
 
 struct Advice {
@@ -85,14 +99,20 @@ struct Advice {
   std::string config;                   // the recommended `index:` block (YAML)
   ReplayFacts replay;                   // what was replayed
   uint64_t records = 0;                 // records each candidate held
-  double seconds = 0;                   // the whole advice
+  // Measured in slices taken in turns with every candidate open (else one after another).
+  bool interleaved = false;
+  double seconds = 0;  // the whole advice
 };
 
 // Orders candidates best first: by throughput, failed ones last (stable among equals).
 void RankCandidates(std::vector<CandidateResult>* candidates);
+// How the measured passes divide: `passes` whole passes into at most `slices` slices (never an
+// empty one), as evenly as they go, the larger slices first.
+std::vector<uint32_t> SlicePasses(uint32_t passes, uint32_t slices);
 // Which resource separates `best` from `next`: device page reads when the winner read a fifth
 // fewer (of at least 0.05 per call), else bytes written (a fifth fewer, of at least 512 per call),
-// else CPU per call; with both figures, and a tie named as such under 5%.
+// else CPU per call; with both figures, and a tie named as such under 5%. When both were measured
+// in slices and the winner's slowest slice was slower than the next one's fastest, it says so.
 std::string ExplainChoice(const CandidateResult& best, const CandidateResult& next);
 // The `index:` block of the server's configuration that selects `c`.
 std::string IndexConfigBlock(const CandidateResult& c);

@@ -30,6 +30,13 @@ std::string Pad(const std::string& s, size_t width, bool right) {
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
 }
 
+// "4 ±3%": how many slices measured the candidate and how far apart their rates lay.
+std::string Slices(const bench::CandidateResult& c) {
+  const size_t n = c.slice_ops_per_sec.size();
+  if (n < 2) return std::to_string(n);
+  return std::to_string(n) + " ±" + Num(c.SliceSpread() * 50, 0) + "%";
+}
+
 json CandidateJson(const bench::CandidateResult& c, size_t rank) {
   json j{{"rank", rank},
          {"target", c.target},
@@ -52,6 +59,8 @@ json CandidateJson(const bench::CandidateResult& c, size_t rank) {
   j["replay_seconds"] = c.replay_seconds;
   j["warmup_seconds"] = c.warmup_seconds;
   j["loops"] = c.loops;
+  j["slice_calls_per_sec"] = c.slice_ops_per_sec;
+  j["slice_spread"] = c.SliceSpread();
   return j;
 }
 
@@ -66,11 +75,14 @@ void PrintText(const bench::AdvisorOptions& o, const bench::Advice& a, std::ostr
                                                 "key sketch)")
                                   : std::string("synthesised from the trace's keys"))
       << "; memory " << HumanBytes(o.memory_bytes) << " per candidate; " << o.threads
-      << " threads; wal.sync " << o.wal_sync << "\n\n";
+      << " threads; wal.sync " << o.wal_sync << "\n"
+      << (a.interleaved ? "measured in slices taken in turns, every candidate open at once"
+                        : "measured one after another")
+      << "\n\n";
 
   const std::vector<std::string> head = {
-      "rank",       "candidate",        "calls/s",     "p50 us",      "p99 us",
-      "reads/call", "KiB written/call", "CPU us/call", "index memory"};
+      "rank",       "candidate",        "calls/s",     "p50 us",       "p99 us",
+      "reads/call", "KiB written/call", "CPU us/call", "index memory", "slices"};
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < a.ranked.size(); ++i) {
     const bench::CandidateResult& c = a.ranked[i];
@@ -81,7 +93,7 @@ void PrintText(const bench::AdvisorOptions& o, const bench::Advice& a, std::ostr
     rows.push_back({std::to_string(i + 1), c.target, Grouped(c.ops_per_sec), Num(c.p50_us, 1),
                     Num(c.p99_us, 1), Num(c.page_reads_per_op, 3),
                     Num(c.bytes_written_per_op / 1024, 2), Num(c.cpu_us_per_op, 1),
-                    HumanBytes(static_cast<uint64_t>(c.index_memory_bytes))});
+                    HumanBytes(static_cast<uint64_t>(c.index_memory_bytes)), Slices(c)});
   }
   std::vector<size_t> width(head.size());
   for (size_t k = 0; k < head.size(); ++k) width[k] = head[k].size();
@@ -139,6 +151,7 @@ int RunAdvise(const bench::AdvisorOptions& options, Output output, std::ostream&
     j["memory_bytes"] = options.memory_bytes;
     j["threads"] = options.threads;
     j["wal_sync"] = options.wal_sync;
+    j["interleaved"] = advice->interleaved;
     json cands = json::array();
     for (size_t i = 0; i < advice->ranked.size(); ++i) {
       cands.push_back(CandidateJson(advice->ranked[i], i + 1));

@@ -273,6 +273,12 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
                    "the warm-up's rate)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  advise
+      ->add_option("--slices", advise_opts.slices,
+                   "Measured replays in this many slices taken in turns with every candidate "
+                   "open, so that a drifting device slows all alike (1: one after another)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   advise->add_option("--candidates", advise_candidates,
                      "Comma-separated embedded:<variant>[?param=value&...] targets (default: "
                      "btree, btree with SHORTCUT, hln, treeline, aulid, aha)");

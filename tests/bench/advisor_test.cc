@@ -70,6 +70,32 @@ TEST(AdvisorRulesTest, NamesTheResourceThatDecided) {
   EXPECT_NE(why.find("CPU decided it"), std::string::npos) << why;
 }
 
+TEST(AdvisorRulesTest, SaysWhenTheSlicesOfTheTopTwoOverlap) {
+  CandidateResult best = Figures("embedded:btree", 1100, 0.5, 0, 30);
+  CandidateResult next = Figures("embedded:treeline", 1000, 0.3, 0, 40);
+  best.slice_ops_per_sec = {1300, 900, 1100, 1100};
+  next.slice_ops_per_sec = {950, 1050, 980, 1020};
+  std::string why = ExplainChoice(best, next);
+  EXPECT_NE(why.find("Their slices overlap (embedded:btree's slowest ran at 900 calls/s, "
+                     "embedded:treeline's fastest at 1050)"),
+            std::string::npos)
+      << why;
+  best.slice_ops_per_sec = {1120, 1080, 1100, 1100};
+  why = ExplainChoice(best, next);
+  EXPECT_EQ(why.find("overlap"), std::string::npos) << why;
+  EXPECT_DOUBLE_EQ(best.SliceSpread(), 40.0 / 1100);
+  EXPECT_DOUBLE_EQ(Figures("embedded:aha", 10, 0, 0, 0).SliceSpread(), 0) << "no slices";
+}
+
+TEST(AdvisorRulesTest, PassesDivideIntoSlicesAsEvenlyAsTheyGo) {
+  EXPECT_EQ(SlicePasses(10, 4), (std::vector<uint32_t>{3, 3, 2, 2}));
+  EXPECT_EQ(SlicePasses(8, 4), (std::vector<uint32_t>{2, 2, 2, 2}));
+  EXPECT_EQ(SlicePasses(3, 4), (std::vector<uint32_t>{1, 1, 1})) << "never an empty slice";
+  EXPECT_EQ(SlicePasses(1, 4), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(SlicePasses(7, 1), (std::vector<uint32_t>{7}));
+  EXPECT_EQ(SlicePasses(5, 0), (std::vector<uint32_t>{5})) << "0 slices means one";
+}
+
 TEST(AdvisorRulesTest, ConfigBlockSelectsTheCandidate) {
   EXPECT_EQ(IndexConfigBlock(Figures("embedded:btree", 1, 0, 0, 0)),
             "index:\n  variant: btree\n  params: {}\n");
@@ -202,6 +228,43 @@ TEST(AdvisorTest, WarmsUpAndRepeatsTheTraceUntilItHasRunLongEnough) {
   EXPECT_EQ(advice->ranked[0].loops, 3u);
   EXPECT_EQ(advice->ranked[0].ops, 600u);
   EXPECT_EQ(advice->ranked[0].warmup_seconds, 0);
+}
+
+TEST(AdvisorTest, MeasuresInSlicesTakenInTurnsWithEveryCandidateOpen) {
+  testing::TempDir dir;
+  WriteTrace(dir.Sub("w.trace"), 300);
+  AdvisorOptions o = SmallRun(dir);
+  o.candidates = {"embedded:btree", "embedded:aha", "embedded:nosuchvariant"};
+  o.warmup_seconds = 0;
+  o.loops = 6;
+  o.slices = 4;
+  std::vector<std::string> said;
+  auto advice = Advise(o, [&](const std::string& line) { said.push_back(line); });
+  ASSERT_TRUE(advice.ok()) << advice.status().ToString();
+  EXPECT_TRUE(advice->interleaved) << "two budgets of 4 MiB fit in half of any test machine";
+  for (size_t i = 0; i < 2; ++i) {
+    const CandidateResult& c = advice->ranked[i];
+    ASSERT_TRUE(c.status.ok()) << c.target << ": " << c.status.ToString();
+    EXPECT_EQ(c.loops, 6u);
+    EXPECT_EQ(c.ops, 6u * 300) << "every pass measured once, whole";
+    ASSERT_EQ(c.slice_ops_per_sec.size(), 4u) << "passes 2, 2, 1, 1";
+    for (double r : c.slice_ops_per_sec) EXPECT_GT(r, 0);
+    EXPECT_GT(c.cpu_us_per_op, 0);
+  }
+  EXPECT_FALSE(advice->ranked[2].status.ok()) << "a bad candidate fails alone";
+  bool told = false;
+  for (const auto& line : said) told |= line.find("taken in turns") != std::string::npos;
+  EXPECT_TRUE(told);
+  for (const auto& e : std::filesystem::directory_iterator(o.dir)) {
+    ADD_FAILURE() << "left behind: " << e.path();
+  }
+
+  o.slices = 1;  // one after another, each in one piece
+  advice = Advise(o, nullptr);
+  ASSERT_TRUE(advice.ok()) << advice.status().ToString();
+  EXPECT_FALSE(advice->interleaved);
+  EXPECT_EQ(advice->ranked[0].slice_ops_per_sec.size(), 1u);
+  EXPECT_EQ(advice->ranked[0].ops, 6u * 300);
 }
 
 TEST(AdvisorTest, RefusesWhatCannotRun) {

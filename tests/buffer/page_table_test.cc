@@ -154,7 +154,10 @@ TEST_F(PageTableTest, APinAndAnEvictionNeverBothWinAFrame) {
   }
   uint64_t evicted = 0;
   std::vector<uint32_t> generation(kPages, 0);
-  for (int round = 0; round < 40000; ++round) {
+  // At least 40,000 rounds, and on until the readers have pinned pages a thousand times (on a
+  // loaded machine they may start only after the first rounds); bounded either way.
+  for (uint64_t round = 0; round < 40000 || (pinned.load() < 1000 && round < 100'000'000);
+       ++round) {
     const uint32_t index = round % kPages;
     const PageId held = frames_[index].page_id.load();
     if (table_.TryEvict(index) == kInvalidPageId) continue;

@@ -33,12 +33,24 @@ def short(target):
     return target.replace("embedded:", "")
 
 
+def slices(c):
+    # How many slices measured a candidate in the advice, and half the distance between its
+    # fastest and slowest as a share of its rate (advices from before --slices have none).
+    rates = c.get("slice_calls_per_sec")
+    if not rates:
+        return "–"
+    if len(rates) == 1:
+        return "1"
+    return f"{len(rates)} ±{c.get('slice_spread', 0) * 50:.0f}%"
+
+
 def main():
     ap = argparse.ArgumentParser()
     for name in ("results", "advice", "times", "commands"):
         ap.add_argument(name)
     ap.add_argument("--keys", default="dense")
     ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--min-memory", type=int, default=8 << 20)
     args = ap.parse_args()
     results_path, advice_path, times_path, commands_path = (
         args.results, args.advice, args.times, args.commands)
@@ -93,8 +105,9 @@ def main():
         "full data and served the workload over gRPC while `grovectl trace start` sampled it; "
         "the advisor replayed that trace on every candidate with a quarter of the records and of "
         "the memory (the same share of the data; a larger share where a quarter of the memory "
-        "would be under 4 MiB, the smallest budget every candidate runs at), warmed up for a "
-        "second and measured over whole passes of the trace for at least 1.5 s; the truth is "
+        f"would be under {args.min_memory / 2**20:g} MiB), warmed up for a second and measured "
+        "over whole passes of the trace for at least 1.5 s, in slices taken in turns with every "
+        "candidate open (`--slices`, four unless a pass took longer); the truth is "
         "every candidate running "
         "the workload itself at full size with the full memory (embedded, bulk loaded, "
         f"`wal.sync: always`, {n_rounds} run{'s' if n_rounds > 1 else ''} each, in turns, "
@@ -157,15 +170,16 @@ def main():
         rank_truth = sorted(runs, key=lambda t: -runs[t]["throughput"])
         d = [f"**{name}** ({a['trace']['calls']:,} traced calls, {a['records']:,} records for "
              f"the advice). {a['why']}", "",
-             "| candidate | advice calls/s | advice reads/call | truth ops/s | truth reads/op "
-             "| truth / best | reads / device's | rounds apart |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| candidate | advice calls/s | advice slices | advice reads/call | truth ops/s "
+             "| truth reads/op | truth / best | reads / device's | rounds apart |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         adv = {c["target"]: c for c in a["candidates"]}
         for t in rank_truth:
             r = runs[t]
             c = adv.get(t, {})
             d.append(
                 f"| {short(t)}{' (pick)' if t == pick else ''} | {fmt(c.get('calls_per_sec'))} "
+                f"| {slices(c)} "
                 f"| {fmt(c.get('page_reads_per_call'), '{:.3f}')} | {fmt(r['throughput'])} "
                 f"| {fmt(r['reads'], '{:.3f}')} "
                 f"| {fmt(r['throughput'] / best_tp, '{:.2f}')} "
@@ -173,13 +187,13 @@ def main():
                 f"| {fmt(r['spread'] * 100 if r['spread'] is not None else None, '{:.0f}%')} |")
         for t, r in sorted(refs.items()):
             d.append(
-                f"| {short(t)} (reference) | – | – | {fmt(r['throughput'])} "
+                f"| {short(t)} (reference) | – | – | – | {fmt(r['throughput'])} "
                 f"| {fmt(r['reads'], '{:.3f}')} | {fmt(r['throughput'] / best_tp, '{:.2f}')} "
                 f"| {fmt(device_share(r), '{:.2f}')} "
                 f"| {fmt(r['spread'] * 100 if r['spread'] is not None else None, '{:.0f}%')} |")
         if device:
             d.append(
-                f"| device (random 4 KiB reads) | – | – | {fmt(device['throughput'])} reads/s "
+                f"| device (random 4 KiB reads) | – | – | – | {fmt(device['throughput'])} reads/s "
                 f"| 1.000 | – | 1.00 "
                 f"| {fmt(device['spread'] * 100 if device['spread'] is not None else None, '{:.0f}%')} |")
         details += d + [""]

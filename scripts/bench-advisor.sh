@@ -7,8 +7,9 @@
 #             records it;
 #   2. advise `grovectl advise` on that trace with RECORDS/s synthesised records and MEMORY/s of
 #             memory (the same share of the data), timed, where s is SCALE or less: the largest
-#             at which MEMORY/s still holds MIN_MEMORY, the smallest budget every candidate runs
-#             at (TreeLine's buffer pool);
+#             at which MEMORY/s still holds MIN_MEMORY (default 8 MiB: budgets of a few MiB
+#             do not scale every variant's structures with them; TreeLine's buffer pool share
+#             has a floor of its own);
 #   3. truth  every candidate at RECORDS records and the workload's MEMORY runs the workload
 #             itself (embedded, bulk loaded, DURATION seconds per phase after a warm-up), ROUNDS
 #             times in turns (every candidate once, then again), timed; beside them in every
@@ -37,7 +38,7 @@ VALUE=${VALUE:-100}
 KEYS=${KEYS:-dense}
 NAME=${NAME:-advisor}
 SCALE=${SCALE:-4}
-MIN_MEMORY=${MIN_MEMORY:-$((4 << 20))}
+MIN_MEMORY=${MIN_MEMORY:-$((8 << 20))}
 ROUNDS=${ROUNDS:-2}
 TRUTH=${TRUTH:-1}
 SAMPLE=${SAMPLE:-0.25}
@@ -221,5 +222,5 @@ if [ -n "$truth_commands" ]; then
   { echo "# the truth runs, from an earlier run of this script:"; echo "$truth_commands"; } >>"$COMMANDS"
 fi
 "$PYTHON" scripts/advisor_report.py "$RESULTS" "$ADVICE" "$TIMES" "$COMMANDS" \
-  --keys "$KEYS" --value-size "$VALUE" >"$OUT/$NAME.md"
+  --keys "$KEYS" --value-size "$VALUE" --min-memory "$MIN_MEMORY" >"$OUT/$NAME.md"
 "$PYTHON" scripts/bench_report.py --out docs/benchmarks.md

@@ -7,7 +7,6 @@
 #include <memory>
 
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "grove/db.h"
 #include "grove/logger.h"
@@ -15,6 +14,7 @@
 #include "bench/key_set.h"
 #include "bench/key_space.h"
 #include "bench/runner.h"
+#include "bench/system_info.h"
 #include "bench/target.h"
 #include "bench/value_gen.h"
 
@@ -119,15 +119,7 @@ class BackupSource {
   std::unique_ptr<Db> db_;
 };
 
-// This machine's memory, for the rule that every candidate open at once must fit in half of it.
-double PhysicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
-}
-
-// A candidate between its load and its last measured slice. Sums in its CandidateResult until
-// the end: ops, replay_seconds, page reads, bytes written and CPU seconds (divided per call after).
+// A candidate between its load and its last measured slice, with what its slices add up to.
 struct LiveCandidate {
   CandidateResult* c = nullptr;
   std::string dir;
@@ -137,6 +129,18 @@ struct LiveCandidate {
   std::vector<uint32_t> slices;  // passes per slice
   uint64_t next_pass = 0;        // the number of the next measured pass
   LatencyHistogram latency;
+  double cpu_seconds = 0, page_reads = 0, bytes_written = 0;
+
+  // The per-call figures from the sums.
+  void Summarise() const {
+    const double ops = std::max<double>(1, static_cast<double>(c->ops));
+    c->ops_per_sec = c->replay_seconds > 0 ? static_cast<double>(c->ops) / c->replay_seconds : 0;
+    c->page_reads_per_op = page_reads / ops;
+    c->bytes_written_per_op = bytes_written / ops;
+    c->cpu_us_per_op = cpu_seconds * 1e6 / ops;
+    c->p50_us = static_cast<double>(latency.Percentile(50)) / 1e3;
+    c->p99_us = static_cast<double>(latency.Percentile(99)) / 1e3;
+  }
 };
 
 // Opens, loads and warms up `l`'s candidate and sets how many passes it will be measured for.
@@ -210,7 +214,7 @@ Status MeasureSlice(LiveCandidate* l, uint32_t passes, ReplayFacts* facts) {
   l->next_pass += passes;
   const double cpu0 = CpuSeconds();
   GROVE_ASSIGN_OR_RETURN(RunResult run, l->runner->RunReplay(slice));
-  c.cpu_us_per_op += CpuSeconds() - cpu0;  // seconds until Advise divides
+  l->cpu_seconds += CpuSeconds() - cpu0;
   *facts = *run.replay;
   c.replay_seconds += run.total.seconds;
   c.ops += run.total.ops;
@@ -218,10 +222,8 @@ Status MeasureSlice(LiveCandidate* l, uint32_t passes, ReplayFacts* facts) {
   c.slice_ops_per_sec.push_back(
       run.total.seconds > 0 ? static_cast<double>(run.total.ops) / run.total.seconds : 0);
   for (const OpStats& st : run.total.per_op) l->latency.Merge(st.latency);
-  c.p50_us = static_cast<double>(l->latency.Percentile(50)) / 1e3;
-  c.p99_us = static_cast<double>(l->latency.Percentile(99)) / 1e3;
-  c.page_reads_per_op += DeltaOr0(run.before, run.after, "page_reads");
-  c.bytes_written_per_op += DeltaOr0(run.before, run.after, "device_write_bytes");
+  l->page_reads += DeltaOr0(run.before, run.after, "page_reads");
+  l->bytes_written += DeltaOr0(run.before, run.after, "device_write_bytes");
   c.index_memory_bytes = 0;
   for (const char* g : {"index_inner_bytes", "index_model_bytes", "index_filter_bytes"}) {
     const double v = GaugeValue(run.after, g);
@@ -375,7 +377,7 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
   advice.interleaved =
       slices > 1 && candidates.size() > 1 &&
       static_cast<double>(o.memory_bytes) * static_cast<double>(candidates.size()) <=
-          PhysicalMemoryBytes() / 2;
+          static_cast<double>(PhysicalMemoryBytes()) / 2;
   RunSettings settings;
   settings.threads = o.threads;
   settings.progress = o.progress;
@@ -388,6 +390,7 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
       if (l->c->status.ok()) l->c->status = closed;
       l->target.reset();
     }
+    l->Summarise();
     if (!l->c->status.ok()) say("  " + l->c->target + " failed: " + l->c->status.ToString());
     (void)DestroyDb(l->dir);
     std::filesystem::remove_all(l->dir, ec);
@@ -426,13 +429,6 @@ StatusOr<Advice> Advise(const AdvisorOptions& o,
     }
   }
   for (auto& l : live) finish(l.get());
-  for (CandidateResult& c : advice.ranked) {
-    const double ops = std::max<double>(1, static_cast<double>(c.ops));
-    c.ops_per_sec = c.replay_seconds > 0 ? static_cast<double>(c.ops) / c.replay_seconds : 0;
-    c.page_reads_per_op /= ops;
-    c.bytes_written_per_op /= ops;
-    c.cpu_us_per_op = c.cpu_us_per_op * 1e6 / ops;
-  }
   if (backup) {
     (void)backup->Close();
     backup.reset();

@@ -76,6 +76,12 @@ uint64_t PeakRssBytes() {
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;
 }
 
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
 std::map<std::string, std::string> DescribeMachine(const std::string& dir) {
   std::map<std::string, std::string> m;
   m["cpu"] = FieldOf("/proc/cpuinfo", "model name");

@@ -24,4 +24,7 @@ std::map<std::string, std::string> DescribeMachine(const std::string& dir);
 // Peak resident set size of this process, bytes.
 uint64_t PeakRssBytes();
 
+// This machine's physical memory, bytes (0 when unknown).
+uint64_t PhysicalMemoryBytes();
+
 }  // namespace grove::bench

@@ -69,13 +69,11 @@ Victim ClockReplacer::ClockLocked(uint64_t capacity_pages, bool* passed_high) {
   for (uint64_t step = 0; step < 7 * n; ++step) {
     const uint32_t idx = Advance();
     Frame& f = (*frames_)[idx];
-    const FrameState state = f.state.load();
-    if (state == FrameState::kInvalid) {
+    if (f.state.load() == FrameState::kInvalid) {
       if (table_->TryReclaim(idx)) return Evicted(idx, kInvalidPageId);
       continue;
     }
-    if (state != FrameState::kResident) continue;
-    if (f.pins.load() > 0 || f.dirty.load() || f.flushing.load()) continue;
+    if (!f.Evictable()) continue;
     const bool high = f.high.load(std::memory_order_relaxed);
     const bool over_budget =
         high_count_.load(std::memory_order_relaxed) > HighLimit(capacity_pages);

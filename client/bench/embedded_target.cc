@@ -203,6 +203,8 @@ class EmbeddedTarget final : public Target {
     c["checkpoints"] = static_cast<double>(s.checkpoint.count);
     c["checkpoint_pages_written"] = static_cast<double>(s.checkpoint.pages_written);
     c["checkpoint_bytes_written"] = static_cast<double>(s.checkpoint.bytes_written);
+    c["write_room_waits"] = static_cast<double>(s.write_room.waits);
+    c["write_room_checkpoints"] = static_cast<double>(s.write_room.writer_checkpoints);
     c["engine_gets"] = static_cast<double>(s.gets);
     c["engine_puts"] = static_cast<double>(s.puts);
     c["engine_writes"] = static_cast<double>(s.writes);
@@ -228,6 +230,8 @@ class EmbeddedTarget final : public Target {
     g["cache_dirty_pages"] = static_cast<double>(s.cache.dirty_pages);
     g["wal_segments"] = static_cast<double>(s.wal.segments);
     g["checkpoint_p50_seconds"] = s.checkpoint.duration_seconds.Percentile(50);
+    g["checkpoint_p99_seconds"] = s.checkpoint.duration_seconds.Percentile(99);
+    g["write_room_wait_p99_seconds"] = s.write_room.wait_seconds.Percentile(99);
     g["wal_sync_p50_seconds"] = s.wal.sync_seconds.Percentile(50);
     g["wal_sync_p99_seconds"] = s.wal.sync_seconds.Percentile(99);
     return t;

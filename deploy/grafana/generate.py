@@ -279,6 +279,21 @@ def build():
                  [(f"grove_wal_next_lsn{{{SEL}}} - grove_checkpoint_redo_lsn{{{SEL}}}",
                    "{{instance}}")])
 
+    d.timeseries("Writes waiting for room", "Writes that found no dirty-page room and waited "
+                 "(for a write in flight or a checkpoint to end), and checkpoints such a write "
+                 "ran itself because none was running.", "short",
+                 [(f"sum by (instance) (increase(grove_write_room_waits_total{{{SEL}}}[{RI}]))",
+                   "waits {{instance}}"),
+                  (f"sum by (instance) (increase(grove_write_room_checkpoints_total{{{SEL}}}[{RI}]))",
+                   "checkpoints run by writers {{instance}}")])
+    d.timeseries("Wait for room", "How long writes short of dirty-page room waited (p99) and the "
+                 "mean.", "s",
+                 [(quantile(0.99, "grove_write_room_wait_seconds_bucket", SEL, "instance"),
+                   "p99 {{instance}}"),
+                  (f"{rate('grove_write_room_wait_seconds_sum', SEL, 'instance')} / "
+                   f"{rate('grove_write_room_wait_seconds_count', SEL, 'instance')}",
+                   "mean {{instance}}")])
+
     # ---- Index and memory ----
     d.row("Index and storage")
     d.timeseries("Index height", "Index levels including the leaves.", "short",

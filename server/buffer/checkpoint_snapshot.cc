@@ -27,6 +27,7 @@ StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, Aligne
     const auto [pid, idx] = dirty[n];
     Frame& f = (*frames_)[idx];
     f.latch.LockShared();
+    flushing_count_.fetch_add(1);  // before the flag: a Recount never finds it uncounted
     f.flushing.store(true);
     ClearDirty(&f);
     f.snap_slot.store(static_cast<int32_t>(n));
@@ -34,8 +35,15 @@ StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, Aligne
     ids.push_back(pid);
     flushing_.push_back({idx, pid});
   }
-  flushing_count_.store(ids.size());
   return ids;
+}
+
+void CheckpointSnapshot::Recount(Frame* frame) {
+  MutexLock lock(&recount_mu_);
+  if (frame->flushing.load() && !frame->recounted) {
+    frame->recounted = true;
+    flushing_count_.fetch_sub(1);
+  }
 }
 
 void CheckpointSnapshot::CopyOut(Frame* f) {
@@ -77,10 +85,17 @@ void CheckpointSnapshot::End(bool success) {
     if (!success && f.page_id.load() == pid && f.state.load() == FrameState::kResident) {
       MarkDirty(&f);
     }
-    f.flushing.store(false);
+  }
+  {
+    MutexLock recount(&recount_mu_);
+    for (const auto& [idx, pid] : flushing_) {
+      Frame& f = (*frames_)[idx];
+      f.flushing.store(false);
+      f.recounted = false;
+    }
+    flushing_count_.store(0);
   }
   flushing_.clear();
-  flushing_count_.store(0);
   arena_.store(nullptr);
 }
 

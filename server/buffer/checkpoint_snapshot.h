@@ -12,7 +12,9 @@
 // sealed with the checkpoint's epoch. Frames captured stay flushing (pinned in memory, not
 // evictable) until End, that is until their in-place write is durable, so a page is never read
 // back from disk while its newest image is on its way there. A failed checkpoint makes its pages
-// dirty again.
+// dirty again. A captured frame that is changed again is both dirty and flushing, and one frame:
+// flushing_pages() stops counting it then, so that dirty + flushing is the number of frames the
+// two hold (the write room, engine/dirty_room.h, reads that sum) and not more.
 //
 // Checkpoint state machine (one checkpoint at a time):
 //
@@ -23,7 +25,7 @@
 // Thread safety: MarkDirty, ClearDirty and CopyOut are safe for concurrent use with everything;
 // CopyOut REQUIRES the frame's latch (exclusive for a writer; Complete takes it shared). Capture,
 // Complete and End are called by the one checkpointing thread. Lock order: mu_, then a frame
-// latch.
+// latch, then recount_mu_ (a leaf: MarkDirty takes it under a writer's latch).
 
 #include <atomic>
 #include <cstdint>
@@ -45,7 +47,10 @@ class CheckpointSnapshot {
   CheckpointSnapshot& operator=(const CheckpointSnapshot&) = delete;
 
   void MarkDirty(Frame* frame) {
-    if (!frame->dirty.exchange(true, std::memory_order_acq_rel)) dirty_count_.fetch_add(1);
+    if (!frame->dirty.exchange(true, std::memory_order_acq_rel)) {
+      dirty_count_.fetch_add(1);
+      if (frame->flushing.load()) Recount(frame);  // rare: once per captured frame at most
+    }
   }
   // The frame's page was dropped: it need not be written.
   void ClearDirty(Frame* frame) {
@@ -65,12 +70,19 @@ class CheckpointSnapshot {
   void End(bool success);
 
   uint64_t dirty_pages() const { return dirty_count_.load(std::memory_order_relaxed); }
+  // Frames the running checkpoint holds that are not dirty again.
   uint64_t flushing_pages() const { return flushing_count_.load(std::memory_order_relaxed); }
 
  private:
+  // A captured frame became dirty: it stops counting as flushing (once per checkpoint).
+  void Recount(Frame* frame) GROVE_EXCLUDES(recount_mu_);
+
   FrameArray* const frames_;
   std::atomic<uint64_t> dirty_count_{0};
   std::atomic<uint64_t> flushing_count_{0};
+  // Orders Recount against End's reset, so a frame is taken off flushing_count_ at most once and
+  // never after the count was reset.
+  Mutex recount_mu_;
   Mutex mu_;
   // Frames captured by the running checkpoint, with the page each held.
   std::vector<std::pair<uint32_t, PageId>> flushing_ GROVE_GUARDED_BY(mu_);

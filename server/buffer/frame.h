@@ -51,6 +51,9 @@ struct Frame {
   // Captured by the running checkpoint and not yet copied out: the page's slot in the
   // checkpoint's arena (-1: none). See checkpoint_snapshot.h.
   std::atomic<int32_t> snap_slot{-1};
+  // Captured and then changed again during the running checkpoint: counted once, as dirty (the
+  // snapshot's recount_mu_ guards it; see checkpoint_snapshot.h).
+  bool recounted = false;
   SharedMutex latch;
   char* data = nullptr;
 

@@ -18,6 +18,8 @@ Status DbImpl::Checkpoint() {
 }
 
 Status DbImpl::RunCheckpoint(CheckpointReason reason) {
+  // Queued ones count too: a writer short of room waits for this one rather than queue its own.
+  DirtyRoom::CheckpointScope running(dirty_room_.get());
   MutexLock lock(&checkpoint_mu_);
   return CheckpointLocked(reason);
 }

@@ -79,6 +79,7 @@ DbStats DbImpl::GetStats() {
   s.checkpoint.pages_written = checkpoint_pages_.load();
   s.checkpoint.bytes_written = checkpoint_bytes_.load();
   s.checkpoint.duration_seconds = checkpoint_seconds_.Snapshot();
+  if (dirty_room_) s.write_room = dirty_room_->GetStats();
   s.index = index_->GetStats();
   return s;
 }

@@ -37,15 +37,31 @@ Status DirtyRoom::Reserve(uint64_t pages, Clock::time_point give_up) {
   // checkpoint that fails stops it earlier.
   Status s;
   int idle_checkpoints = 0;
+  Clock::time_point waiting_since{};
+  auto waited = [&] {
+    if (waiting_since != Clock::time_point{}) {
+      wait_seconds_.RecordNanos(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - waiting_since)
+              .count()));
+    }
+  };
   MutexLock lock(&mu_);
   while (true) {
     if (Held() + pages <= cap) {
       reserved_.fetch_add(pages);
       ++grants_;
+      waited();
       return Status::Ok();
     }
-    if (Clock::now() >= give_up) break;
-    if (reserved_.load() > 0) {
+    const Clock::time_point now = Clock::now();
+    if (waiting_since == Clock::time_point{}) {
+      waiting_since = now;
+      waits_.fetch_add(1);
+    }
+    if (now >= give_up) break;
+    if (reserved_.load() > 0 || checkpoints_ > 0) {
+      // Room is on its way back: both a release and a checkpoint's end signal cv_. The timeout
+      // re-reads the pool, whose capacity may grow or whose pages may be dropped meanwhile.
       cv_.WaitFor(std::chrono::milliseconds(20));
       continue;
     }
@@ -53,15 +69,20 @@ Status DirtyRoom::Reserve(uint64_t pages, Clock::time_point give_up) {
       // The last checkpoint freed nothing for anyone (pages still being written back, or held):
       // let it settle rather than spin checkpoints.
       cv_.WaitFor(std::chrono::milliseconds(std::min(10 * idle_checkpoints, 100)));
-      if (Held() + pages <= cap) continue;
+      if (Held() + pages <= cap || reserved_.load() > 0 || checkpoints_ > 0) continue;
     }
     const uint64_t grants = grants_;
+    ++checkpoints_;
+    writer_checkpoints_.fetch_add(1);
     mu_.Unlock();
     s = checkpoint_();
     mu_.Lock();
+    --checkpoints_;
+    cv_.SignalAll();
     if (!s.ok()) break;
     idle_checkpoints = grants_ == grants ? idle_checkpoints + 1 : 0;
   }
+  waited();
   if (!s.ok() && s.IsResourceExhausted()) return s;
   return Status::ResourceExhausted(fmt::format(
       "writes are stalled: no room for {} more dirty pages until a checkpoint completes{}", pages,
@@ -72,6 +93,25 @@ void DirtyRoom::Release(uint64_t pages) {
   reserved_.fetch_sub(pages);
   MutexLock lock(&mu_);
   cv_.SignalAll();
+}
+
+void DirtyRoom::CheckpointBegins() {
+  MutexLock lock(&mu_);
+  ++checkpoints_;
+}
+
+void DirtyRoom::CheckpointEnds() {
+  MutexLock lock(&mu_);
+  --checkpoints_;
+  cv_.SignalAll();
+}
+
+WriteRoomStats DirtyRoom::GetStats() const {
+  WriteRoomStats s;
+  s.waits = waits_.load();
+  s.writer_checkpoints = writer_checkpoints_.load();
+  s.wait_seconds = wait_seconds_.Snapshot();
+  return s;
 }
 
 }  // namespace grove

@@ -11,8 +11,11 @@
 //
 // holds at every grant: the rest of the cache always stays evictable for reads. A reservation is
 // given back when its write is done (what it dirtied then counts as dirty pages). When one does
-// not fit and no other write holds room, Reserve runs a checkpoint (the callback), which turns
-// dirty pages into clean ones.
+// not fit, the writer waits for what brings room back: a write in flight giving its reservation
+// back, or a checkpoint that is running or queued (CheckpointScope) ending. Only when neither is
+// under way does one waiting writer run a checkpoint (the callback), which turns dirty pages into
+// clean ones; the others wait for it rather than queue checkpoints of their own behind it (each
+// would write what the one before left and hold every writer for its syncs).
 //
 //   Cap()      the write room: Options' write-room share of the pool's capacity
 //              (WriteRoomShare, include/grove/options.h)
@@ -27,8 +30,10 @@
 #include <cstdint>
 #include <functional>
 
+#include "grove/stats.h"
 #include "grove/status.h"
 
+#include "util/histogram.h"
 #include "util/mutex.h"
 
 namespace grove {
@@ -65,18 +70,48 @@ class DirtyRoom {
   // Gives back `pages` reserved before.
   void Release(uint64_t pages) GROVE_EXCLUDES(mu_);
 
+  // Marks a checkpoint as running or queued for its lifetime, so that writers short of room wait
+  // for it to end (it wakes them) instead of running one of their own. Every checkpoint that
+  // frees room is run inside one (DbImpl::RunCheckpoint).
+  class CheckpointScope {
+   public:
+    explicit CheckpointScope(DirtyRoom* room) : room_(room) {
+      if (room_ != nullptr) room_->CheckpointBegins();
+    }
+    ~CheckpointScope() {
+      if (room_ != nullptr) room_->CheckpointEnds();
+    }
+    CheckpointScope(const CheckpointScope&) = delete;
+    CheckpointScope& operator=(const CheckpointScope&) = delete;
+
+   private:
+    DirtyRoom* const room_;
+  };
+
+  // Waits and the checkpoints writers ran (grove_write_room_*, docs/operations.md).
+  WriteRoomStats GetStats() const;
+
  private:
   // Dirty, written-back and reserved pages together.
   uint64_t Held() const;
+  void CheckpointBegins() GROVE_EXCLUDES(mu_);
+  void CheckpointEnds() GROVE_EXCLUDES(mu_);
 
   const Pool pool_;
   const double share_;
   const std::function<Status()> checkpoint_;
   std::atomic<uint64_t> reserved_{0};
-  // Reservations are granted under mu_; cv_ is signalled when a write gives its own back.
+  // Reservations are granted under mu_; cv_ is signalled when a write gives its own back and
+  // when a checkpoint ends.
   Mutex mu_;
   CondVar cv_{&mu_};
   uint64_t grants_ GROVE_GUARDED_BY(mu_) = 0;  // reservations granted so far
+  // Checkpoints running or queued, those a waiting writer runs included.
+  int checkpoints_ GROVE_GUARDED_BY(mu_) = 0;
+
+  std::atomic<uint64_t> waits_{0};               // reservations that did not fit at once
+  std::atomic<uint64_t> writer_checkpoints_{0};  // checkpoints run by a waiting writer
+  Histogram wait_seconds_;                       // how long each of those waited
 };
 
 }  // namespace grove

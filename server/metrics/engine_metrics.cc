@@ -133,6 +133,15 @@ void CheckpointFamilies(const DbStats& s, Builder& b) {
             "Bytes written by checkpoints (double-write, in place and manifest).",
             D(c.bytes_written));
   b.Histogram("grove_checkpoint_duration_seconds", "Duration of checkpoints.", c.duration_seconds);
+  const WriteRoomStats& r = s.write_room;
+  b.Counter("grove_write_room_waits_total",
+            "Writes that waited for dirty-page room (a write in flight or a checkpoint to end).",
+            D(r.waits));
+  b.Counter("grove_write_room_checkpoints_total",
+            "Checkpoints run by a write waiting for room (none was running).",
+            D(r.writer_checkpoints));
+  b.Histogram("grove_write_room_wait_seconds", "How long writes waited for dirty-page room.",
+              r.wait_seconds);
 }
 
 void IndexFamilies(const DbStats& s, Builder& b) {

@@ -118,6 +118,35 @@ TEST_F(CheckpointSnapshotTest, AnAbandonedCaptureNeedsNoCopies) {
   EXPECT_EQ(snap_.dirty_pages(), 1u);
 }
 
+TEST_F(CheckpointSnapshotTest, ACapturedPageChangedAgainCountsOnceAsDirty) {
+  Hold(0, 1, 'a', true);
+  Hold(1, 2, 'b', true);
+  Hold(2, 3, 'c', true);
+  AlignedBuffer arena;
+  ASSERT_TRUE(snap_.Capture(3, &arena).ok());
+  EXPECT_EQ(snap_.dirty_pages() + snap_.flushing_pages(), 3u);
+  Write(0, 'X');
+  Write(0, 'Y');
+  EXPECT_EQ(snap_.dirty_pages(), 1u);
+  EXPECT_EQ(snap_.flushing_pages(), 2u) << "frame 0 is held by its dirt now, not twice";
+  EXPECT_TRUE(frames_[0].flushing.load()) << "still the checkpoint's until it ends";
+  snap_.Complete();
+  Write(1, 'Z');  // after Complete too
+  EXPECT_EQ(snap_.dirty_pages() + snap_.flushing_pages(), 3u) << "three frames held, in all";
+  snap_.End(true);
+  EXPECT_EQ(snap_.flushing_pages(), 0u);
+  EXPECT_EQ(snap_.dirty_pages(), 2u);
+  EXPECT_FALSE(frames_[0].recounted);
+  // The next checkpoint counts frame 0 again when it is changed after its capture.
+  ASSERT_TRUE(snap_.Capture(4, &arena).ok());
+  EXPECT_EQ(snap_.flushing_pages(), 2u);
+  Write(0, 'W');
+  EXPECT_EQ(snap_.flushing_pages(), 1u);
+  snap_.End(/*success=*/false);
+  EXPECT_EQ(snap_.flushing_pages(), 0u);
+  EXPECT_EQ(snap_.dirty_pages(), 2u) << "a failed checkpoint redirties; nothing counted twice";
+}
+
 TEST_F(CheckpointSnapshotTest, ClearDirtyCountsOnce) {
   Hold(0, 1, 'a', true);
   snap_.MarkDirty(&frames_[0]);

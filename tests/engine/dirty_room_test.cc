@@ -124,6 +124,61 @@ TEST(DirtyRoomTest, AFailingCheckpointStopsTheWaitWithItsReason) {
       << "a checkpoint's own RESOURCE_EXHAUSTED is passed on as it is: " << s.ToString();
 }
 
+TEST(DirtyRoomTest, WritersShortOfRoomWaitForARunningCheckpointInsteadOfRunningTheirOwn) {
+  FakePool p;
+  p.unevictable = 450;
+  std::atomic<int> checkpoints{0};
+  DirtyRoom room(p.pool(), 0.5, [&] {
+    checkpoints.fetch_add(1);
+    p.unevictable = 0;
+    return Status::Ok();
+  });
+  std::atomic<bool> started{false};
+  std::thread background([&] {
+    DirtyRoom::CheckpointScope running(&room);
+    started = true;
+    // Until all four wait (bounded: a loaded machine may start them late).
+    for (int i = 0; i < 2000 && room.GetStats().waits < 4; ++i) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    p.unevictable = 0;  // its pages are clean when it ends
+  });
+  while (!started.load()) std::this_thread::yield();
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back(
+        [&] { ASSERT_OK(room.Reserve(100, DirtyRoom::Clock::time_point::max())); });
+  }
+  for (std::thread& w : writers) w.join();
+  background.join();
+  EXPECT_EQ(checkpoints.load(), 0) << "the running checkpoint made the room";
+  EXPECT_EQ(room.reserved(), 400u);
+  const WriteRoomStats stats = room.GetStats();
+  EXPECT_EQ(stats.waits, 4u);
+  EXPECT_EQ(stats.writer_checkpoints, 0u);
+  EXPECT_EQ(stats.wait_seconds.count, 4u);
+}
+
+TEST(DirtyRoomTest, OneWaitingWriterRunsTheCheckpointAndTheOthersWaitForIt) {
+  FakePool p;
+  p.unevictable = 460;  // no writer fits before a checkpoint
+  std::atomic<int> checkpoints{0};
+  DirtyRoom room(p.pool(), 0.5, [&] {
+    checkpoints.fetch_add(1);
+    std::this_thread::sleep_for(milliseconds(50));  // the others arrive meanwhile
+    p.unevictable = 0;
+    return Status::Ok();
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 8; ++t) {
+    writers.emplace_back([&] { ASSERT_OK(room.Reserve(50, DirtyRoom::Clock::time_point::max())); });
+  }
+  for (std::thread& w : writers) w.join();
+  EXPECT_EQ(checkpoints.load(), 1) << "not one checkpoint per waiting writer";
+  EXPECT_EQ(room.reserved(), 400u);
+  EXPECT_EQ(room.GetStats().writer_checkpoints, 1u);
+}
+
 TEST(DirtyRoomTest, ManyWritersNeverHoldMoreThanTheRoom) {
   FakePool p;
   std::atomic<uint64_t> held{0}, most{0};

@@ -75,6 +75,15 @@ struct CheckpointStats {
   HistogramSnapshot duration_seconds;
 };
 
+// Writes short of dirty-page room (the write room, docs/operations.md): each waits for a write in
+// flight to give room back or for a checkpoint to end, and when neither is under way one of them
+// runs a checkpoint itself.
+struct WriteRoomStats {
+  uint64_t waits = 0;               // reservations that did not fit at once
+  uint64_t writer_checkpoints = 0;  // checkpoints run by a waiting writer
+  HistogramSnapshot wait_seconds;   // how long each waiting reservation waited
+};
+
 // Path prediction (SHORTCUT) at one tree level (0 = leaves).
 struct PrefetchLevelStats {
   uint32_t level = 0;
@@ -132,6 +141,7 @@ struct DbStats {
   BufferPoolStats cache;
   WalStats wal;
   CheckpointStats checkpoint;
+  WriteRoomStats write_room;
   ExpiryStats expiry;
   BackupStats backup;
   IndexStats index;

@@ -327,7 +327,9 @@ def main():
             reference, read_text(os.path.join(args.data, "reference-10m-commands.txt"))))
     # Sections other scripts generate (e.g. scripts/bench-shortcut.sh writes shortcut.md), in
     # name order; each carries its own commands.
-    for name in sorted(os.listdir(args.data)) if os.path.isdir(args.data) else []:
+    # Sorted by stem, so a section's variants (advisor-osm) follow it (advisor).
+    names = os.listdir(args.data) if os.path.isdir(args.data) else []
+    for name in sorted(names, key=lambda n: os.path.splitext(n)[0]):
         if name.endswith(".md"):
             parts += ["", read_text(os.path.join(args.data, name)), ""]
     with open(args.out, "w", encoding="utf-8") as f:

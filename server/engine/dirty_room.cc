@@ -40,9 +40,7 @@ Status DirtyRoom::Reserve(uint64_t pages, Clock::time_point give_up) {
   Clock::time_point waiting_since{};
   auto waited = [&] {
     if (waiting_since != Clock::time_point{}) {
-      wait_seconds_.RecordNanos(static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - waiting_since)
-              .count()));
+      wait_seconds_.Record(std::chrono::duration<double>(Clock::now() - waiting_since).count());
     }
   };
   MutexLock lock(&mu_);

@@ -88,7 +88,7 @@ class DirtyRoom {
     DirtyRoom* const room_;
   };
 
-  // Waits and the checkpoints writers ran (grove_write_room_*, docs/operations.md).
+  // Waits and the checkpoints writers ran (grove_write_room_*, docs/server.md).
   WriteRoomStats GetStats() const;
 
  private:

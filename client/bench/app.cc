@@ -1,6 +1,7 @@
 #include "bench/app.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -209,8 +210,12 @@ int RunBench(const BenchOptions& o) {
   if (!key_spec.ok()) return Fail(key_spec.status());
   key_spec->sorted_order = o.key_order == "sorted";
 
+  const auto open_start = std::chrono::steady_clock::now();
   auto target = OpenTarget(o.target, o.target_options);
   if (!target.ok()) return Fail(target.status());
+  const double open_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - open_start).count();
+  const uint64_t open_peak_rss = ReadMemoryUse().peak_rss_bytes;  // before the keys are made
   const std::string uri = (*target)->Uri();
   const std::string scheme = uri.substr(0, uri.find_first_of(":?"));
   const bool stateless = scheme == "device" || scheme == "grpc-noop";
@@ -247,15 +252,22 @@ int RunBench(const BenchOptions& o) {
                o.value_min == o.value_max
                    ? std::to_string(o.value_min).c_str()
                    : (std::to_string(o.value_min) + "-" + std::to_string(o.value_max)).c_str());
-  auto keys = MakeKeySet(*key_spec, capacity, o.seed);
-  if (!keys.ok()) return Fail(keys.status());
-  if (keys->size() < o.records) {
-    return Fail(Status::InvalidArgument("--records " + std::to_string(o.records) +
-                                        ": the key set " + o.keys + " has only " +
-                                        std::to_string(keys->size()) + " unique keys"));
+  std::unique_ptr<KeySpace> space_owner;
+  if (key_spec->shape == KeyShape::kGapped) {
+    space_owner = std::make_unique<KeySpace>(
+        GappedKeys(o.records, capacity, key_spec->sorted_order, o.seed), o.records, inserted);
+  } else {
+    auto keys = MakeKeySet(*key_spec, capacity, o.seed);
+    if (!keys.ok()) return Fail(keys.status());
+    if (keys->size() < o.records) {
+      return Fail(Status::InvalidArgument("--records " + std::to_string(o.records) +
+                                          ": the key set " + o.keys + " has only " +
+                                          std::to_string(keys->size()) + " unique keys"));
+    }
+    capacity = keys->size();
+    space_owner = std::make_unique<KeySpace>(std::move(keys).value(), o.records, inserted);
   }
-  capacity = keys->size();
-  KeySpace space(std::move(keys).value(), o.records, inserted);
+  KeySpace& space = *space_owner;
   const ValueGen values(o.value_min, o.value_max, o.seed);
 
   ReportContext ctx;
@@ -265,6 +277,8 @@ int RunBench(const BenchOptions& o) {
   ctx.data_bytes = DataBytes(o);
   ctx.cache_bytes = o.target_options.cache_bytes;
   ctx.key_capacity = capacity;
+  ctx.open_seconds = open_seconds;
+  ctx.open_peak_rss_bytes = open_peak_rss;
 
   RunSettings settings;
   settings.threads = o.threads;
@@ -312,6 +326,7 @@ int RunBench(const BenchOptions& o) {
     const bool age = wp == nullptr;
     const WorkloadSpec& w = age ? (*workloads)[0] : *wp;
     StatusOr<RunResult> run = Status::Internal("not run");
+    const bool peak_reset = ResetPeakRss();
     if (age) {
       ctx.threads = load_settings.threads;
       run = load_runner.RunAge(o.age_updates);
@@ -331,6 +346,10 @@ int RunBench(const BenchOptions& o) {
       run = runner.RunWorkload(w);
     }
     if (!run.ok()) return Fail(run.status());
+    const MemoryUse memory = ReadMemoryUse();
+    run->rss_bytes = memory.rss_bytes;
+    run->peak_rss_bytes = memory.peak_rss_bytes;
+    run->peak_rss_reset = peak_reset;
     ctx.target_config = (*target)->Config();
     const json j = RunToJson(*run, ctx);
     if (json_out != nullptr) {

@@ -86,11 +86,11 @@ class ScrambledZipfianChooser final : public KeyChooser {
 class OrderedZipfianChooser final : public KeyChooser {
  public:
   OrderedZipfianChooser(const KeySpace* s, double theta, ZetaCache* z)
-      : sorted_(s->sorted_loaded()), zipf_(sorted_.size(), theta, z) {}
-  uint64_t Next(Rng& rng) override { return sorted_[zipf_.Next(rng) % sorted_.size()]; }
+      : space_(s), zipf_(s->loaded(), theta, z) {}
+  uint64_t Next(Rng& rng) override { return space_->sorted_key(zipf_.Next(rng) % space_->loaded()); }
 
  private:
-  const std::vector<uint64_t>& sorted_;
+  const KeySpace* space_;
   ZipfianGenerator zipf_;
 };
 
@@ -113,8 +113,8 @@ class LatestChooser final : public KeyChooser {
 class HotspotChooser final : public KeyChooser {
  public:
   HotspotChooser(const KeySpace* s, const DistributionSpec& d, uint64_t run_seed)
-      : sorted_(s->sorted_loaded()), op_fraction_(d.hot_op_fraction) {
-    const uint64_t n = sorted_.size();
+      : space_(s), op_fraction_(d.hot_op_fraction) {
+    const uint64_t n = s->loaded();
     hot_n_ =
         std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(d.hot_data_fraction * n)), 1, n);
     double start = d.hot_start;
@@ -125,16 +125,16 @@ class HotspotChooser final : public KeyChooser {
     hot_lo_ = std::min<uint64_t>(static_cast<uint64_t>(start * static_cast<double>(n)), n - hot_n_);
   }
   uint64_t Next(Rng& rng) override {
-    const uint64_t n = sorted_.size();
+    const uint64_t n = space_->loaded();
     if (hot_n_ == n || rng.NextDouble() < op_fraction_)
-      return sorted_[hot_lo_ + rng.Uniform(hot_n_)];
+      return space_->sorted_key(hot_lo_ + rng.Uniform(hot_n_));
     uint64_t c = rng.Uniform(n - hot_n_);
     if (c >= hot_lo_) c += hot_n_;
-    return sorted_[c];
+    return space_->sorted_key(c);
   }
 
  private:
-  const std::vector<uint64_t>& sorted_;
+  const KeySpace* space_;
   const double op_fraction_;
   uint64_t hot_n_ = 1;
   uint64_t hot_lo_ = 0;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "bench/gapped_keys.h"
 #include "bench/replay.h"
 #include "bench/rng.h"
 
@@ -20,7 +21,7 @@ struct ShapeName {
 constexpr ShapeName kShapes[] = {
     {KeyShape::kDense, "dense"}, {KeyShape::kSparse, "sparse"}, {KeyShape::kLognormal, "lognormal"},
     {KeyShape::kBooks, "books"}, {KeyShape::kFb, "fb"},         {KeyShape::kOsm, "osm"},
-    {KeyShape::kWiki, "wiki"},
+    {KeyShape::kWiki, "wiki"},   {KeyShape::kGapped, "gapped"},
 };
 
 using Sampler = std::function<uint64_t(Rng&)>;
@@ -231,6 +232,12 @@ StatusOr<std::vector<uint64_t>> MakeKeySet(const KeySetSpec& spec, uint64_t capa
     case KeyShape::kWiki:
       keys = Wiki(capacity, rng);
       break;
+    case KeyShape::kGapped: {
+      const GappedKeys gapped(capacity, capacity, spec.sorted_order, seed);
+      keys.resize(capacity);
+      for (uint64_t i = 0; i < capacity; ++i) keys[i] = gapped.key(i);
+      return keys;  // already in insertion order
+    }
     case KeyShape::kSosdFile: {
       GROVE_ASSIGN_OR_RETURN(keys, ReadSosdFile(spec.file));
       if (keys.size() > capacity) {

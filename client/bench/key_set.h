@@ -20,6 +20,8 @@
 //              (SOSD "osm" cell ids: clustered, globally hard to fit)
 //   wiki       Poisson-process timestamps at one-second resolution with a daily rate cycle;
 //              duplicates dropped (SOSD "wiki" edit timestamps)
+//   gapped     one key per equal stride of the 64-bit range at a pseudo-random offset, inserts in
+//              the gaps; computed on demand, so any number of keys costs no memory (gapped_keys.h)
 //   sosd:PATH  sorted uint64 keys from a file in SOSD's binary format: a little-endian u64 count,
 //              then that many little-endian u64 keys. Duplicates are dropped.
 //   trace:PATH keys of a workload trace's key space, as places (replay.h, TraceShape): where
@@ -39,7 +41,18 @@
 
 namespace grove::bench {
 
-enum class KeyShape { kDense, kSparse, kLognormal, kBooks, kFb, kOsm, kWiki, kSosdFile, kTrace };
+enum class KeyShape {
+  kDense,
+  kSparse,
+  kLognormal,
+  kBooks,
+  kFb,
+  kOsm,
+  kWiki,
+  kGapped,
+  kSosdFile,
+  kTrace
+};
 
 struct KeySetSpec {
   KeyShape shape = KeyShape::kDense;
@@ -52,7 +65,8 @@ StatusOr<KeySetSpec> ParseKeySetSpec(std::string_view text);
 std::string KeySetName(const KeySetSpec& spec);
 
 // `capacity` unique keys of the spec's shape in insertion order, deterministic for a seed. For a
-// SOSD file, fewer keys when the file holds fewer unique keys.
+// SOSD file, fewer keys when the file holds fewer unique keys. kGapped keys are the ones
+// GappedKeys(capacity, capacity, ...) computes: all of them a load.
 StatusOr<std::vector<uint64_t>> MakeKeySet(const KeySetSpec& spec, uint64_t capacity,
                                            uint64_t seed);
 

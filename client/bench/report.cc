@@ -140,6 +140,11 @@ nlohmann::json RunToJson(const RunResult& run, const ReportContext& ctx) {
     j["throughput_before_settle"] = run.total.seconds > 0 ? Round(ops / run.total.seconds, 1) : 0;
     if (run.load_method == "batch") j["latency_unit"] = "batch";
   }
+  j["memory"] = json{{"rss_bytes", run.rss_bytes},
+                     {"peak_rss_bytes", run.peak_rss_bytes},
+                     {"peak_of", run.peak_rss_reset ? "run" : "process"}};
+  j["target_open"] = json{{"seconds", Round(ctx.open_seconds, 3)},
+                          {"peak_rss_bytes", ctx.open_peak_rss_bytes}};
   json phase = PhaseJson(run.total);
   j["latency_us"] = phase["all"];
   j["ops_by_type"] = phase["ops_by_type"];

@@ -26,6 +26,10 @@ struct ReportContext {
   uint64_t cache_bytes = 0;
   uint64_t key_capacity = 0;
   uint32_t threads = 1;
+  // Opening the target (Db::Open: recovery included) before the first run, and the process's
+  // peak resident set by then.
+  double open_seconds = 0;
+  uint64_t open_peak_rss_bytes = 0;
 };
 
 nlohmann::json RunToJson(const RunResult& run, const ReportContext& context);

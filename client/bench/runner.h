@@ -103,6 +103,11 @@ struct RunResult {
   std::vector<PhaseResult> phases;
   PhaseResult total;
   double settle_seconds = 0;  // LOAD: time to make the load durable and settled, after the ops
+  // The process's resident set at the run's end and its peak during the run (the peak is reset
+  // before each run where the kernel allows; peak_rss_reset says whether it was).
+  uint64_t rss_bytes = 0;
+  uint64_t peak_rss_bytes = 0;
+  bool peak_rss_reset = false;
   TargetStats before;
   TargetStats after;
   std::vector<TimelinePoint> timeline;

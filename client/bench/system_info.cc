@@ -1,10 +1,10 @@
 #include "bench/system_info.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
@@ -70,10 +70,26 @@ ProcessIo ReadProcessIo() {
   return io;
 }
 
-uint64_t PeakRssBytes() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+MemoryUse ReadMemoryUse() {
+  MemoryUse m;
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    // "VmHWM:\t  123456 kB"
+    const bool hwm = line.rfind("VmHWM:", 0) == 0;
+    if (!hwm && line.rfind("VmRSS:", 0) != 0) continue;
+    const uint64_t kib = std::strtoull(line.c_str() + 6, nullptr, 10);
+    (hwm ? m.peak_rss_bytes : m.rss_bytes) = kib * 1024;
+    m.available = true;
+  }
+  return m;
+}
+
+bool ResetPeakRss() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
 }
 
 uint64_t PhysicalMemoryBytes() {

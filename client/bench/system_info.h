@@ -21,8 +21,16 @@ ProcessIo ReadProcessIo();
 // CPU model and count, memory, kernel, and the filesystem and block device holding `dir`.
 std::map<std::string, std::string> DescribeMachine(const std::string& dir);
 
-// Peak resident set size of this process, bytes.
-uint64_t PeakRssBytes();
+// This process's resident set now and at its peak (/proc/self/status VmRSS, VmHWM), bytes.
+struct MemoryUse {
+  uint64_t rss_bytes = 0;
+  uint64_t peak_rss_bytes = 0;
+  bool available = false;
+};
+MemoryUse ReadMemoryUse();
+// Starts a new peak: VmHWM falls back to the current RSS (/proc/self/clear_refs "5"). False when
+// the kernel refuses; the peak then covers the whole process.
+bool ResetPeakRss();
 
 // This machine's physical memory, bytes (0 when unknown).
 uint64_t PhysicalMemoryBytes();

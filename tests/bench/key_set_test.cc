@@ -32,7 +32,7 @@ TEST_P(KeySetShapeTest, UniqueKeysOfTheRequestedCount) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, KeySetShapeTest,
                          ::testing::Values("dense", "sparse", "lognormal", "books", "fb", "osm",
-                                           "wiki"));
+                                           "wiki", "gapped"));
 
 TEST(KeySetTest, DenseIsOneToN) {
   KeySetSpec spec;

@@ -222,6 +222,8 @@ class EmbeddedTarget final : public Target {
     g["index_model_bytes"] = static_cast<double>(s.index.model_bytes);
     g["index_entries"] = static_cast<double>(s.index.entries);
     for (const auto& [k, v] : s.index.extra) g["index." + k] = v;
+    g["memory_epoch_table_bytes"] = static_cast<double>(s.memory.epoch_table_bytes);
+    g["memory_allocator_bytes"] = static_cast<double>(s.memory.allocator_bytes);
     g["data_file_bytes"] = static_cast<double>(s.data_file_pages) * 4096;
     g["free_pages"] = static_cast<double>(s.free_pages);
     g["blob_values"] = static_cast<double>(s.blob_values);

@@ -301,10 +301,12 @@ def build():
     d.timeseries("Index pages", "Inner and leaf pages.", "short",
                  [(f"sum(grove_index_inner_pages{{{SEL}}})", "inner"),
                   (f"sum(grove_index_leaf_pages{{{SEL}}})", "leaf")])
-    d.timeseries("Index memory", "Inner nodes (what must stay cached for one-IO lookups) and "
-                 "learned models held in memory, next to the buffer pool budget.", "bytes",
+    d.timeseries("Index memory", "Inner nodes (what must stay cached for one-IO lookups), "
+                 "learned models held in memory, and the structures that grow with the data file "
+                 "(epoch table, allocator), next to the buffer pool budget.", "bytes",
                  [(f"sum(grove_index_inner_bytes{{{SEL}}})", "inner nodes"),
                   (f"sum(grove_index_model_bytes{{{SEL}}})", "models"),
+                  (f"sum(grove_memory_bytes{{{SEL}}}) by (structure)", "{{structure}}"),
                   (f"sum(grove_cache_capacity_bytes{{{SEL}}})", "cache budget")])
     d.timeseries("Keys", "Keys in the index (where the variant tracks it) and values stored out "
                  "of line.", "short",

@@ -81,6 +81,8 @@ DbStats DbImpl::GetStats() {
   s.checkpoint.duration_seconds = checkpoint_seconds_.Snapshot();
   if (dirty_room_) s.write_room = dirty_room_->GetStats();
   s.index = index_->GetStats();
+  s.memory.epoch_table_bytes = epochs_.MemoryBytes();
+  s.memory.allocator_bytes = allocator_.MemoryBytes();
   return s;
 }
 

@@ -203,6 +203,12 @@ std::vector<MetricFamily> EngineFamilies(const DbStats& s) {
   b.Gauge("grove_blob_values", "Values stored out of line in the value store.", D(s.blob_values));
   b.Gauge("grove_blob_bytes", "Bytes of pages holding out-of-line values.",
           D(s.blob_pages) * kPageBytes);
+  b.Gauge("grove_memory_bytes",
+          "Fixed in-memory structures that grow with the data file, not with the cache.",
+          D(s.memory.epoch_table_bytes), {{"structure", "epoch_table"}});
+  b.Gauge("grove_memory_bytes",
+          "Fixed in-memory structures that grow with the data file, not with the cache.",
+          D(s.memory.allocator_bytes), {{"structure", "allocator"}});
   b.Gauge("grove_recovery_replayed_records", "Log records replayed by the last recovery.",
           D(s.recovery_replayed_records));
   b.Gauge("grove_recovery_duration_seconds", "Duration of the last recovery.", s.recovery_seconds);

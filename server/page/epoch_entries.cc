@@ -10,6 +10,7 @@ void EpochEntries::Publish(size_t capacity) {
   for (size_t c = 0; c < chunks_.size(); ++c) d->chunks[c] = chunks_[c].get();
   d->used.store(chunks_.size(), std::memory_order_relaxed);
   capacity_ = capacity;
+  dir_bytes_.fetch_add(std::max<size_t>(capacity, 1) * sizeof(void*), std::memory_order_relaxed);
   dir_.store(d.get(), std::memory_order_release);
   dirs_.push_back(std::move(d));
 }

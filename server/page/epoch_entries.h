@@ -57,6 +57,13 @@ class EpochEntries {
   // Every covered entry back to 0, then covers exactly `entries` if more (open-time reset).
   void Reset(size_t entries);
 
+  // Bytes held: the chunks readers may use plus every directory published. Any thread.
+  size_t MemoryBytes() const {
+    const Dir* d = dir_.load(std::memory_order_acquire);
+    return d->used.load(std::memory_order_acquire) * kChunk * sizeof(uint32_t) +
+           dir_bytes_.load(std::memory_order_relaxed);
+  }
+
  private:
   struct Dir {
     std::atomic<size_t> used{0};  // chunks readers may use
@@ -68,6 +75,7 @@ class EpochEntries {
   std::vector<std::unique_ptr<std::atomic<uint32_t>[]>> chunks_;
   std::vector<std::unique_ptr<Dir>> dirs_;  // every directory published; the last is current
   size_t capacity_ = 0;
+  std::atomic<size_t> dir_bytes_{0};  // the pointer arrays of dirs_
   std::atomic<const Dir*> dir_{nullptr};
 };
 

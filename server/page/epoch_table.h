@@ -71,6 +71,14 @@ class EpochTable {
   // Fills the entries of map page k from its verified image.
   Status LoadMapPage(size_t k, const char* image);
 
+  // Bytes held in memory: the entries (4 per data page) and the map page list (an id and an
+  // epoch per map page, one map page per kEntriesPerPage entries). Any thread.
+  size_t MemoryBytes() const {
+    const size_t entries = entries_.MemoryBytes();
+    return entries + entries / (kEntriesPerPage * sizeof(uint32_t)) *
+                         (sizeof(PageId) + sizeof(uint32_t));
+  }
+
  private:
   mutable Mutex mu_;
   EpochEntries entries_;  // written under mu_, read by anyone

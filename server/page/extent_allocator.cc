@@ -161,6 +161,15 @@ uint64_t ExtentAllocator::free_pages() const {
   return free_pages_;
 }
 
+uint64_t ExtentAllocator::MemoryBytes() const {
+  constexpr auto kNode = [](uint64_t value_bytes) { return (32 + value_bytes + 8 + 15) / 16 * 16; };
+  MutexLock lock(&mu_);
+  uint64_t blocks = 0;
+  for (const auto& order : free_) blocks += order.size();
+  return blocks * kNode(sizeof(PageId)) +
+         recently_freed_.size() * kNode(sizeof(PageId) + sizeof(uint64_t));
+}
+
 bool ExtentAllocator::IsFree(PageId id) const {
   MutexLock lock(&mu_);
   for (int order = 0; order < kOrders; ++order) {

@@ -68,6 +68,10 @@ class ExtentAllocator {
   // The file size the allocator accounts for, in pages (a multiple of the chunk size).
   uint64_t high_water_pages() const;
   uint64_t free_pages() const;
+  // Bytes its sets hold: one tree node per free block and per recently freed page, at the size
+  // glibc's malloc gives a red-black tree node (32 bytes of links and colour, the value, 8 bytes
+  // of chunk header, rounded up to 16).
+  uint64_t MemoryBytes() const;
   // Whether page `id` is inside a free block (for Verify).
   bool IsFree(PageId id) const;
 

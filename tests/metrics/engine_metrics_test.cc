@@ -60,6 +60,8 @@ DbStats SampleStats() {
   s.index.model_bytes = 0;
   s.index.entries = 1234;
   s.index.extra = {{"fill_factor", 0.7}};
+  s.memory.epoch_table_bytes = 4096;
+  s.memory.allocator_bytes = 96;
   return s;
 }
 
@@ -81,6 +83,8 @@ TEST(EngineMetricsTest, ExportsEveryFigureInBaseUnits) {
   ExpectLine(t, "grove_data_file_free_bytes 40960");
   ExpectLine(t, "grove_blob_values 4");
   ExpectLine(t, "grove_blob_bytes 32768");
+  ExpectLine(t, "grove_memory_bytes{structure=\"epoch_table\"} 4096");
+  ExpectLine(t, "grove_memory_bytes{structure=\"allocator\"} 96");
   ExpectLine(t, "grove_recovery_replayed_records 42");
   ExpectLine(t, "grove_recovery_duration_seconds 0.25");
   ExpectLine(t, "grove_page_reads_total{cause=\"demand\"} 7");
@@ -143,7 +147,7 @@ TEST(EngineMetricsTest, TypesFollowConventions) {
     for (const auto& m : f.metric) {
       for (const auto& l : m.label) {
         EXPECT_TRUE(l.name == "cause" || l.name == "op" || l.name == "backend" ||
-                    l.name == "variant" || l.name == "name")
+                    l.name == "variant" || l.name == "name" || l.name == "structure")
             << f.name << " label " << l.name;
       }
     }

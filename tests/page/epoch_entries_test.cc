@@ -36,6 +36,15 @@ TEST(EpochEntriesTest, ReadsZeroBeyondTheCoveredRangeAndWhatWasSetWithin) {
   EXPECT_EQ(e.size(), 11 * K);
 }
 
+TEST(EpochEntriesTest, MemoryIsFourBytesAPageAndTheDirectories) {
+  EpochEntries e;
+  const size_t empty = e.MemoryBytes();
+  EXPECT_LE(empty, 64u);
+  e.Grow(100 * K);
+  EXPECT_GE(e.MemoryBytes(), 100 * K * 4);
+  EXPECT_LE(e.MemoryBytes(), 100 * K * 4 + 4 * 100 * sizeof(void*) + empty);
+}
+
 // One writer grows the table chunk by chunk and sets every new entry to its chunk number + 1;
 // readers must only ever see 0 (not yet covered or not yet set) or that value.
 TEST(EpochEntriesTest, ReadersSeeOnlyWrittenValuesWhileTheTableGrows) {

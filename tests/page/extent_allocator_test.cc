@@ -2,6 +2,7 @@
 
 #include <map>
 #include <random>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,21 @@ TEST(ExtentAllocatorTest, NeverHandsOutSuperblockPages) {
     EXPECT_GE(*p, ExtentAllocator::kFirstDataPage);
   }
   EXPECT_EQ(a.CheckInvariants(), "");
+}
+
+TEST(ExtentAllocatorTest, MemoryCountsANodePerFreeBlockAndRecentlyFreedPage) {
+  ExtentAllocator a;
+  EXPECT_EQ(a.MemoryBytes(), 0u);
+  std::vector<PageId> pages;
+  for (int i = 0; i < 300; ++i) pages.push_back(*a.Allocate(1));
+  const uint64_t full = a.MemoryBytes();
+  EXPECT_GT(full, 0u);
+  // Every other page freed: each is a block of its own, and each is recently freed.
+  for (size_t i = 0; i < pages.size(); i += 2) a.Free(pages[i], 1);
+  EXPECT_GE(a.MemoryBytes(), full + 150 * (48 + 64));
+  a.NoteCheckpoint(1);
+  a.NoteDurable(1);  // no durable checkpoint names them any more
+  EXPECT_LT(a.MemoryBytes(), full + 150 * (48 + 64));
 }
 
 TEST(ExtentAllocatorTest, ExactSizesLeaveNoRoundingWaste) {

@@ -125,6 +125,13 @@ struct BackupStats {
   uint64_t last_pages_preserved = 0;  // gauge: pages it copied ahead of an overwrite
 };
 
+// The engine's fixed in-memory structures that grow with the data file rather than with the
+// cache budget (the index's own figures are IndexStats.inner_bytes and model_bytes).
+struct MemoryStats {
+  uint64_t epoch_table_bytes = 0;  // 4 bytes per data page, and the map page list
+  uint64_t allocator_bytes = 0;    // a tree node per free block and per recently freed page
+};
+
 struct DbStats {
   std::string io_backend;  // the active backend: "uring" or "psync"
   uint64_t gets = 0;
@@ -145,6 +152,7 @@ struct DbStats {
   ExpiryStats expiry;
   BackupStats backup;
   IndexStats index;
+  MemoryStats memory;
 };
 
 }  // namespace grove

@@ -87,7 +87,9 @@ class OrderedZipfianChooser final : public KeyChooser {
  public:
   OrderedZipfianChooser(const KeySpace* s, double theta, ZetaCache* z)
       : space_(s), zipf_(s->loaded(), theta, z) {}
-  uint64_t Next(Rng& rng) override { return space_->sorted_key(zipf_.Next(rng) % space_->loaded()); }
+  uint64_t Next(Rng& rng) override {
+    return space_->sorted_key(zipf_.Next(rng) % space_->loaded());
+  }
 
  private:
   const KeySpace* space_;

@@ -52,7 +52,7 @@ GappedKeys::GappedKeys(uint64_t loaded, uint64_t capacity, bool sorted_order, ui
       slots_(sorted_order ? std::max<uint64_t>(capacity, 1)
                           : std::max<uint64_t>({loaded_, capacity - loaded_, 1})),
       stride_(~uint64_t{0} / slots_),
-      load_order_(loaded_, seed ^ 0x6c6f6164ull),          // "load"
+      load_order_(loaded_, seed ^ 0x6c6f6164ull),         // "load"
       insert_slots_(slots_, seed ^ 0x696e73657274ull) {}  // "insert"
 
 uint64_t GappedKeys::Offset(uint64_t x, uint64_t salt, uint64_t width) const {

@@ -143,8 +143,8 @@ nlohmann::json RunToJson(const RunResult& run, const ReportContext& ctx) {
   j["memory"] = json{{"rss_bytes", run.rss_bytes},
                      {"peak_rss_bytes", run.peak_rss_bytes},
                      {"peak_of", run.peak_rss_reset ? "run" : "process"}};
-  j["target_open"] = json{{"seconds", Round(ctx.open_seconds, 3)},
-                          {"peak_rss_bytes", ctx.open_peak_rss_bytes}};
+  j["target_open"] =
+      json{{"seconds", Round(ctx.open_seconds, 3)}, {"peak_rss_bytes", ctx.open_peak_rss_bytes}};
   json phase = PhaseJson(run.total);
   j["latency_us"] = phase["all"];
   j["ops_by_type"] = phase["ops_by_type"];

@@ -75,8 +75,8 @@ class EpochTable {
   // epoch per map page, one map page per kEntriesPerPage entries). Any thread.
   size_t MemoryBytes() const {
     const size_t entries = entries_.MemoryBytes();
-    return entries + entries / (kEntriesPerPage * sizeof(uint32_t)) *
-                         (sizeof(PageId) + sizeof(uint32_t));
+    return entries +
+           entries / (kEntriesPerPage * sizeof(uint32_t)) * (sizeof(PageId) + sizeof(uint32_t));
   }
 
  private:

@@ -40,6 +40,10 @@
 #                    groved, advised at a quarter of the size, every variant run at full size
 #                    twice (~55 min; TRUTH=0 redoes the advice only, ~8 min): docs/benchmarks.md's
 #                    advisor section
+#   make bench-scale      btree, hln and RocksDB at 10^7, 10^8 and 10^9 records of 8-byte keys and
+#                    values, 1 GiB budget: load, cold Get beside the device, YCSB E, durable
+#                    inserts, recovery after kill -9 (hours at 10^9; SIZES=1e7 for a first look;
+#                    ~30 GB of disk at 10^9): docs/benchmarks.md "At a billion keys"
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
@@ -50,7 +54,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format check-tsa test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor bench-scale fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -162,6 +166,11 @@ bench-cluster: bench-build
 
 bench-advisor: bench-build
 	$(BENCH_ENV) GROVECTL=$(BENCH_BUILD_DIR)/client/grovectl scripts/bench-advisor.sh
+
+bench-scale: bench-build
+	BIN=$(BENCH_BUILD_DIR)/client/bench/grove-bench scripts/bench-scale.sh
+	python3 scripts/scale_report.py docs/bench-data/scale.jsonl docs/bench-data/scale-disk.jsonl \
+	  > docs/bench-data/scale-tables.md
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

@@ -222,6 +222,8 @@ class EmbeddedTarget final : public Target {
     g["index_model_bytes"] = static_cast<double>(s.index.model_bytes);
     g["index_entries"] = static_cast<double>(s.index.entries);
     for (const auto& [k, v] : s.index.extra) g["index." + k] = v;
+    g["recovery_seconds"] = s.recovery_seconds;
+    g["recovery_replayed_records"] = static_cast<double>(s.recovery_replayed_records);
     g["memory_epoch_table_bytes"] = static_cast<double>(s.memory.epoch_table_bytes);
     g["memory_allocator_bytes"] = static_cast<double>(s.memory.allocator_bytes);
     g["data_file_bytes"] = static_cast<double>(s.data_file_pages) * 4096;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# make bench-scale: Grove at 10^7..10^9 records of 8-byte keys and 8-byte values (docs/benchmarks.md
+# "At a billion keys"). For each size and engine, in this order, on one data directory:
+#
+#   load      bulk load of the gapped (sparse) key set: records/s, peak RSS, bytes on disk
+#   get-tN    cold Get, uniform, N = 1, 4, 16 threads; each a new process, so its open is a clean
+#             open and its warm-up fills the inner nodes; the device at the same queue depth after
+#   e         YCSB E uniform (95% scans of 1..100, 5% inserts), 16 threads
+#   ins-tN    durable inserts of new keys (wal.sync always), N = 1, 4, 16 threads: throughput,
+#             p99/p999, and the checkpoints that ran under them
+#   crash     16 threads of durable inserts, kill -9 after CRASH_AFTER seconds, then an open:
+#             recovery time and records replayed
+#
+# One engine's directory at a time; it is deleted after its size (the report records how much
+# disk each used). The memory budget is the same for every engine (CACHE).
+#
+#   scripts/bench-scale.sh                     SIZES="1e7 1e8 1e9" ENGINES="btree hln rocksdb"
+#   SIZES=1e7 ENGINES=btree scripts/bench-scale.sh
+#
+# Output: JSON lines appended to $OUT (grove-bench's, labelled scale:<records>:<step>) and one line
+# per directory to $OUT_DISK; scripts/scale_report.py turns them into docs/bench-data/scale.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${BIN:-build-bench/client/bench/grove-bench}
+SIZES=${SIZES:-"1e7 1e8 1e9"}
+ENGINES=${ENGINES:-"btree hln rocksdb"}
+BASE=${BASE:-grove-bench-data/scale}
+OUT=${OUT:-docs/bench-data/scale.jsonl}
+OUT_DISK=${OUT_DISK:-docs/bench-data/scale-disk.jsonl}
+CACHE=${CACHE:-1GiB}
+WARMUP=${WARMUP:-15}         # seconds before each measured read run
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-15}
+INSERT_SECONDS=${INSERT_SECONDS:-30}
+CRASH_AFTER=${CRASH_AFTER:-40}
+DEVICE_BYTES=${DEVICE_BYTES:-8GiB}
+THREADS=${THREADS:-"1 4 16"}
+INSERT_BUDGET=${INSERT_BUDGET:-40M}  # keys reserved for inserts (gapped keys cost no memory)
+
+[ -x "$BIN" ] || { echo "bench-scale: $BIN not built (make bench-build)" >&2; exit 1; }
+mkdir -p "$BASE" "$(dirname "$OUT")"
+
+target_of() {
+  case "$1" in
+    rocksdb) echo rocksdb ;;
+    *) echo "embedded:$1" ;;
+  esac
+}
+
+run() {  # run LABEL ARGS...: one grove-bench process on the current engine's directory
+  local label=$1
+  shift
+  echo "== $engine $records $label" >&2
+  (exec_bench "$label" "$@")
+}
+
+exec_bench() {  # the same as the process itself (so that `exec_bench ... &` leaves its pid in $!)
+  local label=$1
+  shift
+  exec "$BIN" --target "$target" --dir "$dir" --keys gapped --records "$records" --value-size 8 \
+    --cache-bytes "$CACHE" --label "scale:$records:$label" --json "$OUT" --no-table \
+    --progress off "$@"
+}
+
+for records in $SIZES; do
+  for engine in $ENGINES; do
+    target=$(target_of "$engine")
+    dir="$BASE/$engine"
+    rm -rf "$dir"
+    start=$(date +%s)
+    run load -w load --load-method bulk --insert-budget "$INSERT_BUDGET" --wal-sync none
+    load_done=$(date +%s)
+    # Bytes on disk right after the load, and the files' apparent size.
+    used=$(du -sB1 "$dir" | cut -f1)
+    printf '{"engine":"%s","records":%s,"step":"load","disk_bytes":%s,"load_wall_seconds":%s}\n' \
+      "$engine" "$(python3 -c "print(int(float('$records')))")" "$used" \
+      "$((load_done - start))" >>"$OUT_DISK"
+
+    for t in $THREADS; do
+      run "get-t$t" -w c --distribution uniform --threads "$t" --warmup "$WARMUP" \
+        --duration "$SECONDS_PER_RUN"
+      "$BIN" --target "device?file_bytes=$DEVICE_BYTES" --dir "$BASE/device" -w c \
+        --distribution uniform --threads "$t" --duration "$SECONDS_PER_RUN" --records 1M \
+        --label "scale:$records:device-t$t" --json "$OUT" --no-table --progress off
+    done
+    run e -w e --distribution uniform --threads 16 --warmup "$WARMUP" --duration "$SECONDS_PER_RUN"
+    for t in $THREADS; do
+      run "ins-t$t" -w config/workloads/insert-only.yaml --wal-sync always --threads "$t" \
+        --duration "$INSERT_SECONDS"
+    done
+
+    # Recovery: kill -9 under 16 threads of durable inserts, then open.
+    echo "== $engine $records crash-load (kill -9 after $CRASH_AFTER s)" >&2
+    (exec_bench crash-load -w config/workloads/insert-only.yaml --wal-sync always --threads 16 \
+      --duration 3600) &
+    pid=$!
+    sleep "$CRASH_AFTER"
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    run recover -w c --distribution uniform --threads 1 --ops 1000
+    used=$(du -sB1 "$dir" | cut -f1)
+    printf '{"engine":"%s","records":%s,"step":"end","disk_bytes":%s}\n' \
+      "$engine" "$(python3 -c "print(int(float('$records')))")" "$used" >>"$OUT_DISK"
+    rm -rf "$dir"
+  done
+done
+echo "bench-scale: results in $OUT and $OUT_DISK" >&2

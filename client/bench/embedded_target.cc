@@ -287,6 +287,8 @@ StatusOr<std::unique_ptr<Target>> OpenEmbeddedTarget(const TargetUri& uri, const
       options.inner_cache_fraction = std::atof(v.c_str());
     } else if (k == "checkpoint_dirty_fraction") {
       options.checkpoint.dirty_fraction = std::atof(v.c_str());
+    } else if (k == "checkpoint_interval_seconds") {
+      options.checkpoint.interval_seconds = std::atof(v.c_str());
     } else if (k == "scan_readahead_pages") {
       options.scan_readahead_pages = static_cast<uint32_t>(std::atoi(v.c_str()));
     } else {

@@ -7,6 +7,7 @@
 #include "engine/db_impl.h"
 #include "engine/double_write.h"
 #include "engine/manifest.h"
+#include "engine/replay_reader.h"
 #include "index/registry.h"
 #include "util/clock.h"
 #include "util/crc32c.h"
@@ -237,8 +238,8 @@ Status DbImpl::CreateFresh(const IndexRegistry& registry, const ParamMap& params
 }
 
 Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
-  GROVE_ASSIGN_OR_RETURN(auto batch, ReadDoubleWrite(dw_file_.get()));
-  if (!batch || batch->epoch != sb->epoch + 1) return Status::Ok();
+  GROVE_ASSIGN_OR_RETURN(auto batch, ReadDoubleWrite(dw_file_.get(), sb->epoch + 1));
+  if (!batch) return Status::Ok();
   // The checkpoint after the durable one wrote its complete batch but may not have finished its
   // in-place writes or its superblock: finish it.
   GROVE_ASSIGN_OR_RETURN(Manifest m, Manifest::Decode(batch->manifest));
@@ -353,25 +354,31 @@ Status DbImpl::LoadEpochMap() {
 Status DbImpl::ReplayWal() {
   recovering_ = true;
   replay_next_lsn_ = redo_lsn_.load();
-  auto result = wal::Wal::Replay(
-      io_.get(), options_.data_dir, redo_lsn_.load(), options_.wal, logger_.get(),
-      [&](Lsn lsn, Slice payload) -> Status {
-        GROVE_ASSIGN_OR_RETURN(const WriteBatch batch, WriteBatch::Decode(payload));
-        // As for live writes: checkpoint (redo point = this record) before the cache would fill
-        // with pages that cannot be evicted; operation by operation, so that a batch that was
-        // applied stepwise when it was written is replayed the same way.
-        const uint64_t first = PagesNeeded(batch).first;
-        Room room(this);
-        GROVE_RETURN_IF_ERROR(dirty_room_->Reserve(first, Clock::time_point::max())
-                                  .WithContext(fmt::format("replaying LSN {}", lsn)));
-        room.Add(first);
-        GROVE_RETURN_IF_ERROR(ApplyBatch(lsn, batch, &room, /*stepwise=*/true, /*in_gate=*/false)
-                                  .WithContext(fmt::format("replaying LSN {}", lsn)));
-        replay_next_lsn_ = lsn + 1;
-        return Status::Ok();
-      });
+  ReplayReader reader(index_.get(), pool_->capacity_pages());
+  const auto apply = [&](Lsn lsn, const WriteBatch& batch) -> Status {
+    // As for live writes: checkpoint (redo point = this record) before the cache would fill
+    // with pages that cannot be evicted; operation by operation, so that a batch that was
+    // applied stepwise when it was written is replayed the same way.
+    const uint64_t first = PagesNeeded(batch).first;
+    Room room(this);
+    GROVE_RETURN_IF_ERROR(dirty_room_->Reserve(first, Clock::time_point::max())
+                              .WithContext(fmt::format("replaying LSN {}", lsn)));
+    room.Add(first);
+    GROVE_RETURN_IF_ERROR(ApplyBatch(lsn, batch, &room, /*stepwise=*/true, /*in_gate=*/false)
+                              .WithContext(fmt::format("replaying LSN {}", lsn)));
+    replay_next_lsn_ = lsn + 1;
+    return Status::Ok();
+  };
+  auto result = wal::Wal::Replay(io_.get(), options_.data_dir, redo_lsn_.load(), options_.wal,
+                                 logger_.get(), [&](Lsn lsn, Slice payload) -> Status {
+                                   GROVE_ASSIGN_OR_RETURN(WriteBatch batch,
+                                                          WriteBatch::Decode(payload));
+                                   return reader.Add(lsn, std::move(batch), apply);
+                                 });
+  Status rest = result.ok() ? reader.Drain(apply) : Status::Ok();
   recovering_ = false;
   if (!result.ok()) return result.status();
+  GROVE_RETURN_IF_ERROR(rest);
   recovery_records_ = result->records;
   replay_next_lsn_ = std::max<Lsn>(replay_next_lsn_.load(), result->next_lsn);
   return Status::Ok();

@@ -43,7 +43,7 @@ void ForEachRun(const PageImages& pages, bool need_consecutive_ids, Fn fn) {
 PageImages DoubleWriteBatch::pages() const {
   PageImages out;
   out.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) out.push_back({ids[i], images.data() + i * kPageSize});
+  for (size_t i = 0; i < ids.size(); ++i) out.push_back({ids[i], image(i)});
   return out;
 }
 
@@ -85,7 +85,8 @@ Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Sli
   return file->Sync();
 }
 
-StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
+StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file,
+                                                          std::optional<uint64_t> only_epoch) {
   GROVE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
   if (size < 2 * kPageSize) return std::optional<DoubleWriteBatch>();
   AlignedBuffer header(kPageSize);
@@ -99,6 +100,7 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
   }
   DoubleWriteBatch b;
   b.epoch = DecodeFixed64(header.data() + 8);
+  if (only_epoch && b.epoch != *only_epoch) return std::optional<DoubleWriteBatch>();
   const uint64_t n = DecodeFixed64(header.data() + 16);
   const uint64_t manifest_size = DecodeFixed64(header.data() + 24);
   const uint64_t dir_pages = DirPages(n);
@@ -124,7 +126,6 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
     return std::optional<DoubleWriteBatch>();
   }
   b.ids.resize(n);
-  b.images = AlignedBuffer(std::max<uint64_t>(1, n) * kPageSize);
   for (uint64_t i = 0; i < n; ++i) {
     b.ids[i] = DecodeFixed64(dir + i * 8);
     const char* img = images + i * kPageSize;
@@ -133,9 +134,10 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file) {
     if (!page::Verify(img, b.ids[i]).ok() || page::Epoch(img) != static_cast<uint32_t>(b.epoch)) {
       return std::optional<DoubleWriteBatch>();
     }
-    std::memcpy(b.images.data() + i * kPageSize, img, kPageSize);
   }
   b.manifest.assign(manifest, manifest_size);
+  b.images_at = static_cast<size_t>(images - all.data());
+  b.file = std::move(all);  // the images stay where they were read: no second copy
   return std::optional<DoubleWriteBatch>(std::move(b));
 }
 

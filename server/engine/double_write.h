@@ -42,13 +42,19 @@ Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Sli
 struct DoubleWriteBatch {
   uint64_t epoch = 0;
   std::vector<PageId> ids;
-  AlignedBuffer images;  // ids.size() pages
+  AlignedBuffer file;  // the batch as read: header, directory, then the images from images_at
+  size_t images_at = 0;
   std::string manifest;
+  const char* image(size_t i) const { return file.data() + images_at + i * kPageSize; }
   PageImages pages() const;
 };
 
-// Reads the batch; nullopt when the file holds no complete batch.
-StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file);
+// Reads the batch; nullopt when the file holds no complete batch. With `only_epoch`, a batch of
+// another epoch is nullopt too, and is not read past its header page: after a clean checkpoint
+// the batch on disk is the one already applied, and an open must not read (up to three quarters
+// of the cache's worth of) pages it will not use.
+StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(
+    File* file, std::optional<uint64_t> only_epoch = std::nullopt);
 
 // Writes `pages` to their places in the data file through an IO queue, coalescing runs of
 // consecutive pages that are contiguous in memory, and syncs the file.

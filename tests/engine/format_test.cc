@@ -391,6 +391,20 @@ TEST_F(DoubleWriteTest, BatchRoundTrips) {
   EXPECT_EQ(got->manifest, manifest);
 }
 
+TEST_F(DoubleWriteTest, ABatchOfAnotherEpochIsSkippedWhenOneEpochIsWanted) {
+  Images im = MakeImages(Ids(40), 6);
+  ASSERT_OK(WriteDoubleWrite(file_.get(), 6, im.pages, std::string(100, 'm')));
+  auto wanted = ReadDoubleWrite(file_.get(), 6);
+  ASSERT_OK(wanted.status());
+  ASSERT_TRUE(wanted->has_value());
+  EXPECT_EQ((*wanted)->ids, Ids(40));
+  EXPECT_EQ(std::memcmp((*wanted)->image(39), im.pages[39].second, kPageSize), 0);
+  // An open after the clean checkpoint 6 wants batch 7: batch 6 is done with.
+  auto other = ReadDoubleWrite(file_.get(), 7);
+  ASSERT_OK(other.status());
+  EXPECT_FALSE(other->has_value());
+}
+
 TEST_F(DoubleWriteTest, TruncatedBatchesAreIgnored) {
   Images im = MakeImages(Ids(20), 4);
   const std::string manifest(5000, 'm');
@@ -450,7 +464,7 @@ TEST_F(DoubleWriteTest, ImageLeftFromThePreviousBatchIsIgnored) {
   WriteBytes(Path(), l.image(7), old_slot);
   auto got = Read();
   EXPECT_FALSE(got.has_value()) << "batch 5 accepted with page " << got->ids[7] << " at epoch "
-                                << page::Epoch(got->images.data() + 7 * kPageSize);
+                                << page::Epoch(got->image(7));
 }
 
 // A retried checkpoint reuses its epoch. A slot whose write the retry lost holds the failed

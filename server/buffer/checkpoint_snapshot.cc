@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "page/page.h"
 
@@ -16,7 +17,14 @@ StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, Aligne
     }
   }
   std::sort(dirty.begin(), dirty.end());
-  *arena = AlignedBuffer(std::max<size_t>(1, dirty.size()) * kPageSize);
+  // Not cleared: writers are paused, and every slot is a whole page copied in before the arena
+  // is read (CopyOut, Complete). Clearing half a gigabyte here held every writer for 0.1-0.5 s.
+  const size_t bytes = std::max<size_t>(1, dirty.size()) * kPageSize;
+  *arena = AlignedBuffer::Uninitialized(bytes);
+  if (arena->size() != bytes) {
+    return Status::ResourceExhausted(
+        "checkpoint: no memory for a snapshot of " + std::to_string(dirty.size()) + " pages");
+  }
   std::vector<PageId> ids;
   ids.reserve(dirty.size());
   MutexLock lock(&mu_);

@@ -8,11 +8,15 @@ namespace grove {
 
 // On allocation failure the buffer stays empty (data() null, size() 0) instead of throwing; a
 // caller that needs the memory checks size().
-AlignedBuffer::AlignedBuffer(size_t size) {
+AlignedBuffer::AlignedBuffer(size_t size) : AlignedBuffer(size, /*zero=*/true) {}
+
+AlignedBuffer AlignedBuffer::Uninitialized(size_t size) { return AlignedBuffer(size, false); }
+
+AlignedBuffer::AlignedBuffer(size_t size, bool zero) {
   if (size == 0) return;
   void* p = nullptr;
   if (::posix_memalign(&p, kIoAlignment, size) != 0) return;
-  std::memset(p, 0, size);
+  if (zero) std::memset(p, 0, size);
   data_ = static_cast<char*>(p);
   size_ = size;
 }

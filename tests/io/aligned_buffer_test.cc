@@ -17,6 +17,16 @@ TEST(AlignedBufferAllocationTest, AlignedAndZeroed) {
   for (size_t i = 0; i < buf.size(); ++i) ASSERT_EQ(buf.data()[i], 0) << i;
 }
 
+TEST(AlignedBufferAllocationTest, UninitializedIsAlignedAndWritable) {
+  AlignedBuffer buf = AlignedBuffer::Uninitialized(5 * kIoAlignment);
+  ASSERT_NE(buf.data(), nullptr);
+  EXPECT_EQ(buf.size(), 5 * kIoAlignment);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buf.data()) % kIoAlignment, 0u);
+  buf.data()[buf.size() - 1] = 'q';
+  EXPECT_EQ(buf.data()[buf.size() - 1], 'q');
+  EXPECT_EQ(AlignedBuffer::Uninitialized(0).size(), 0u);
+}
+
 TEST(AlignedBufferAllocationTest, EmptyAndMove) {
   AlignedBuffer empty;
   EXPECT_EQ(empty.data(), nullptr);

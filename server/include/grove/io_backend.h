@@ -167,11 +167,16 @@ struct IoBackendOptions {
 // (e.g. under a seccomp profile that blocks io_uring), logging which one is active and why.
 StatusOr<std::shared_ptr<IoBackend>> NewIoBackend(const IoBackendOptions& options, Logger* logger);
 
-// Heap memory aligned to kIoAlignment, zero-initialised. Movable, not copyable.
+// Heap memory aligned to kIoAlignment, zero-initialised unless made by Uninitialized(). Movable,
+// not copyable.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
   explicit AlignedBuffer(size_t size);
+  // The same without zeroing, for a buffer whose every byte is written before it is read (a
+  // checkpoint's arena): allocating it touches none of its memory, so a large one costs neither
+  // the time to clear it nor resident memory before it is used.
+  static AlignedBuffer Uninitialized(size_t size);
   ~AlignedBuffer();
   AlignedBuffer(AlignedBuffer&& other) noexcept;
   AlignedBuffer& operator=(AlignedBuffer&& other) noexcept;
@@ -183,6 +188,8 @@ class AlignedBuffer {
   size_t size() const { return size_; }
 
  private:
+  AlignedBuffer(size_t size, bool zero);
+
   char* data_ = nullptr;
   size_t size_ = 0;
 };

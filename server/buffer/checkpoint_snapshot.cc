@@ -22,8 +22,8 @@ StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, Aligne
   const size_t bytes = std::max<size_t>(1, dirty.size()) * kPageSize;
   *arena = AlignedBuffer::Uninitialized(bytes);
   if (arena->size() != bytes) {
-    return Status::ResourceExhausted(
-        "checkpoint: no memory for a snapshot of " + std::to_string(dirty.size()) + " pages");
+    return Status::ResourceExhausted("checkpoint: no memory for a snapshot of " +
+                                     std::to_string(dirty.size()) + " pages");
   }
   std::vector<PageId> ids;
   ids.reserve(dirty.size());

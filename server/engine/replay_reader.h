@@ -24,6 +24,7 @@
 #include "grove/index.h"
 #include "grove/status.h"
 #include "grove/write_batch.h"
+
 #include "io/worker_pool.h"
 
 namespace grove {

@@ -278,15 +278,22 @@ void Runner::RunWriteThreads(uint64_t n, bool batched, uint64_t salt,
 
 Status Runner::RunBulk(PhaseResult* result) {
   // Db::BulkLoad takes sorted input; the key set is in insertion order. Computed keys are known
-  // in sorted order without a copy.
-  if (!keys_->computed()) keys_->BuildSorted();
+  // in sorted order without a copy; a vector of keys is sorted into a copy that lives only as
+  // long as the load (so that it does not count in the runs after it).
+  std::vector<uint64_t> sorted;
+  if (!keys_->computed()) {
+    sorted.resize(keys_->loaded());
+    for (uint64_t i = 0; i < sorted.size(); ++i) sorted[i] = keys_->key(i);
+    std::sort(sorted.begin(), sorted.end());
+  }
   const uint64_t n = keys_->loaded();
   Rng rng(settings_.seed * 6151);
   uint64_t i = 0;
   const uint64_t start = NowNanos();
   Status s = target_->BulkLoad([&](std::string* k, std::string* v) {
     if (i == n) return false;
-    *k = EncodeKey(keys_->sorted_key(i++));
+    *k = EncodeKey(keys_->computed() ? keys_->sorted_key(i) : sorted[i]);
+    ++i;
     v->assign(values_->Next(rng));
     return true;
   });

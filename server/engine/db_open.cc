@@ -369,12 +369,12 @@ Status DbImpl::ReplayWal() {
     replay_next_lsn_ = lsn + 1;
     return Status::Ok();
   };
-  auto result = wal::Wal::Replay(io_.get(), options_.data_dir, redo_lsn_.load(), options_.wal,
-                                 logger_.get(), [&](Lsn lsn, Slice payload) -> Status {
-                                   GROVE_ASSIGN_OR_RETURN(WriteBatch batch,
-                                                          WriteBatch::Decode(payload));
-                                   return reader.Add(lsn, std::move(batch), apply);
-                                 });
+  auto result =
+      wal::Wal::Replay(io_.get(), options_.data_dir, redo_lsn_.load(), options_.wal, logger_.get(),
+                       [&](Lsn lsn, Slice payload) -> Status {
+                         GROVE_ASSIGN_OR_RETURN(WriteBatch batch, WriteBatch::Decode(payload));
+                         return reader.Add(lsn, std::move(batch), apply);
+                       });
   Status rest = result.ok() ? reader.Drain(apply) : Status::Ok();
   recovering_ = false;
   if (!result.ok()) return result.status();

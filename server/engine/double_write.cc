@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -108,7 +109,11 @@ StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file,
   if (n > size / kPageSize || manifest_size > size || total > size) {
     return std::optional<DoubleWriteBatch>();
   }
-  AlignedBuffer all(total);
+  AlignedBuffer all = AlignedBuffer::Uninitialized(total);  // read whole, or not used
+  if (all.size() != total) {
+    return Status::ResourceExhausted("no memory to read a double-write batch of " +
+                                     std::to_string(total) + " bytes");
+  }
   GROVE_RETURN_IF_ERROR(file->Read(0, total, all.data(), &got));
   if (got != total) return std::optional<DoubleWriteBatch>();
   const char* dir = all.data() + kPageSize;

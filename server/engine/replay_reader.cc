@@ -43,7 +43,9 @@ void ReplayReader::ReadAhead() {
   std::latch done(static_cast<std::ptrdiff_t>(tasks));
   for (size_t t = 0; t < tasks; ++t) {
     readers_->Schedule([&, t] {
-      for (size_t i = t; i < keys.size(); i += tasks) index_->Prepare(keys[i]).IgnoreError();
+      std::string cell;
+      for (size_t i = t; i < keys.size(); i += tasks)
+        index_->Get(keys[i], &cell).status().IgnoreError();
       done.count_down();
     });
   }

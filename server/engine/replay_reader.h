@@ -4,8 +4,9 @@
 // record's leaf at queue depth 1, so a recovery after a crash under a large random-write load is
 // bound by the device's latency (at 10^7 records and 200K records to replay: 17 s, one read per
 // record). The reader holds a window of decoded records; when it is full, kReaders threads
-// bring the pages the window's writes will touch into the cache at once (Index::Prepare, which
-// changes nothing), and only then are the records applied, in log order, by the caller's
+// look up the window's keys at once (Index::Get: a read, which brings the pages holding the key
+// into the cache and changes nothing; not Prepare, which some variants use for admission control
+// and may wait in), and only then are the records applied, in log order, by the caller's
 // function. What the window holds is only read ahead; applying stays serial and in order, so
 // checkpoints during replay and their redo points are unchanged.
 //
@@ -13,7 +14,7 @@
 // error with its LSN.
 //
 // Thread safety: one recovery thread calls Add and Drain; the reader's threads only call
-// Index::Prepare, which is safe beside other reads.
+// Index::Get, which is safe beside other reads.
 
 #include <cstddef>
 #include <functional>
@@ -36,8 +37,9 @@ class ReplayReader {
   static constexpr size_t kReaders = 16;
   static constexpr size_t kWindowKeys = 512;
 
-  // `cache_pages`: the buffer pool's size; the window keeps to an eighth of it so that pages read
-  // ahead are still cached when their records are applied.
+  // `cache_pages`: the buffer pool's size. The window holds at most one key per eight pages of
+  // it, so that pages read ahead are still cached when their records are applied (a key can
+  // touch more than one page: inner nodes, multi-page leaves).
   ReplayReader(Index* index, uint64_t cache_pages);
 
   // Queues a record; applies the window (after reading it ahead) when it is full.

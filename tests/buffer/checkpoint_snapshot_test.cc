@@ -112,7 +112,7 @@ TEST_F(CheckpointSnapshotTest, AnAbandonedCaptureNeedsNoCopies) {
   AlignedBuffer arena;
   ASSERT_TRUE(snap_.Capture(3, &arena).ok());
   std::memset(arena.data(), 'z', arena.size());  // the arena is not cleared: mark it
-  snap_.End(/*success=*/false);  // before Complete: the arena is dropped
+  snap_.End(/*success=*/false);                  // before Complete: the arena is dropped
   EXPECT_EQ(frames_[0].snap_slot.load(), -1);
   Write(0, 'b');  // copies nothing
   EXPECT_EQ(Body(arena, 0), 'z') << "never copied";

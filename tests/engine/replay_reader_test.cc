@@ -14,14 +14,18 @@
 namespace grove {
 namespace {
 
-// Records the keys Prepare saw; everything else is unused by the reader.
+// Records the keys looked up; everything else is unused by the reader.
 class PreparedKeys final : public Index {
  public:
-  StatusOr<bool> Get(Slice, std::string*) override { return false; }
-  Status Prepare(Slice key) override {
+  StatusOr<bool> Get(Slice key, std::string*) override {
     MutexLock lock(&mu_);
     prepared_.insert(std::string(key));
-    return fail_ ? Status::DataLoss("unreadable page") : Status::Ok();
+    if (fail_) return Status::DataLoss("unreadable page");
+    return false;
+  }
+  Status Prepare(Slice) override {
+    ADD_FAILURE() << "read-ahead must not go through Prepare (admission control in some variants)";
+    return Status::Ok();
   }
   Status Put(const WriteContext&, Slice, Slice, std::optional<std::string>*) override {
     return Status::Ok();

@@ -64,6 +64,7 @@ exec_bench() {  # the same as the process itself (so that `exec_bench ... &` lea
 }
 
 for records in $SIZES; do
+  count=$(python3 -c "print(int(float('$records')))")  # 1e8 -> 100000000 for the disk lines
   for engine in $ENGINES; do
     target=$(target_of "$engine")
     dir="$BASE/$engine"
@@ -74,7 +75,7 @@ for records in $SIZES; do
     # Bytes on disk right after the load, and the files' apparent size.
     used=$(du -sB1 "$dir" | cut -f1)
     printf '{"engine":"%s","records":%s,"step":"load","disk_bytes":%s,"load_wall_seconds":%s}\n' \
-      "$engine" "$(python3 -c "print(int(float('$records')))")" "$used" \
+      "$engine" "$count" "$used" \
       "$((load_done - start))" >>"$OUT_DISK"
 
     for t in $THREADS; do
@@ -106,7 +107,7 @@ for records in $SIZES; do
     run recover -w c --distribution uniform --threads 1 --ops 1000
     used=$(du -sB1 "$dir" | cut -f1)
     printf '{"engine":"%s","records":%s,"step":"end","disk_bytes":%s}\n' \
-      "$engine" "$(python3 -c "print(int(float('$records')))")" "$used" >>"$OUT_DISK"
+      "$engine" "$count" "$used" >>"$OUT_DISK"
     rm -rf "$dir"
   done
 done

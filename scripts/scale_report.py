@@ -9,7 +9,6 @@ than once for a size and engine, the last run counts.
 """
 import json
 import sys
-from collections import defaultdict
 
 MIB = 1 << 20
 
@@ -24,9 +23,14 @@ def engine_of(j):
 
 
 def load(paths):
-    runs = {}  # (records, engine, step) -> json
-    disk = {}  # (records, engine, step) -> json
+    """Runs and disk lines by (records, engine, step); a device run is filed under the engine
+    whose run came right before it in the file (bench-scale measures the device after each of an
+    engine's Get steps)."""
+    runs = {}
+    disk = {}
+    device = {}
     for path in paths:
+        last_engine = None
         with open(path) as f:
             for line in f:
                 line = line.strip()
@@ -40,8 +44,18 @@ def load(paths):
                 if not label.startswith("scale:"):
                     continue
                 _, records, step = label.split(":", 2)
-                runs[(int(float(records)), engine_of(j), step)] = j
-    return runs, disk
+                e = engine_of(j)
+                if e == "device":
+                    device[(int(float(records)), last_engine, step)] = j
+                else:
+                    last_engine = e
+                    runs[(int(float(records)), e, step)] = j
+    return runs, disk, device
+
+
+def thread_counts(runs, prefix):
+    """The N of every step named PREFIX-tN, ascending."""
+    return sorted({int(k[2].split("-t")[1]) for k in runs if k[2].startswith(prefix + "-t")})
 
 
 def size(n):
@@ -66,29 +80,9 @@ def p(j, op, q):
 
 
 def main():
-    runs, disk = load(sys.argv[1:])
+    runs, disk, device = load(sys.argv[1:])
     sizes = sorted({k[0] for k in runs})
     engines = [e for e in ("btree", "hln", "rocksdb") if any(k[1] == e for k in runs)]
-    # The device run beside an engine's Get runs: the device line with the same size and threads,
-    # recorded right after the engine's; several engines ran at one size, so keep each one's.
-    device = defaultdict(list)
-    order = []
-    for path in sys.argv[1:2]:
-        with open(path) as f:
-            for line in f:
-                if line.strip():
-                    order.append(json.loads(line))
-    last_engine = None
-    for j in order:
-        label = j.get("label", "")
-        if not label.startswith("scale:"):
-            continue
-        e = engine_of(j)
-        _, records, step = label.split(":", 2)
-        if e != "device":
-            last_engine = e
-        else:
-            device[(int(float(records)), last_engine, step)] = j
 
     def g(records, engine, step):
         return runs.get((records, engine, step))
@@ -112,7 +106,7 @@ def main():
               f"{ratio(per, rper) if e != 'rocksdb' else '–'} |")
     w("")
     w("### Cold Get, uniform, beside the device at the same queue depth\n")
-    threads = sorted({int(k[2].split("-t")[1]) for k in runs if k[2].startswith("get-t")})
+    threads = thread_counts(runs, "get")
     head = " | ".join(f"t{t} Get/s | ÷ device" for t in threads)
     w(f"| records | engine | {head} | pages read / Get (t1) |")
     w("|---|---|" + "--:|--:|" * len(threads) + "--:|")
@@ -133,7 +127,7 @@ def main():
             w(f"| {size(n)} | {e} | " + " | ".join(cells) + f" | {fmt(reads, 2)} |")
     w("")
     w("### YCSB E uniform (16 threads) and durable inserts (wal.sync always)\n")
-    ins = sorted({int(k[2].split("-t")[1]) for k in runs if k[2].startswith("ins-t")})
+    ins = thread_counts(runs, "ins")
     head = " | ".join(f"t{t} inserts/s | ÷ RocksDB | p999 ms | ÷ RocksDB" for t in ins)
     w(f"| records | engine | E ops/s | {head} | checkpoint p99 s (t16) |")
     w("|---|---|--:|" + "--:|--:|--:|--:|" * len(ins) + "--:|")

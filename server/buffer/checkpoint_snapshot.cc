@@ -18,7 +18,7 @@ StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, Aligne
   }
   std::sort(dirty.begin(), dirty.end());
   // Not cleared: writers are paused, and every slot is a whole page copied in before the arena
-  // is read (CopyOut, Complete). Clearing half a gigabyte here held every writer for 0.1-0.5 s.
+  // is read (CopyOut, Complete). Clearing half a gigabyte here stalled every writer.
   const size_t bytes = std::max<size_t>(1, dirty.size()) * kPageSize;
   *arena = AlignedBuffer::Uninitialized(bytes);
   if (arena->size() != bytes) {

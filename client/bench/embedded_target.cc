@@ -196,6 +196,8 @@ class EmbeddedTarget final : public Target {
       c[pre + "wasted"] = static_cast<double>(l.wasted);
     }
     c["checksum_failures"] = static_cast<double>(s.cache.checksum_failures);
+    c["checkpoint_copies"] = static_cast<double>(s.cache.checkpoint_copies);
+    c["checkpoint_heap_copies"] = static_cast<double>(s.cache.checkpoint_heap_copies);
     c["wal_records"] = static_cast<double>(s.wal.records);
     c["wal_bytes"] = static_cast<double>(s.wal.bytes);
     c["wal_groups"] = static_cast<double>(s.wal.groups);

@@ -87,7 +87,11 @@ BufferPool::BufferPool(const BufferPoolOptions& options, IoBackend* io, File* da
                std::make_unique<buffer_internal::ClockReplacer>(&frames_, &table_,
                                                                 options.high_retention_fraction),
                options.capacity_bytes / kPageSize, options.ghost_pages),
-      snapshot_(&frames_),
+      // A copy-on-write copy takes a frame the way a miss does, but without waiting: the writer
+      // asking holds a latch the checkpoint may need (and the heap takes the copy instead).
+      snapshot_(&frames_, buffer_internal::CopyFrames{
+                              .take = [this] { return evictor_.Reserve(); },
+                              .give_back = [this](uint32_t i) { evictor_.Return(i); }}),
       side_(options.side_pool_pages) {}
 
 Frame* BufferPool::PinIfPresent(PageId id, Retention retention, bool touch) {
@@ -370,11 +374,7 @@ Status BufferPool::LoadMany(const std::vector<PageId>& ids, IoCause cause) {
   return first_error;
 }
 
-StatusOr<std::vector<PageId>> BufferPool::SnapshotDirty(uint32_t epoch, AlignedBuffer* arena) {
-  return snapshot_.Capture(epoch, arena);
-}
-
-void BufferPool::CompleteSnapshot() { snapshot_.Complete(); }
+std::vector<PageId> BufferPool::SnapshotDirty(uint32_t epoch) { return snapshot_.Capture(epoch); }
 
 void BufferPool::EndCheckpoint(bool success) { snapshot_.End(success); }
 
@@ -402,6 +402,8 @@ BufferPoolStats BufferPool::GetStats() const {
   s.prefetch_used = side_.used();
   s.prefetch_wasted = side_.wasted();
   s.checksum_failures = checksum_failures_.load();
+  s.checkpoint_copies = snapshot_.copies_in_pool();
+  s.checkpoint_heap_copies = snapshot_.copies_on_heap();
   return s;
 }
 

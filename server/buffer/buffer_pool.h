@@ -18,15 +18,18 @@
 //   evictor.h              frames for new pages within the (movable) limit; ghost hits
 //   replacer.h             which page gives way (clock_replacer.h: CLOCK with an inner-node budget)
 //   checkpoint_snapshot.h  dirty pages, and the copy-on-write snapshot a checkpoint writes
+//                          (its copies are frames of the pool's own)
 //   prefetch_batch.h       speculative reads into a side pool, admitted only when confirmed
 //
 // and keeps for itself the guards, the load paths (single pages, LoadMany's batched runs, a
 // confirmed prefetch) with their verification, and the IO accounting.
 //
-// Lock order: the evictor's mutex -> the replacer's -> a page-table shard mutex; a frame latch is
-// never held while taking the evictor's mutex or a shard mutex, except that a loader holds its new
-// frame's latch (no one else can hold it yet). Page latches among themselves are ordered by the
-// index (top-down, left-to-right; see index/btree/btree.h).
+// Lock order: a frame latch -> the evictor's mutex -> the replacer's -> a page-table shard mutex.
+// Nothing under the evictor's, the replacer's or a shard's mutex waits for a latch (eviction only
+// claims unpinned frames), and a frame latch is held while taking them in two places only: a
+// loader holds its new frame's latch (no one else can hold it yet), and a writer copying a
+// captured page out for a checkpoint holds its page's (checkpoint_snapshot.h). Page latches among
+// themselves are ordered by the index (top-down, left-to-right; see index/btree/btree.h).
 //
 // Thread safety: every public method is safe for concurrent use. A page latch passes from the
 // function that takes it (FetchRead, FetchWrite, NewPage, a loader) to the guard that releases
@@ -164,18 +167,22 @@ class BufferPool {
   Status ReadCopy(PageId id, char* out, IoCause cause);
 
   // --- Checkpoint support (one checkpoint at a time; writers paused during SnapshotDirty). ---
-  // Captures every dirty page for a checkpoint of `epoch`: sizes *arena (kPageSize apiece,
-  // ascending page id), marks the frames clean and flushing, and returns their ids in the same
-  // order. The images reach the arena, sealed with `epoch`, by CompleteSnapshot or by the first
-  // change of each page, whichever comes first.
-  StatusOr<std::vector<PageId>> SnapshotDirty(uint32_t epoch, AlignedBuffer* arena);
-  // Copies the captured pages not copied yet; afterwards the arena is complete and no writer
-  // touches it. REQUIRES: after SnapshotDirty, before the arena is read or EndCheckpoint.
-  void CompleteSnapshot();
+  // Captures every dirty page for a checkpoint of `epoch`: marks the frames clean and flushing,
+  // and returns their ids in ascending order. Copies nothing: a writer that changes a captured
+  // page first copies it into a spare frame (checkpoint_snapshot.h), so the snapshot costs memory
+  // only for the pages changed while it is written, and that within the pool's limit.
+  std::vector<PageId> SnapshotDirty(uint32_t epoch);
+  // Copies the captured images [first, first + count) (indexes into SnapshotDirty's ids), as
+  // they were at the capture and sealed with its epoch, into `out` (count * kPageSize bytes).
+  // REQUIRES: between SnapshotDirty and EndCheckpoint.
+  void CopySnapshot(size_t first, size_t count, char* out) {
+    snapshot_.CopyImages(first, count, out);
+  }
   // Ends the checkpoint begun by SnapshotDirty. On failure the captured pages become dirty again.
   void EndCheckpoint(bool success);
   uint64_t dirty_pages() const { return snapshot_.dirty_pages(); }
-  // Frames held for the running checkpoint's in-place writes (not evictable either).
+  // Frames held for the running checkpoint's images that are not dirty (captured frames not
+  // changed since, and the copies of those that were): not evictable either.
   uint64_t flushing_pages() const { return snapshot_.flushing_pages(); }
   // The frames the pool may use now (its limit), and the most it can be given.
   uint64_t capacity_pages() const { return evictor_.capacity(); }

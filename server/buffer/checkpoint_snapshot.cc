@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
 
 #include "page/page.h"
 
 namespace grove::buffer_internal {
 
-StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, AlignedBuffer* arena) {
+std::vector<PageId> CheckpointSnapshot::Capture(uint32_t epoch) {
   std::vector<std::pair<PageId, uint32_t>> dirty;
   for (uint32_t i = 0; i < frames_->size(); ++i) {
     Frame& f = (*frames_)[i];
@@ -17,94 +16,85 @@ StatusOr<std::vector<PageId>> CheckpointSnapshot::Capture(uint32_t epoch, Aligne
     }
   }
   std::sort(dirty.begin(), dirty.end());
-  // Not cleared: writers are paused, and every slot is a whole page copied in before the arena
-  // is read (CopyOut, Complete). Clearing half a gigabyte here stalled every writer.
-  const size_t bytes = std::max<size_t>(1, dirty.size()) * kPageSize;
-  *arena = AlignedBuffer::Uninitialized(bytes);
-  if (arena->size() != bytes) {
-    return Status::ResourceExhausted("checkpoint: no memory for a snapshot of " +
-                                     std::to_string(dirty.size()) + " pages");
-  }
   std::vector<PageId> ids;
   ids.reserve(dirty.size());
   MutexLock lock(&mu_);
-  flushing_.clear();
-  arena_.store(arena->data());
-  epoch_.store(epoch);
+  slots_.clear();
+  slots_.resize(dirty.size());
+  epoch_ = epoch;
   for (size_t n = 0; n < dirty.size(); ++n) {
     const auto [pid, idx] = dirty[n];
+    slots_[n].frame = idx;
+    slots_[n].id = pid;
     Frame& f = (*frames_)[idx];
     f.latch.LockShared();
-    flushing_count_.fetch_add(1);  // before the flag: a Recount never finds it uncounted
+    flushing_count_.fetch_add(1);
     f.flushing.store(true);
     ClearDirty(&f);
-    f.snap_slot.store(static_cast<int32_t>(n));
+    // Released: a writer that finds the slot sees it filled in.
+    f.snap_slot.store(static_cast<int32_t>(n), std::memory_order_release);
     f.latch.UnlockShared();
     ids.push_back(pid);
-    flushing_.push_back({idx, pid});
   }
   return ids;
 }
 
-void CheckpointSnapshot::Recount(Frame* frame) {
-  MutexLock lock(&recount_mu_);
-  if (frame->flushing.load() && !frame->recounted) {
-    frame->recounted = true;
-    flushing_count_.fetch_sub(1);
-  }
-}
-
 void CheckpointSnapshot::CopyOut(Frame* f) {
-  // Copiers exclude each other through the latch (a writer holds it exclusively, Complete
-  // shared), so reading the slot and clearing it need not be one step.
-  const int32_t slot = f->snap_slot.load(std::memory_order_acquire);
-  if (slot < 0) return;  // the common case
-  char* copy = arena_.load() + static_cast<size_t>(slot) * kPageSize;
+  const int32_t n = f->snap_slot.load(std::memory_order_acquire);
+  if (n < 0) return;  // the common case
+  Slot& slot = slots_[static_cast<size_t>(n)];
+  char* copy = nullptr;
+  if (StatusOr<uint32_t> spare = copy_frames_.take(); spare.ok()) {
+    slot.copy_frame = *spare;
+    copy = (*frames_)[*spare].data;
+    copies_in_pool_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    // Every frame is pinned, dirty or being written: the copy cannot come out of the budget.
+    slot.on_heap = std::make_unique<char[]>(kPageSize);
+    copy = slot.on_heap.get();
+    flushing_count_.fetch_sub(1);  // the captured frame is dirty again or freed; no frame holds
+    copies_on_heap_.fetch_add(1, std::memory_order_relaxed);
+  }
   std::memcpy(copy, f->data, kPageSize);
-  page::Seal(copy, epoch_.load());
-  // Cleared only once the copy is whole: Complete passes a frame whose slot reads -1 without
-  // taking its latch, and the checkpoint then writes the arena.
+  slot.copy = copy;
+  // Whichever frame now holds the copy, the captured frame counts as dirty or is gone: with a
+  // spare frame, the copy takes its place among the flushing frames and the count stays.
   f->snap_slot.store(-1, std::memory_order_release);
 }
 
-void CheckpointSnapshot::Complete() {
-  MutexLock lock(&mu_);
-  for (const auto& [idx, pid] : flushing_) {
-    Frame& f = (*frames_)[idx];
-    if (f.snap_slot.load() < 0) continue;
-    // Shared: a writer copying this frame out holds it exclusively, so after this no copy into
-    // the arena is under way.
+void CheckpointSnapshot::CopyImages(size_t first, size_t count, char* out) {
+  for (size_t i = 0; i < count; ++i) {
+    const Slot& slot = slots_[first + i];
+    Frame& f = (*frames_)[slot.frame];
+    char* dst = out + i * kPageSize;
+    // Shared: a writer copying this slot out holds the latch exclusively, so the image is whole
+    // either way, in the frame (not copied out yet) or in its copy.
     f.latch.LockShared();
-    CopyOut(&f);
+    std::memcpy(dst, slot.copy != nullptr ? slot.copy : f.data, kPageSize);
     f.latch.UnlockShared();
+    page::Seal(dst, epoch_);
   }
-  arena_.store(nullptr);
 }
 
 void CheckpointSnapshot::End(bool success) {
   MutexLock lock(&mu_);
-  for (const auto& [idx, pid] : flushing_) {
-    Frame& f = (*frames_)[idx];
-    if (f.snap_slot.load() >= 0) {  // abandoned before Complete: no copy is needed now
-      f.latch.LockShared();
-      f.snap_slot.store(-1);
-      f.latch.UnlockShared();
-    }
-    if (!success && f.page_id.load() == pid && f.state.load() == FrameState::kResident) {
+  for (size_t n = 0; n < slots_.size(); ++n) {
+    Slot& slot = slots_[n];
+    Frame& f = (*frames_)[slot.frame];
+    // Closes the slot: no writer copies it out after this (a frame reused for another page since
+    // holds -1 already).
+    f.latch.LockShared();
+    if (f.snap_slot.load() == static_cast<int32_t>(n)) f.snap_slot.store(-1);
+    f.latch.UnlockShared();
+    if (slot.copy_frame != kNoFrame) copy_frames_.give_back(slot.copy_frame);
+    if (!success && f.page_id.load() == slot.id && f.state.load() == FrameState::kResident) {
       MarkDirty(&f);
     }
+    f.flushing.store(false);
   }
-  {
-    MutexLock recount(&recount_mu_);
-    for (const auto& [idx, pid] : flushing_) {
-      Frame& f = (*frames_)[idx];
-      f.flushing.store(false);
-      f.recounted = false;
-    }
-    flushing_count_.store(0);
-  }
-  flushing_.clear();
-  arena_.store(nullptr);
+  flushing_count_.store(0);
+  slots_.clear();
+  slots_.shrink_to_fit();
 }
 
 }  // namespace grove::buffer_internal

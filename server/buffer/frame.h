@@ -49,11 +49,8 @@ struct Frame {
   std::atomic<bool> dirty{false};
   std::atomic<bool> flushing{false};
   // Captured by the running checkpoint and not yet copied out: the page's slot in the
-  // checkpoint's arena (-1: none). See checkpoint_snapshot.h.
+  // checkpoint's snapshot (-1: none). See checkpoint_snapshot.h.
   std::atomic<int32_t> snap_slot{-1};
-  // Captured and then changed again during the running checkpoint: counted once, as dirty (the
-  // snapshot's recount_mu_ guards it; see checkpoint_snapshot.h).
-  bool recounted = false;
   SharedMutex latch;
   char* data = nullptr;
 

@@ -1,6 +1,7 @@
 // DbImpl: checkpoints and the background thread that triggers them.
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,50 @@
 #include "util/crc32c.h"
 
 namespace grove {
+namespace {
+
+// A checkpoint's pages in page order: the pool's captured pages (copied out of the pool as they
+// are written, CopySnapshot) merged with the epoch map's changed pages (images of their own).
+class CheckpointImages final : public PageImageSource {
+ public:
+  CheckpointImages(BufferPool* pool, const std::vector<PageId>& ids,
+                   const std::vector<EpochTable::MapPageImage>& maps)
+      : pool_(pool), maps_(maps) {
+    entries_.reserve(ids.size() + maps.size());
+    for (size_t i = 0; i < ids.size(); ++i) entries_.push_back({ids[i], static_cast<int64_t>(i)});
+    for (size_t i = 0; i < maps.size(); ++i) {
+      entries_.push_back({maps[i].id, -1 - static_cast<int64_t>(i)});
+    }
+    std::sort(entries_.begin(), entries_.end());
+  }
+  size_t size() const override { return entries_.size(); }
+  PageId id(size_t i) const override { return entries_[i].first; }
+  Status Copy(size_t first, size_t count, char* out) override {
+    for (size_t i = first; i < first + count;) {
+      const int64_t source = entries_[i].second;
+      char* dst = out + (i - first) * kPageSize;
+      if (source < 0) {
+        std::memcpy(dst, maps_[static_cast<size_t>(-1 - source)].image.data(), kPageSize);
+        ++i;
+        continue;
+      }
+      // Pool pages next to each other here are next to each other in the snapshot too.
+      size_t j = i + 1;
+      while (j < first + count && entries_[j].second == entries_[j - 1].second + 1) ++j;
+      pool_->CopySnapshot(static_cast<size_t>(source), j - i, dst);
+      i = j;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  BufferPool* const pool_;
+  const std::vector<EpochTable::MapPageImage>& maps_;
+  // (page id, source): a snapshot slot (>= 0) or map image -1 - source.
+  std::vector<std::pair<PageId, int64_t>> entries_;
+};
+
+}  // namespace
 
 Status DbImpl::Checkpoint() {
   if (closed_.load()) return Status::Unavailable("database is closed");
@@ -33,8 +78,9 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   const uint64_t epoch = durable_epoch_.load() + 1;
   const auto epoch32 = static_cast<uint32_t>(epoch);
 
-  // 1. With writers paused: a consistent snapshot of dirty pages, epochs and metadata.
-  AlignedBuffer arena;
+  // 1. With writers paused: a consistent snapshot of dirty pages, epochs and metadata. The pages
+  //    stay where they are (a writer that changes one copies it out first) and stream through
+  //    fixed buffers from there into the double-write file and to their places.
   std::vector<PageId> ids;
   std::vector<EpochTable::MapPageImage> maps;
   std::string manifest, metadata;
@@ -52,7 +98,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     // Batches half applied while their writers wait for room are replayed whole.
     redo = std::min({snapshot_next_lsn, index_->OldestUnpersistedLsn(), OldestPartialLsn()});
     wal_bytes = wal_ ? wal_->appended_bytes() : 0;
-    GROVE_ASSIGN_OR_RETURN(ids, pool_->SnapshotDirty(epoch32, &arena));
+    ids = pool_->SnapshotDirty(epoch32);
     snapshotted = true;
     GROVE_ASSIGN_OR_RETURN(maps, epochs_.Stage(ids, epoch32, &allocator_));
     Manifest m;
@@ -78,8 +124,6 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     return Status::Ok();
   }();
   if (!gate_paused) gate_.Resume();
-  // The captured pages not yet copied out by writers that changed them (copy on write).
-  if (snapshotted) pool_->CompleteSnapshot();
 
   auto abort = [&](const Status& cause) {
     if (snapshotted) pool_->EndCheckpoint(false);
@@ -108,11 +152,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     return Status::Ok();
   }
 
-  PageImages pages;
-  pages.reserve(ids.size() + maps.size());
-  for (size_t i = 0; i < ids.size(); ++i) pages.push_back({ids[i], arena.data() + i * kPageSize});
-  for (const auto& m : maps) pages.push_back({m.id, m.image.data()});
-  std::sort(pages.begin(), pages.end());
+  CheckpointImages pages(pool_.get(), ids, maps);
 
   // 2. Reserve space, so that a full disk fails here, before anything is overwritten. Pages the
   //    index wrote directly (bulk loads, sorted runs) and this state names must be durable before
@@ -134,8 +174,8 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   // A running backup copies what these writes overwrite first (backup.cc).
   for (size_t i = 0; i < pages.size();) {
     size_t j = i + 1;
-    while (j < pages.size() && pages[j].first == pages[j - 1].first + 1) ++j;
-    PreserveBeforeWrite(pages[i].first, j - i);
+    while (j < pages.size() && pages.id(j) == pages.id(j - 1) + 1) ++j;
+    PreserveBeforeWrite(pages.id(i), j - i);
     i = j;
   }
   s = WritePagesInPlace(io_.get(), data_file_.get(), pages);

@@ -272,7 +272,7 @@ Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
     }
     GROVE_RETURN_IF_ERROR(s);
   }
-  const PageImages pages = batch->pages();
+  DoubleWriteImages pages(dw_file_.get(), *batch);
   GROVE_RETURN_IF_ERROR(WritePagesInPlace(io_.get(), data_file_.get(), pages));
   pool_->RecordWrites(IoCause::kRecovery, pages.size());
   Superblock next = *sb;

@@ -18,37 +18,41 @@ constexpr char kHeaderMagic[8] = {'G', 'R', 'O', 'V', 'E', 'D', 'W', '2'};
 constexpr char kHeaderMagicV1[8] = {'G', 'R', 'O', 'V', 'E', 'D', 'W', '1'};
 constexpr char kTrailerMagic[8] = {'G', 'R', 'O', 'V', 'E', 'D', 'W', 'T'};
 constexpr size_t kIdsPerDirPage = kPageSize / 8;
-constexpr size_t kMaxRunBytes = 1 << 20;
+// The double-write file is written and read sequentially through a buffer of this many pages.
+constexpr size_t kStreamPages = 256;  // 1 MiB
+// In place: two buffers of this many pages, each with up to kOpsPerBuffer writes in flight.
+constexpr size_t kInPlacePages = 512;  // 2 MiB
+constexpr size_t kOpsPerBuffer = 32;
 
 size_t RoundUp(size_t n) { return (n + kPageSize - 1) / kPageSize * kPageSize; }
 size_t DirPages(size_t count) { return (count + kIdsPerDirPage - 1) / kIdsPerDirPage; }
 
-// Calls fn(first index, run length) for maximal runs of consecutive ids adjacent in memory.
-template <typename Fn>
-void ForEachRun(const PageImages& pages, bool need_consecutive_ids, Fn fn) {
-  size_t i = 0;
-  while (i < pages.size()) {
-    size_t j = i + 1;
-    while (j < pages.size() && (j - i) * kPageSize < kMaxRunBytes &&
-           pages[j].second == pages[j - 1].second + kPageSize &&
-           (!need_consecutive_ids || pages[j].first == pages[j - 1].first + 1)) {
-      ++j;
-    }
-    fn(i, j - i);
-    i = j;
-  }
+std::optional<DoubleWriteBatch> NoBatch() { return std::nullopt; }
+
+// Reads exactly `n` bytes at `offset`; false when the file ends first.
+StatusOr<bool> ReadFull(File* file, uint64_t offset, size_t n, char* out) {
+  size_t got = 0;
+  GROVE_RETURN_IF_ERROR(file->Read(offset, n, out, &got));
+  return got == n;
+}
+
+// An image of a batch of `epoch` that is the page `id` and was written by this batch: an intact
+// image of the same page left over from the previous batch (the new one's write of it was lost)
+// must not pass for part of this batch.
+bool ImageBelongs(const char* image, PageId id, uint64_t epoch) {
+  return page::Verify(image, id).ok() && page::Epoch(image) == static_cast<uint32_t>(epoch);
 }
 
 }  // namespace
 
-PageImages DoubleWriteBatch::pages() const {
-  PageImages out;
-  out.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) out.push_back({ids[i], image(i)});
-  return out;
+Status PageImageList::Copy(size_t first, size_t count, char* out) {
+  for (size_t i = 0; i < count; ++i) {
+    std::memcpy(out + i * kPageSize, pages_[first + i].second, kPageSize);
+  }
+  return Status::Ok();
 }
 
-Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Slice manifest) {
+Status WriteDoubleWrite(File* file, uint64_t epoch, PageImageSource& pages, Slice manifest) {
   const size_t n = pages.size();
   const size_t dir_pages = DirPages(n);
   const size_t manifest_bytes = RoundUp(manifest.size());
@@ -61,25 +65,25 @@ Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Sli
   EncodeFixed64(head.data() + 16, n);
   EncodeFixed64(head.data() + 24, manifest.size());
   EncodeFixed32(head.data() + 32, crc32c::Mask(crc32c::Value(head.data(), 32)));
-  for (size_t i = 0; i < n; ++i) EncodeFixed64(head.data() + kPageSize + i * 8, pages[i].first);
+  for (size_t i = 0; i < n; ++i) EncodeFixed64(head.data() + kPageSize + i * 8, pages.id(i));
   GROVE_RETURN_IF_ERROR(file->Write(0, Slice(head.data(), head.size())));
+  uint32_t crc = crc32c::Value(head.data(), head.size());
 
   uint64_t off = head.size();
-  Status s;
-  ForEachRun(pages, /*need_consecutive_ids=*/false, [&](size_t first, size_t count) {
-    if (!s.ok()) return;
-    s = file->Write(off, Slice(pages[first].second, count * kPageSize));
+  AlignedBuffer buf(std::min(n, kStreamPages) * kPageSize);
+  for (size_t i = 0; i < n; i += kStreamPages) {
+    const size_t count = std::min(kStreamPages, n - i);
+    GROVE_RETURN_IF_ERROR(pages.Copy(i, count, buf.data()));
+    crc = crc32c::Extend(crc, buf.data(), count * kPageSize);
+    GROVE_RETURN_IF_ERROR(file->Write(off, Slice(buf.data(), count * kPageSize)));
     off += count * kPageSize;
-  });
-  GROVE_RETURN_IF_ERROR(s);
+  }
 
   AlignedBuffer tail(manifest_bytes + kPageSize);
   std::memcpy(tail.data(), manifest.data(), manifest.size());
   char* trailer = tail.data() + manifest_bytes;
   std::memcpy(trailer, kTrailerMagic, 8);
   EncodeFixed64(trailer + 8, epoch);
-  uint32_t crc = crc32c::Value(head.data(), head.size());
-  for (const auto& [id, image] : pages) crc = crc32c::Extend(crc, image, kPageSize);
   crc = crc32c::Extend(crc, manifest.data(), manifest.size());
   EncodeFixed32(trailer + 16, crc32c::Mask(crc));
   GROVE_RETURN_IF_ERROR(file->Write(off, Slice(tail.data(), tail.size())));
@@ -89,90 +93,136 @@ Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Sli
 StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(File* file,
                                                           std::optional<uint64_t> only_epoch) {
   GROVE_ASSIGN_OR_RETURN(const uint64_t size, file->Size());
-  if (size < 2 * kPageSize) return std::optional<DoubleWriteBatch>();
+  if (size < 2 * kPageSize) return NoBatch();
   AlignedBuffer header(kPageSize);
-  size_t got = 0;
-  GROVE_RETURN_IF_ERROR(file->Read(0, kPageSize, header.data(), &got));
-  const bool v2 = got == kPageSize && std::memcmp(header.data(), kHeaderMagic, 8) == 0;
-  const bool v1 = got == kPageSize && std::memcmp(header.data(), kHeaderMagicV1, 8) == 0;
+  GROVE_ASSIGN_OR_RETURN(bool whole, ReadFull(file, 0, kPageSize, header.data()));
+  const bool v2 = whole && std::memcmp(header.data(), kHeaderMagic, 8) == 0;
+  const bool v1 = whole && std::memcmp(header.data(), kHeaderMagicV1, 8) == 0;
   if (!(v1 || v2) ||
       crc32c::Unmask(DecodeFixed32(header.data() + 32)) != crc32c::Value(header.data(), 32)) {
-    return std::optional<DoubleWriteBatch>();
+    return NoBatch();
   }
   DoubleWriteBatch b;
   b.epoch = DecodeFixed64(header.data() + 8);
-  if (only_epoch && b.epoch != *only_epoch) return std::optional<DoubleWriteBatch>();
+  if (only_epoch && b.epoch != *only_epoch) return NoBatch();
   const uint64_t n = DecodeFixed64(header.data() + 16);
   const uint64_t manifest_size = DecodeFixed64(header.data() + 24);
   const uint64_t dir_pages = DirPages(n);
   const uint64_t total = (1 + dir_pages + n + 1) * kPageSize + RoundUp(manifest_size);
-  if (n > size / kPageSize || manifest_size > size || total > size) {
-    return std::optional<DoubleWriteBatch>();
-  }
-  AlignedBuffer all = AlignedBuffer::Uninitialized(total);  // read whole, or not used
-  if (all.size() != total) {
-    return Status::ResourceExhausted("no memory to read a double-write batch of " +
-                                     std::to_string(total) + " bytes");
-  }
-  GROVE_RETURN_IF_ERROR(file->Read(0, total, all.data(), &got));
-  if (got != total) return std::optional<DoubleWriteBatch>();
-  const char* dir = all.data() + kPageSize;
-  const char* images = all.data() + (1 + dir_pages) * kPageSize;
-  const char* manifest = images + n * kPageSize;
-  const char* trailer = manifest + RoundUp(manifest_size);
+  if (n > size / kPageSize || manifest_size > size || total > size) return NoBatch();
+
+  // Header and directory, then the images a buffer at a time, then manifest and trailer.
+  AlignedBuffer head((1 + dir_pages) * kPageSize);
+  GROVE_ASSIGN_OR_RETURN(whole, ReadFull(file, 0, head.size(), head.data()));
+  if (!whole) return NoBatch();
   // The crc covers the images (version 2): a retried checkpoint reuses its epoch, so an image
   // slot still holding the failed attempt's image of the same page carries the right epoch and
   // a valid page checksum; only the batch crc tells it apart.
-  uint32_t crc = crc32c::Value(all.data(), (1 + dir_pages) * kPageSize);
-  if (v2) crc = crc32c::Extend(crc, images, n * kPageSize);
-  crc = crc32c::Extend(crc, manifest, manifest_size);
+  uint32_t crc = crc32c::Value(head.data(), head.size());
+  b.ids.resize(n);
+  for (uint64_t i = 0; i < n; ++i) b.ids[i] = DecodeFixed64(head.data() + kPageSize + i * 8);
+  b.images_offset = head.size();
+  AlignedBuffer buf(std::min<uint64_t>(n, kStreamPages) * kPageSize);
+  for (uint64_t i = 0; i < n; i += kStreamPages) {
+    const size_t count = std::min<uint64_t>(kStreamPages, n - i);
+    GROVE_ASSIGN_OR_RETURN(
+        whole, ReadFull(file, b.images_offset + i * kPageSize, count * kPageSize, buf.data()));
+    if (!whole) return NoBatch();
+    for (size_t j = 0; j < count; ++j) {
+      if (!ImageBelongs(buf.data() + j * kPageSize, b.ids[i + j], b.epoch)) return NoBatch();
+    }
+    if (v2) crc = crc32c::Extend(crc, buf.data(), count * kPageSize);
+  }
+  const uint64_t manifest_at = b.images_offset + n * kPageSize;
+  AlignedBuffer tail(RoundUp(manifest_size) + kPageSize);
+  GROVE_ASSIGN_OR_RETURN(whole, ReadFull(file, manifest_at, tail.size(), tail.data()));
+  if (!whole) return NoBatch();
+  const char* trailer = tail.data() + RoundUp(manifest_size);
+  crc = crc32c::Extend(crc, tail.data(), manifest_size);
   if (std::memcmp(trailer, kTrailerMagic, 8) != 0 || DecodeFixed64(trailer + 8) != b.epoch ||
       crc32c::Unmask(DecodeFixed32(trailer + 16)) != crc) {
-    return std::optional<DoubleWriteBatch>();
+    return NoBatch();
   }
-  b.ids.resize(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    b.ids[i] = DecodeFixed64(dir + i * 8);
-    const char* img = images + i * kPageSize;
-    // Every image carries the batch's epoch: an intact image of the same page left over from the
-    // previous batch (the new one's write of it was lost) must not pass for part of this batch.
-    if (!page::Verify(img, b.ids[i]).ok() || page::Epoch(img) != static_cast<uint32_t>(b.epoch)) {
-      return std::optional<DoubleWriteBatch>();
-    }
-  }
-  b.manifest.assign(manifest, manifest_size);
-  b.images_at = static_cast<size_t>(images - all.data());
-  b.file = std::move(all);  // the images stay where they were read: no second copy
+  b.manifest.assign(tail.data(), manifest_size);
   return std::optional<DoubleWriteBatch>(std::move(b));
 }
 
-Status WritePagesInPlace(IoBackend* io, File* data_file, const PageImages& pages) {
-  constexpr size_t kDepth = 64;
-  auto queue = io->AcquireQueue();
-  std::vector<IoOp> ops;
-  std::vector<std::pair<size_t, size_t>> runs;
-  ForEachRun(pages, /*need_consecutive_ids=*/true, [&](size_t first, size_t count) {
-    runs.push_back({first, count});
-  });
-  Status first_error;
-  for (size_t i = 0; i < runs.size(); i += kDepth) {
-    const size_t end = std::min(runs.size(), i + kDepth);
-    ops.clear();
-    ops.reserve(end - i);
-    for (size_t r = i; r < end; ++r) {
-      const auto [first, count] = runs[r];
-      ops.push_back(IoOp::Write(data_file, pages[first].first * kPageSize,
-                                const_cast<char*>(pages[first].second),
-                                static_cast<uint32_t>(count * kPageSize)));
+Status DoubleWriteImages::Copy(size_t first, size_t count, char* out) {
+  GROVE_ASSIGN_OR_RETURN(const bool whole, ReadFull(file_, batch_.images_offset + first * kPageSize,
+                                                    count * kPageSize, out));
+  if (!whole) {
+    return Status::DataLoss(
+        fmt::format("{}: the double-write batch of epoch {} became shorter "
+                    "after it was verified",
+                    file_->path(), batch_.epoch));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (!ImageBelongs(out + i * kPageSize, batch_.ids[first + i], batch_.epoch)) {
+      return Status::DataLoss(fmt::format(
+          "{}: image {} (page {}) of the double-write batch of epoch {} changed after it was "
+          "verified",
+          file_->path(), first + i, batch_.ids[first + i], batch_.epoch));
     }
-    for (IoOp& op : ops) queue->Push(&op);
-    queue->Submit();
-    queue->WaitAll();
-    for (const IoOp& op : ops) {
+  }
+  return Status::Ok();
+}
+
+Status WritePagesInPlace(IoBackend* io, File* data_file, PageImageSource& pages) {
+  // Two buffers in turn: while one's writes are in flight the other is filled. Each holds up to
+  // kInPlacePages images in up to kOpsPerBuffer runs of consecutive ids.
+  struct Half {
+    AlignedBuffer buf;
+    std::vector<IoOp> ops;
+  };
+  const size_t n = pages.size();
+  if (n == 0) return data_file->Sync();
+  Half halves[2];
+  for (Half& h : halves) {
+    h.buf = AlignedBuffer(std::min(n, kInPlacePages) * kPageSize);
+    h.ops.reserve(kOpsPerBuffer);
+  }
+  auto queue = io->AcquireQueue();
+  Status first_error;
+  auto finish = [&](Half& h) {
+    for (IoOp& op : h.ops) {
+      queue->Wait(&op);
       if (!op.status.ok() && first_error.ok()) first_error = op.status;
     }
-    if (!first_error.ok()) return first_error;
+    h.ops.clear();
+  };
+  size_t next = 0;
+  for (int turn = 0; next < n && first_error.ok(); turn ^= 1) {
+    Half& h = halves[turn];
+    finish(h);
+    if (!first_error.ok()) break;
+    // The images [next, end): up to a buffer's worth, ending where the run count is reached.
+    size_t end = next, runs = 0;
+    while (end < n && end - next < kInPlacePages) {
+      if (end == next || pages.id(end) != pages.id(end - 1) + 1) {
+        if (runs == kOpsPerBuffer) break;
+        ++runs;
+      }
+      ++end;
+    }
+    if (Status s = pages.Copy(next, end - next, h.buf.data()); !s.ok()) {
+      first_error = s;
+      break;
+    }
+    for (size_t i = next; i < end;) {
+      size_t j = i + 1;
+      while (j < end && pages.id(j) == pages.id(j - 1) + 1) ++j;
+      h.ops.push_back(IoOp::Write(data_file, pages.id(i) * kPageSize,
+                                  h.buf.data() + (i - next) * kPageSize,
+                                  static_cast<uint32_t>((j - i) * kPageSize)));
+      i = j;
+    }
+    for (IoOp& op : h.ops) queue->Push(&op);
+    queue->Submit();
+    next = end;
   }
+  finish(halves[0]);
+  finish(halves[1]);
+  GROVE_RETURN_IF_ERROR(first_error);
   return data_file->Sync();
 }
 

@@ -33,31 +33,71 @@ namespace grove {
 
 inline constexpr const char* kDoubleWriteFileName = "DOUBLEWRITE";
 
+// The pages of one checkpoint, ascending by id, whose sealed images are copied on demand into the
+// writer's buffer: a batch streams through buffers of a fixed size (a few MiB, below) instead of
+// being held in memory whole, so its memory does not grow with the checkpoint.
+class PageImageSource {
+ public:
+  virtual ~PageImageSource() = default;
+  virtual size_t size() const = 0;
+  virtual PageId id(size_t i) const = 0;
+  // Copies images [first, first + count) into `out` (count * kPageSize bytes, 4 KiB aligned).
+  // The same image every time it is asked for.
+  virtual Status Copy(size_t first, size_t count, char* out) = 0;
+};
+
 // Pages of one checkpoint: (id, sealed image), ascending by id.
 using PageImages = std::vector<std::pair<PageId, const char*>>;
 
-// Writes the batch (reserving space first) and syncs it.
-Status WriteDoubleWrite(File* file, uint64_t epoch, const PageImages& pages, Slice manifest);
+// Images already in memory.
+class PageImageList final : public PageImageSource {
+ public:
+  explicit PageImageList(const PageImages& pages) : pages_(pages) {}
+  size_t size() const override { return pages_.size(); }
+  PageId id(size_t i) const override { return pages_[i].first; }
+  Status Copy(size_t first, size_t count, char* out) override;
 
+ private:
+  const PageImages& pages_;
+};
+
+// Writes the batch (reserving space first) through a 1 MiB buffer and syncs it.
+Status WriteDoubleWrite(File* file, uint64_t epoch, PageImageSource& pages, Slice manifest);
+
+// A complete batch as found on disk: its directory and manifest. The images stay in the file
+// (DoubleWriteImages reads them back).
 struct DoubleWriteBatch {
   uint64_t epoch = 0;
   std::vector<PageId> ids;
-  AlignedBuffer file;  // the batch as read: header, directory, then the images from images_at
-  size_t images_at = 0;
+  uint64_t images_offset = 0;  // where image 0 starts in the file
   std::string manifest;
-  const char* image(size_t i) const { return file.data() + images_at + i * kPageSize; }
-  PageImages pages() const;
 };
 
-// Reads the batch; nullopt when the file holds no complete batch. With `only_epoch`, a batch of
-// another epoch is nullopt too, and is not read past its header page: after a clean checkpoint
-// the batch on disk is the one already applied, and an open must not read (up to three quarters
-// of the cache's worth of) pages it will not use.
+// Reads and verifies the batch, streaming its images through a 1 MiB buffer; nullopt when the
+// file holds no complete batch. With `only_epoch`, a batch of another epoch is nullopt too, and
+// is not read past its header page: after a clean checkpoint the batch on disk is the one already
+// applied, and an open must not read pages it will not use.
 StatusOr<std::optional<DoubleWriteBatch>> ReadDoubleWrite(
     File* file, std::optional<uint64_t> only_epoch = std::nullopt);
 
-// Writes `pages` to their places in the data file through an IO queue, coalescing runs of
-// consecutive pages that are contiguous in memory, and syncs the file.
-Status WritePagesInPlace(IoBackend* io, File* data_file, const PageImages& pages);
+// The images of a batch ReadDoubleWrite found complete, read back from its file. Each is checked
+// again as it is read (own id, checksum, the batch's epoch): a file that changed since is
+// kDataLoss, not a page applied.
+class DoubleWriteImages final : public PageImageSource {
+ public:
+  DoubleWriteImages(File* file, const DoubleWriteBatch& batch) : file_(file), batch_(batch) {}
+  size_t size() const override { return batch_.ids.size(); }
+  PageId id(size_t i) const override { return batch_.ids[i]; }
+  Status Copy(size_t first, size_t count, char* out) override;
+
+ private:
+  File* const file_;
+  const DoubleWriteBatch& batch_;
+};
+
+// Writes `pages` to their places in the data file through an IO queue, runs of consecutive ids as
+// one write each, through two 2 MiB buffers in turn (one filled while the other's writes are in
+// flight), and syncs the file.
+Status WritePagesInPlace(IoBackend* io, File* data_file, PageImageSource& pages);
 
 }  // namespace grove

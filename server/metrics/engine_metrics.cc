@@ -100,6 +100,14 @@ void CacheFamilies(const DbStats& s, Builder& b) {
             D(c.prefetch_wasted));
   b.Counter("grove_checksum_failures_total",
             "Pages that failed the checksum, own-id or epoch check.", D(c.checksum_failures));
+  b.Counter("grove_checkpoint_copies_total",
+            "Pages a running checkpoint had captured that a writer changed or freed first: copied "
+            "out into a frame of the pool, or onto the heap when no frame could be had.",
+            D(c.checkpoint_copies), {{"memory", "pool"}});
+  b.Counter("grove_checkpoint_copies_total",
+            "Pages a running checkpoint had captured that a writer changed or freed first: copied "
+            "out into a frame of the pool, or onto the heap when no frame could be had.",
+            D(c.checkpoint_heap_copies), {{"memory", "heap"}});
 }
 
 void WalFamilies(const DbStats& s, Builder& b) {

@@ -215,8 +215,9 @@ class BufferPoolTest : public ::testing::TestWithParam<IoBackendKind> {
   // commit the epochs. The frames stay flushing until EndCheckpoint.
   Status SnapshotAndWrite(std::vector<PageId>* ids, AlignedBuffer* arena) {
     const uint32_t epoch = ++epoch_;
-    GROVE_ASSIGN_OR_RETURN(*ids, pool_->SnapshotDirty(epoch, arena));
-    pool_->CompleteSnapshot();
+    *ids = pool_->SnapshotDirty(epoch);
+    *arena = AlignedBuffer(std::max<size_t>(1, ids->size()) * kPageSize);
+    pool_->CopySnapshot(0, ids->size(), arena->data());
     for (size_t i = 0; i < ids->size(); ++i) {
       GROVE_RETURN_IF_ERROR(
           file_->Write((*ids)[i] * kPageSize, Slice(arena->data() + i * kPageSize, kPageSize)));
@@ -355,20 +356,23 @@ TEST_P(BufferPoolTest, FlushingFramesStayUntilEndCheckpoint) {
 
 TEST_P(BufferPoolTest, ASnapshotHoldsThePagesAsCapturedWhateverWritersDoAfter) {
   // The capture copies nothing while writers are paused; a writer that changes or frees a
-  // captured page first copies it out, and CompleteSnapshot copies the rest.
+  // captured page first copies it into a spare frame, and the rest are read from their frames.
   std::vector<PageId> ids_in;
   for (uint32_t i = 0; i < 4; ++i) ids_in.push_back(NewFilledPage(1));
-  AlignedBuffer arena;
-  auto ids = pool_->SnapshotDirty(++epoch_, &arena);
-  ASSERT_TRUE(ids.ok());
-  ASSERT_EQ(*ids, ids_in);
+  const uint64_t in_use = pool_->frames_in_use();
+  auto ids = pool_->SnapshotDirty(++epoch_);
+  ASSERT_EQ(ids, ids_in);
   for (int round = 2; round <= 3; ++round) {  // the second change finds it copied already
     auto w = pool_->FetchWrite(ids_in[1]);
     ASSERT_TRUE(w.ok());
     FillBody(w->mutable_data(), ids_in[1], round);
   }
   pool_->Discard(ids_in[2]);  // freed before the checkpoint wrote it
-  pool_->CompleteSnapshot();
+  EXPECT_EQ(pool_->GetStats().checkpoint_copies, 2u);
+  EXPECT_EQ(pool_->GetStats().checkpoint_heap_copies, 0u);
+  EXPECT_EQ(pool_->frames_in_use(), in_use + 2) << "the copies are frames of the pool";
+  AlignedBuffer arena(ids_in.size() * kPageSize);
+  pool_->CopySnapshot(0, ids_in.size(), arena.data());
   for (size_t i = 0; i < ids_in.size(); ++i) {
     const char* image = arena.data() + i * kPageSize;
     EXPECT_TRUE(page::Verify(image, ids_in[i]).ok()) << "page " << i << " is sealed";
@@ -383,15 +387,15 @@ TEST_P(BufferPoolTest, ASnapshotHoldsThePagesAsCapturedWhateverWritersDoAfter) {
   EXPECT_EQ(pool_->dirty_pages(), 1u);
   pool_->EndCheckpoint(true);
   EXPECT_EQ(pool_->dirty_pages(), 1u);
+  EXPECT_EQ(pool_->frames_in_use(), in_use) << "the copies went back";
 }
 
 TEST_P(BufferPoolTest, FailedCheckpointRedirtiesItsPages) {
   std::vector<PageId> ids_in;
   for (uint32_t i = 0; i < 3; ++i) ids_in.push_back(NewFilledPage(1));
   AlignedBuffer arena;
-  auto ids = pool_->SnapshotDirty(++epoch_, &arena);
-  ASSERT_TRUE(ids.ok());
-  ASSERT_EQ(*ids, ids_in);  // ascending page ids
+  auto ids = pool_->SnapshotDirty(++epoch_);
+  ASSERT_EQ(ids, ids_in);  // ascending page ids
   EXPECT_EQ(pool_->dirty_pages(), 0u);
   EXPECT_EQ(pool_->flushing_pages(), 3u);
   {
@@ -740,10 +744,8 @@ TEST_P(BufferPoolTest, DiscardDropsCleanAndDirtyPages) {
   EXPECT_EQ(pool_->dirty_pages(), 0u);
   pool_->Discard(by_guard);  // not resident: nothing happens
 
-  AlignedBuffer arena;
-  auto ids = pool_->SnapshotDirty(++epoch_, &arena);
-  ASSERT_TRUE(ids.ok());
-  EXPECT_TRUE(ids->empty()) << "a discarded page is never written";
+  auto ids = pool_->SnapshotDirty(++epoch_);
+  EXPECT_TRUE(ids.empty()) << "a discarded page is never written";
   pool_->EndCheckpoint(true);
 }
 

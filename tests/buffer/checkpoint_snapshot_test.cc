@@ -1,6 +1,7 @@
-// CheckpointSnapshot on frames without IO: what a capture takes, the arena holding every page as
-// it was at the capture whether a writer or Complete copied it, and the end of a checkpoint that
-// succeeded, failed or was abandoned.
+// CheckpointSnapshot on frames without IO: what a capture takes, the images it hands out staying
+// as they were at the capture whether or not a writer changed or freed the page since (its copy
+// in a spare frame, or on the heap when none can be had), how the frames held are counted, and
+// the end of a checkpoint that succeeded, failed or was abandoned.
 
 #include "buffer/checkpoint_snapshot.h"
 
@@ -15,6 +16,7 @@ namespace grove::buffer_internal {
 namespace {
 
 constexpr uint32_t kFrames = 16;
+constexpr uint32_t kFirstSpare = 12;  // frames 12..15 serve as the pool's spare frames
 
 class CheckpointSnapshotTest : public ::testing::Test {
  protected:
@@ -36,12 +38,40 @@ class CheckpointSnapshotTest : public ::testing::Test {
     std::memset(f.data + kPageHeaderSize, fill, kPageSize - kPageHeaderSize);
     f.latch.Unlock();
   }
-  static char Body(const AlignedBuffer& arena, size_t slot) {
-    return arena.data()[slot * kPageSize + kPageHeaderSize + 100];
+  // A writer frees the page in frame `index`: copied out, then the frame is reused.
+  void Free(uint32_t index, PageId new_id, char fill) {
+    Frame& f = frames_[index];
+    f.latch.Lock();
+    snap_.CopyOut(&f);
+    snap_.ClearDirty(&f);
+    f.latch.Unlock();
+    Hold(index, new_id, fill, /*dirty=*/false);
+  }
+  // The body byte of image `slot` as the snapshot hands it out now.
+  char Image(size_t slot, uint32_t epoch, PageId id) {
+    AlignedBuffer buf(kPageSize);
+    snap_.CopyImages(slot, 1, buf.data());
+    EXPECT_TRUE(page::Verify(buf.data(), id).ok()) << "slot " << slot << " is sealed as " << id;
+    EXPECT_EQ(page::Epoch(buf.data()), epoch);
+    return buf.data()[kPageHeaderSize + 100];
   }
 
   FrameArray frames_{kFrames};
-  CheckpointSnapshot snap_{&frames_};
+  std::vector<uint32_t> spare_{15, 14, 13, kFirstSpare};
+  std::vector<uint32_t> given_back_;
+  CheckpointSnapshot snap_{&frames_, CopyFrames{.take = [this]() -> StatusOr<uint32_t> {
+                                                  if (spare_.empty()) {
+                                                    return Status::ResourceExhausted("none");
+                                                  }
+                                                  const uint32_t i = spare_.back();
+                                                  spare_.pop_back();
+                                                  return i;
+                                                },
+                                                .give_back =
+                                                    [this](uint32_t i) {
+                                                      given_back_.push_back(i);
+                                                      spare_.push_back(i);
+                                                    }}};
 };
 
 TEST_F(CheckpointSnapshotTest, ACaptureTakesTheResidentDirtyPagesInPageOrder) {
@@ -51,101 +81,138 @@ TEST_F(CheckpointSnapshotTest, ACaptureTakesTheResidentDirtyPagesInPageOrder) {
   Hold(3, 10, 'd', /*dirty=*/true);
   frames_[3].state.store(FrameState::kInvalid);  // discarded meanwhile: not written
   EXPECT_EQ(snap_.dirty_pages(), 3u);
-  AlignedBuffer arena;
-  auto ids = snap_.Capture(/*epoch=*/7, &arena);
-  ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(*ids, (std::vector<PageId>{30, 50}));
+  const std::vector<PageId> ids = snap_.Capture(/*epoch=*/7);
+  EXPECT_EQ(ids, (std::vector<PageId>{30, 50}));
   EXPECT_TRUE(frames_[0].flushing.load());
   EXPECT_TRUE(frames_[2].flushing.load());
   EXPECT_FALSE(frames_[1].flushing.load());
   EXPECT_FALSE(frames_[0].dirty.load());
   EXPECT_EQ(snap_.flushing_pages(), 2u);
   EXPECT_EQ(snap_.dirty_pages(), 1u) << "the invalid frame's flag is not the capture's to clear";
-  snap_.Complete();
-  EXPECT_EQ(Body(arena, 0), 'c');
-  EXPECT_EQ(Body(arena, 1), 'a');
-  EXPECT_EQ(page::Epoch(arena.data()), 7u) << "sealed with the checkpoint's epoch";
-  EXPECT_TRUE(page::Verify(arena.data() + kPageSize, 50).ok());
+  AlignedBuffer both(2 * kPageSize);
+  snap_.CopyImages(0, 2, both.data());
+  EXPECT_EQ(both.data()[kPageHeaderSize], 'c');
+  EXPECT_EQ(both.data()[kPageSize + kPageHeaderSize], 'a');
+  EXPECT_EQ(page::Epoch(both.data()), 7u) << "sealed with the checkpoint's epoch";
+  EXPECT_TRUE(page::Verify(both.data() + kPageSize, 50).ok());
+  EXPECT_EQ(snap_.copies_in_pool() + snap_.copies_on_heap(), 0u) << "nothing copied out";
   snap_.End(/*success=*/true);
   EXPECT_EQ(snap_.flushing_pages(), 0u);
   EXPECT_FALSE(frames_[0].flushing.load());
   EXPECT_FALSE(frames_[0].dirty.load());
 }
 
-TEST_F(CheckpointSnapshotTest, AWriterCopiesACapturedPageOutBeforeChangingIt) {
+TEST_F(CheckpointSnapshotTest, AWriterCopiesACapturedPageIntoASpareFrameBeforeChangingIt) {
   Hold(0, 1, 'a', /*dirty=*/true);
   Hold(1, 2, 'b', /*dirty=*/true);
-  AlignedBuffer arena;
-  ASSERT_TRUE(snap_.Capture(3, &arena).ok());
+  snap_.Capture(3);
+  EXPECT_EQ(Image(0, 3, 1), 'a');
   Write(0, 'X');  // copies 'a' out first
-  Write(0, 'Y');  // already copied: the arena keeps 'a'
+  Write(0, 'Y');  // already copied: the copy keeps 'a'
   EXPECT_EQ(frames_[0].snap_slot.load(), -1);
-  EXPECT_EQ(frames_[1].snap_slot.load(), 1) << "not copied until Complete";
-  snap_.Complete();
-  Write(1, 'Z');  // after Complete: the arena is no writer's any more
-  EXPECT_EQ(Body(arena, 0), 'a');
-  EXPECT_EQ(Body(arena, 1), 'b');
-  EXPECT_EQ(snap_.dirty_pages(), 2u) << "both changed since the capture";
+  EXPECT_EQ(frames_[1].snap_slot.load(), 1) << "not copied: nobody changed it";
+  EXPECT_EQ(snap_.copies_in_pool(), 1u);
+  EXPECT_EQ(spare_.size(), 3u) << "one spare frame holds the copy";
+  for (int pass = 0; pass < 2; ++pass) {  // the double-write pass, then the in-place pass
+    EXPECT_EQ(Image(0, 3, 1), 'a');
+    EXPECT_EQ(Image(1, 3, 2), 'b');
+  }
+  EXPECT_EQ(frames_[0].data[kPageHeaderSize], 'Y') << "the writer's change stays in its frame";
+  EXPECT_EQ(snap_.dirty_pages(), 1u);
   snap_.End(true);
+  EXPECT_EQ(given_back_, (std::vector<uint32_t>{kFirstSpare}));
   EXPECT_TRUE(frames_[0].dirty.load());
+  EXPECT_FALSE(frames_[1].dirty.load());
+  Write(1, 'Z');  // after End: no copy
+  EXPECT_EQ(snap_.copies_in_pool(), 1u);
+}
+
+TEST_F(CheckpointSnapshotTest, AFreedCapturedPageIsWrittenAsCaptured) {
+  Hold(0, 1, 'a', true);
+  Hold(1, 2, 'b', true);
+  snap_.Capture(5);
+  Free(0, /*new_id=*/77, 'n');  // the frame holds another page now
+  EXPECT_EQ(Image(0, 5, 1), 'a');
+  EXPECT_EQ(Image(1, 5, 2), 'b');
+  snap_.End(/*success=*/false);
+  EXPECT_FALSE(frames_[0].dirty.load()) << "the frame's new page is not the captured one";
+  EXPECT_TRUE(frames_[1].dirty.load());
+  EXPECT_EQ(snap_.dirty_pages(), 1u);
+}
+
+TEST_F(CheckpointSnapshotTest, WithNoSpareFrameTheCopyGoesToTheHeap) {
+  Hold(0, 1, 'a', true);
+  Hold(1, 2, 'b', true);
+  Hold(2, 3, 'c', true);
+  spare_.resize(1);
+  snap_.Capture(4);
+  Write(0, 'X');  // the last spare frame
+  Write(1, 'Y');  // none left
+  EXPECT_EQ(snap_.copies_in_pool(), 1u);
+  EXPECT_EQ(snap_.copies_on_heap(), 1u);
+  EXPECT_EQ(Image(0, 4, 1), 'a');
+  EXPECT_EQ(Image(1, 4, 2), 'b');
+  EXPECT_EQ(Image(2, 4, 3), 'c');
+  // Frames held: 0 and 1 dirty, 2 captured, the spare frame with 0's copy; 1's copy holds none.
+  EXPECT_EQ(snap_.dirty_pages(), 2u);
+  EXPECT_EQ(snap_.flushing_pages(), 2u);
+  snap_.End(true);
+  EXPECT_EQ(snap_.flushing_pages(), 0u);
+  EXPECT_EQ(given_back_.size(), 1u);
 }
 
 TEST_F(CheckpointSnapshotTest, AFailedCheckpointMakesItsPagesDirtyAgain) {
   Hold(0, 1, 'a', true);
   Hold(1, 2, 'b', true);
   Hold(2, 3, 'c', true);
-  AlignedBuffer arena;
-  ASSERT_TRUE(snap_.Capture(3, &arena).ok());
+  snap_.Capture(3);
   EXPECT_EQ(snap_.dirty_pages(), 0u);
-  snap_.Complete();
+  Write(1, 'B');
   frames_[2].page_id.store(99);  // frame reused for another page meanwhile: not redirtied
   snap_.End(/*success=*/false);
-  EXPECT_EQ(snap_.dirty_pages(), 2u);
+  EXPECT_EQ(snap_.dirty_pages(), 2u) << "each page counted once";
   EXPECT_TRUE(frames_[0].dirty.load());
   EXPECT_TRUE(frames_[1].dirty.load());
   EXPECT_FALSE(frames_[2].dirty.load());
   EXPECT_FALSE(frames_[0].flushing.load());
+  EXPECT_EQ(given_back_.size(), 1u);
 }
 
 TEST_F(CheckpointSnapshotTest, AnAbandonedCaptureNeedsNoCopies) {
   Hold(0, 1, 'a', true);
-  AlignedBuffer arena;
-  ASSERT_TRUE(snap_.Capture(3, &arena).ok());
-  std::memset(arena.data(), 'z', arena.size());  // the arena is not cleared: mark it
-  snap_.End(/*success=*/false);                  // before Complete: the arena is dropped
+  snap_.Capture(3);
+  snap_.End(/*success=*/false);
   EXPECT_EQ(frames_[0].snap_slot.load(), -1);
   Write(0, 'b');  // copies nothing
-  EXPECT_EQ(Body(arena, 0), 'z') << "never copied";
+  EXPECT_EQ(snap_.copies_in_pool() + snap_.copies_on_heap(), 0u);
   EXPECT_EQ(snap_.dirty_pages(), 1u);
 }
 
-TEST_F(CheckpointSnapshotTest, ACapturedPageChangedAgainCountsOnceAsDirty) {
+TEST_F(CheckpointSnapshotTest, DirtyAndFlushingCountTheFramesHeld) {
   Hold(0, 1, 'a', true);
   Hold(1, 2, 'b', true);
   Hold(2, 3, 'c', true);
-  AlignedBuffer arena;
-  ASSERT_TRUE(snap_.Capture(3, &arena).ok());
+  snap_.Capture(3);
   EXPECT_EQ(snap_.dirty_pages() + snap_.flushing_pages(), 3u);
   Write(0, 'X');
   Write(0, 'Y');
   EXPECT_EQ(snap_.dirty_pages(), 1u);
-  EXPECT_EQ(snap_.flushing_pages(), 2u) << "frame 0 is held by its dirt now, not twice";
+  EXPECT_EQ(snap_.flushing_pages(), 3u) << "frames 1 and 2, and frame 0's copy";
+  EXPECT_EQ(snap_.dirty_pages() + snap_.flushing_pages(), 4u) << "four frames held, in all";
   EXPECT_TRUE(frames_[0].flushing.load()) << "still the checkpoint's until it ends";
-  snap_.Complete();
-  Write(1, 'Z');  // after Complete too
-  EXPECT_EQ(snap_.dirty_pages() + snap_.flushing_pages(), 3u) << "three frames held, in all";
   snap_.End(true);
   EXPECT_EQ(snap_.flushing_pages(), 0u);
-  EXPECT_EQ(snap_.dirty_pages(), 2u);
-  EXPECT_FALSE(frames_[0].recounted);
-  // The next checkpoint counts frame 0 again when it is changed after its capture.
-  ASSERT_TRUE(snap_.Capture(4, &arena).ok());
-  EXPECT_EQ(snap_.flushing_pages(), 2u);
+  EXPECT_EQ(snap_.dirty_pages(), 1u);
+  // The next checkpoint copies frame 0 out again when it is changed after its capture.
+  snap_.Capture(4);
+  EXPECT_EQ(snap_.flushing_pages(), 1u);
   Write(0, 'W');
   EXPECT_EQ(snap_.flushing_pages(), 1u);
+  EXPECT_EQ(snap_.copies_in_pool(), 2u);
+  EXPECT_EQ(Image(0, 4, 1), 'Y');
   snap_.End(/*success=*/false);
   EXPECT_EQ(snap_.flushing_pages(), 0u);
-  EXPECT_EQ(snap_.dirty_pages(), 2u) << "a failed checkpoint redirties; nothing counted twice";
+  EXPECT_EQ(snap_.dirty_pages(), 1u) << "a failed checkpoint redirties; nothing counted twice";
 }
 
 TEST_F(CheckpointSnapshotTest, ClearDirtyCountsOnce) {

@@ -300,6 +300,17 @@ TEST_F(FormatTest, ManifestFilesAndNames) {
 
 // --- Double-write batches --------------------------------------------------------------------
 
+// The writers over images in memory.
+Status WriteImagesToDoubleWrite(File* file, uint64_t epoch, const PageImages& pages,
+                                Slice manifest) {
+  PageImageList list(pages);
+  return WriteDoubleWrite(file, epoch, list, manifest);
+}
+Status WriteImagesInPlace(IoBackend* io, File* file, const PageImages& pages) {
+  PageImageList list(pages);
+  return WritePagesInPlace(io, file, list);
+}
+
 // Sealed images of pages `ids` at `epoch`, each with a body that names id and epoch.
 struct Images {
   AlignedBuffer buf;
@@ -347,6 +358,17 @@ class DoubleWriteTest : public FormatTest {
     EXPECT_TRUE(b.ok()) << b.status().ToString();
     return b.ok() ? std::move(b).value() : std::nullopt;
   }
+  // The batch's images as a recovery reads them back.
+  std::vector<std::string> ImagesOf(const DoubleWriteBatch& b) {
+    DoubleWriteImages images(file_.get(), b);
+    std::vector<std::string> out;
+    AlignedBuffer buf(kPageSize);
+    for (size_t i = 0; i < images.size(); ++i) {
+      EXPECT_OK(images.Copy(i, 1, buf.data()));
+      out.emplace_back(buf.data(), kPageSize);
+    }
+    return out;
+  }
   std::unique_ptr<File> file_;
 };
 
@@ -360,22 +382,28 @@ TEST_F(DoubleWriteTest, BatchRoundTrips) {
   pages.insert(pages.end(), b.pages.begin(), b.pages.end());
   ids.insert(ids.end(), more.begin(), more.end());
   const std::string manifest = MakeManifest().Encode();
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 9, pages, manifest));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 9, pages, manifest));
   auto got = Read();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->epoch, 9u);
   EXPECT_EQ(got->ids, ids);
   EXPECT_EQ(got->manifest, manifest);
-  const PageImages back = got->pages();
+  const std::vector<std::string> back = ImagesOf(*got);
   ASSERT_EQ(back.size(), pages.size());
   for (size_t i = 0; i < pages.size(); ++i) {
-    ASSERT_EQ(back[i].first, pages[i].first);
-    ASSERT_EQ(std::memcmp(back[i].second, pages[i].second, kPageSize), 0) << i;
+    ASSERT_EQ(std::memcmp(back[i].data(), pages[i].second, kPageSize), 0) << i;
+  }
+  // Read back in one run, as recovery does.
+  {
+    DoubleWriteImages images(file_.get(), *got);
+    AlignedBuffer all(pages.size() * kPageSize);
+    ASSERT_OK(images.Copy(0, pages.size(), all.data()));
+    EXPECT_EQ(std::memcmp(all.data() + 599 * kPageSize, pages[599].second, kPageSize), 0);
   }
 
   // A smaller batch over a larger one: the new one, not a mix.
   Images c = MakeImages(Ids(3, 7), 10);
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 10, c.pages, "m"));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 10, c.pages, "m"));
   got = Read();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->epoch, 10u);
@@ -383,7 +411,7 @@ TEST_F(DoubleWriteTest, BatchRoundTrips) {
   EXPECT_EQ(got->manifest, "m");
 
   // No pages at all (a checkpoint of metadata only).
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 11, {}, manifest));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 11, {}, manifest));
   got = Read();
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(got->epoch, 11u);
@@ -393,12 +421,12 @@ TEST_F(DoubleWriteTest, BatchRoundTrips) {
 
 TEST_F(DoubleWriteTest, ABatchOfAnotherEpochIsSkippedWhenOneEpochIsWanted) {
   Images im = MakeImages(Ids(40), 6);
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 6, im.pages, std::string(100, 'm')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 6, im.pages, std::string(100, 'm')));
   auto wanted = ReadDoubleWrite(file_.get(), 6);
   ASSERT_OK(wanted.status());
   ASSERT_TRUE(wanted->has_value());
   EXPECT_EQ((*wanted)->ids, Ids(40));
-  EXPECT_EQ(std::memcmp((*wanted)->image(39), im.pages[39].second, kPageSize), 0);
+  EXPECT_EQ(std::memcmp(ImagesOf(**wanted)[39].data(), im.pages[39].second, kPageSize), 0);
   // An open after the clean checkpoint 6 wants batch 7: batch 6 is done with.
   auto other = ReadDoubleWrite(file_.get(), 7);
   ASSERT_OK(other.status());
@@ -411,7 +439,7 @@ TEST_F(DoubleWriteTest, TruncatedBatchesAreIgnored) {
   const Layout l{20, manifest.size()};
   for (uint64_t cut : {uint64_t{0}, uint64_t{100}, kPageSize, l.image(0) + 10, l.image(7),
                        l.manifest() + 4000, l.trailer(), l.total() - 1}) {
-    ASSERT_OK(WriteDoubleWrite(file_.get(), 4, im.pages, manifest));
+    ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 4, im.pages, manifest));
     ASSERT_TRUE(Read().has_value());
     TruncateTo(Path(), cut);
     EXPECT_FALSE(Read().has_value()) << "cut at " << cut;
@@ -424,7 +452,7 @@ TEST_F(DoubleWriteTest, DamagedHeaderDirectoryManifestOrTrailerIsIgnored) {
   const Layout l{20, manifest.size()};
   for (uint64_t at : {uint64_t{0}, uint64_t{9}, uint64_t{20}, uint64_t{33}, kPageSize + 8,
                       l.manifest() + 17, l.trailer(), l.trailer() + 9, l.trailer() + 17}) {
-    ASSERT_OK(WriteDoubleWrite(file_.get(), 4, im.pages, manifest));
+    ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 4, im.pages, manifest));
     FlipByte(Path(), at);
     EXPECT_FALSE(Read().has_value()) << "damage at byte " << at;
   }
@@ -434,14 +462,14 @@ TEST_F(DoubleWriteTest, TornPageImageIsIgnored) {
   Images old_im = MakeImages(Ids(20), 4), new_im = MakeImages(Ids(20), 5);
   const Layout l{20, 100};
   // The image write of slot 7 tore: its first half is new, its second half old.
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 4, old_im.pages, std::string(100, 'a')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 4, old_im.pages, std::string(100, 'a')));
   const std::string old_slot = ReadBytes(Path(), l.image(7), kPageSize);
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 5, new_im.pages, std::string(100, 'b')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 5, new_im.pages, std::string(100, 'b')));
   ASSERT_TRUE(Read().has_value());
   WriteBytes(Path(), l.image(7) + 2048, old_slot.substr(2048));
   EXPECT_FALSE(Read().has_value());
   // An image that is not the page the directory names.
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 5, new_im.pages, std::string(100, 'b')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 5, new_im.pages, std::string(100, 'b')));
   WriteBytes(Path(), l.image(7), ReadBytes(Path(), l.image(8), kPageSize));
   EXPECT_FALSE(Read().has_value());
 }
@@ -457,14 +485,14 @@ TEST_F(DoubleWriteTest, TornPageImageIsIgnored) {
 TEST_F(DoubleWriteTest, ImageLeftFromThePreviousBatchIsIgnored) {
   Images old_im = MakeImages(Ids(20), 4), new_im = MakeImages(Ids(20), 5);
   const Layout l{20, 100};
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 4, old_im.pages, std::string(100, 'a')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 4, old_im.pages, std::string(100, 'a')));
   const std::string old_slot = ReadBytes(Path(), l.image(7), kPageSize);
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 5, new_im.pages, std::string(100, 'b')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 5, new_im.pages, std::string(100, 'b')));
   // The write of slot 7 never reached the media: it holds page 17 as batch 4 wrote it.
   WriteBytes(Path(), l.image(7), old_slot);
   auto got = Read();
   EXPECT_FALSE(got.has_value()) << "batch 5 accepted with page " << got->ids[7] << " at epoch "
-                                << page::Epoch(got->image(7));
+                                << page::Epoch(ImagesOf(*got)[7].data());
 }
 
 // A retried checkpoint reuses its epoch. A slot whose write the retry lost holds the failed
@@ -475,9 +503,9 @@ TEST_F(DoubleWriteTest, ImageLeftFromAFailedAttemptAtTheSameEpochIsIgnored) {
   p[kPageHeaderSize + 1] ^= 0x5a;
   page::Seal(p, 5);
   const Layout l{20, 100};
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 5, first.pages, std::string(100, 'a')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 5, first.pages, std::string(100, 'a')));
   const std::string first_slot = ReadBytes(Path(), l.image(7), kPageSize);
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 5, retry.pages, std::string(100, 'a')));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 5, retry.pages, std::string(100, 'a')));
   ASSERT_TRUE(Read().has_value());
   WriteBytes(Path(), l.image(7), first_slot);
   EXPECT_FALSE(Read().has_value()) << "a batch with another attempt's image passed as complete";
@@ -488,7 +516,7 @@ TEST_F(DoubleWriteTest, VersionOneBatchIsRead) {
   Images im = MakeImages(Ids(3), 6);
   const std::string manifest(100, 'm');
   const Layout l{3, manifest.size()};
-  ASSERT_OK(WriteDoubleWrite(file_.get(), 6, im.pages, manifest));
+  ASSERT_OK(WriteImagesToDoubleWrite(file_.get(), 6, im.pages, manifest));
   std::string bytes = ReadBytes(Path(), 0, l.total());
   ASSERT_EQ(bytes.substr(0, 8), "GROVEDW2");
   bytes[7] = '1';
@@ -511,7 +539,7 @@ TEST_F(DoubleWriteTest, PagesGoInPlaceInRuns) {
   Images b = MakeImages({22, 40}, 3);
   PageImages pages = a.pages;
   pages.insert(pages.end(), b.pages.begin(), b.pages.end());
-  ASSERT_OK(WritePagesInPlace(io_.get(), data.get(), pages));
+  ASSERT_OK(WriteImagesInPlace(io_.get(), data.get(), pages));
   for (const auto& [id, image] : pages) {
     const std::string got = ReadBytes(dir_.Sub("grove.data"), id * kPageSize, kPageSize);
     ASSERT_EQ(got.size(), kPageSize) << id;
@@ -525,7 +553,7 @@ TEST_F(DoubleWriteTest, PagesGoInPlaceInRuns) {
   std::vector<PageId> ids;
   for (PageId i = 0; i < 300; ++i) ids.push_back(100 + 2 * i);
   Images many = MakeImages(ids, 4);
-  ASSERT_OK(WritePagesInPlace(io_.get(), data.get(), many.pages));
+  ASSERT_OK(WriteImagesInPlace(io_.get(), data.get(), many.pages));
   for (PageId id : {ids.front(), ids[150], ids.back()}) {
     const std::string got = ReadBytes(dir_.Sub("grove.data"), id * kPageSize, kPageSize);
     EXPECT_TRUE(page::Verify(got.data(), id).ok()) << id;

@@ -60,6 +60,8 @@ DbStats SampleStats() {
   s.index.model_bytes = 0;
   s.index.entries = 1234;
   s.index.extra = {{"fill_factor", 0.7}};
+  s.cache.checkpoint_copies = 11;
+  s.cache.checkpoint_heap_copies = 2;
   s.memory.epoch_table_bytes = 4096;
   s.memory.allocator_bytes = 96;
   return s;
@@ -102,6 +104,8 @@ TEST(EngineMetricsTest, ExportsEveryFigureInBaseUnits) {
   ExpectLine(t, "grove_prefetch_used_pages_total 5");
   ExpectLine(t, "grove_prefetch_wasted_pages_total 1");
   ExpectLine(t, "grove_checksum_failures_total 0");
+  ExpectLine(t, "grove_checkpoint_copies_total{memory=\"pool\"} 11");
+  ExpectLine(t, "grove_checkpoint_copies_total{memory=\"heap\"} 2");
   ExpectLine(t, "grove_wal_records_total 20");
   ExpectLine(t, "grove_wal_written_bytes_total 2048");
   ExpectLine(t, "grove_wal_group_commits_total 15");
@@ -147,7 +151,8 @@ TEST(EngineMetricsTest, TypesFollowConventions) {
     for (const auto& m : f.metric) {
       for (const auto& l : m.label) {
         EXPECT_TRUE(l.name == "cause" || l.name == "op" || l.name == "backend" ||
-                    l.name == "variant" || l.name == "name" || l.name == "structure")
+                    l.name == "variant" || l.name == "name" || l.name == "structure" ||
+                    l.name == "memory")
             << f.name << " label " << l.name;
       }
     }

@@ -46,6 +46,11 @@ struct BufferPoolStats {
   uint64_t prefetch_used = 0;      // confirmed by a traversal and admitted
   uint64_t prefetch_wasted = 0;    // dropped unconfirmed
   uint64_t checksum_failures = 0;  // pages that failed the crc, own-id or epoch check
+  // Pages a checkpoint had captured that a writer changed or freed before the checkpoint ended:
+  // each was copied out first, into a frame of the pool (within its limit) or, when every frame
+  // was pinned, dirty or being written, onto the heap (outside the memory budget).
+  uint64_t checkpoint_copies = 0;
+  uint64_t checkpoint_heap_copies = 0;
 };
 
 struct WalStats {

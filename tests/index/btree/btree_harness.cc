@@ -98,21 +98,19 @@ Status BTreeHarness::Reopen() {
 
 Status BTreeHarness::Checkpoint() {
   const uint32_t epoch = ++epoch_;
-  AlignedBuffer arena;
-  auto ids = pool_->SnapshotDirty(epoch, &arena);
-  if (!ids.ok()) return ids.status();
-  pool_->CompleteSnapshot();
+  const std::vector<PageId> ids = pool_->SnapshotDirty(epoch);
   Status s = [&]() -> Status {
-    for (size_t i = 0; i < ids->size(); ++i) {
-      GROVE_RETURN_IF_ERROR(
-          file_->Write((*ids)[i] * kPageSize, Slice(arena.data() + i * kPageSize, kPageSize)));
+    AlignedBuffer image(kPageSize);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      pool_->CopySnapshot(i, 1, image.data());
+      GROVE_RETURN_IF_ERROR(file_->Write(ids[i] * kPageSize, Slice(image.data(), kPageSize)));
     }
-    GROVE_ASSIGN_OR_RETURN(auto maps, epochs_.Stage(*ids, epoch, &allocator_));
+    GROVE_ASSIGN_OR_RETURN(auto maps, epochs_.Stage(ids, epoch, &allocator_));
     for (auto& m : maps) {
       GROVE_RETURN_IF_ERROR(file_->Write(m.id * kPageSize, Slice(m.image.data(), kPageSize)));
     }
     GROVE_RETURN_IF_ERROR(file_->Sync());
-    epochs_.Commit(*ids, epoch);
+    epochs_.Commit(ids, epoch);
     return Status::Ok();
   }();
   pool_->EndCheckpoint(s.ok());

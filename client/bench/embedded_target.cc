@@ -237,6 +237,9 @@ class EmbeddedTarget final : public Target {
     g["wal_segments"] = static_cast<double>(s.wal.segments);
     g["checkpoint_p50_seconds"] = s.checkpoint.duration_seconds.Percentile(50);
     g["checkpoint_p99_seconds"] = s.checkpoint.duration_seconds.Percentile(99);
+    g["checkpoint_pause_p99_seconds"] = s.checkpoint.pause_seconds.Percentile(99);
+    g["checkpoint_pause_p50_seconds"] = s.checkpoint.pause_seconds.Percentile(50);
+    g["checkpoint_paced_seconds"] = s.checkpoint.paced_seconds;
     g["write_room_wait_p99_seconds"] = s.write_room.wait_seconds.Percentile(99);
     g["wal_sync_p50_seconds"] = s.wal.sync_seconds.Percentile(50);
     g["wal_sync_p99_seconds"] = s.wal.sync_seconds.Percentile(99);
@@ -291,6 +294,8 @@ StatusOr<std::unique_ptr<Target>> OpenEmbeddedTarget(const TargetUri& uri, const
       options.checkpoint.dirty_fraction = std::atof(v.c_str());
     } else if (k == "checkpoint_interval_seconds") {
       options.checkpoint.interval_seconds = std::atof(v.c_str());
+    } else if (k == "checkpoint_spread") {
+      options.checkpoint.spread = std::atof(v.c_str());
     } else if (k == "scan_readahead_pages") {
       options.scan_readahead_pages = static_cast<uint32_t>(std::atoi(v.c_str()));
     } else {

@@ -47,6 +47,7 @@ void ReadEngine(YamlSection& top, Options* o) {
   cp.Double("dirty_fraction", &o->checkpoint.dirty_fraction);
   cp.Uint64("wal_bytes", &o->checkpoint.wal_bytes, /*sizes=*/true);
   cp.Double("interval_seconds", &o->checkpoint.interval_seconds);
+  cp.Double("spread", &o->checkpoint.spread);
   cp.Finish();
 
   YamlSection ex = top.Child("expiry");

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -191,7 +192,9 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
   copy->dest = std::move(*dest);
   std::string manifest;
   {
+    std::optional<CheckpointWaiter> waiter(std::in_place, this);  // a paced checkpoint hurries
     MutexLock cp(&checkpoint_mu_);
+    waiter.reset();
     // C0: every page it names is in place in the data file once it is durable.
     Status s = CheckpointLocked(CheckpointReason::kManual);
     if (!s.ok()) return cleanup(s.WithContext("backup: the checkpoint it starts from"));

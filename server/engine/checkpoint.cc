@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "engine/checkpoint_pacer.h"
 #include "engine/db_impl.h"
 #include "engine/double_write.h"
 #include "engine/manifest.h"
@@ -16,11 +18,12 @@ namespace {
 
 // A checkpoint's pages in page order: the pool's captured pages (copied out of the pool as they
 // are written, CopySnapshot) merged with the epoch map's changed pages (images of their own).
+// With a pacer, each chunk waits for its turn first.
 class CheckpointImages final : public PageImageSource {
  public:
   CheckpointImages(BufferPool* pool, const std::vector<PageId>& ids,
-                   const std::vector<EpochTable::MapPageImage>& maps)
-      : pool_(pool), maps_(maps) {
+                   const std::vector<EpochTable::MapPageImage>& maps, CheckpointPacer* pacer)
+      : pool_(pool), maps_(maps), pacer_(pacer) {
     entries_.reserve(ids.size() + maps.size());
     for (size_t i = 0; i < ids.size(); ++i) entries_.push_back({ids[i], static_cast<int64_t>(i)});
     for (size_t i = 0; i < maps.size(); ++i) {
@@ -31,6 +34,7 @@ class CheckpointImages final : public PageImageSource {
   size_t size() const override { return entries_.size(); }
   PageId id(size_t i) const override { return entries_[i].first; }
   Status Copy(size_t first, size_t count, char* out) override {
+    if (pacer_ != nullptr) pacer_->Before(count);
     for (size_t i = first; i < first + count;) {
       const int64_t source = entries_[i].second;
       char* dst = out + (i - first) * kPageSize;
@@ -51,6 +55,7 @@ class CheckpointImages final : public PageImageSource {
  private:
   BufferPool* const pool_;
   const std::vector<EpochTable::MapPageImage>& maps_;
+  CheckpointPacer* const pacer_;
   // (page id, source): a snapshot slot (>= 0) or map image -1 - source.
   std::vector<std::pair<PageId, int64_t>> entries_;
 };
@@ -65,7 +70,10 @@ Status DbImpl::Checkpoint() {
 Status DbImpl::RunCheckpoint(CheckpointReason reason) {
   // Queued ones count too: a writer short of room waits for this one rather than queue its own.
   DirtyRoom::CheckpointScope running(dirty_room_.get());
+  std::optional<CheckpointWaiter> waiter;
+  if (reason != CheckpointReason::kTimer) waiter.emplace(this);
   MutexLock lock(&checkpoint_mu_);
+  waiter.reset();
   return CheckpointLocked(reason);
 }
 
@@ -89,7 +97,10 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   Lsn redo = 0, snapshot_next_lsn = 0;
   uint64_t direct_runs = 0, flags = 0;
   bool snapshotted = false, prepared = false;
+  const uint64_t paused_at = NowNanos();  // writers arriving from here on wait
   if (!gate_paused) gate_.Pause();
+  const uint64_t drained_at = NowNanos();
+  uint64_t captured_at = 0;
   Status s = [&]() -> Status {
     prepared = true;
     direct_runs = direct_runs_.load();
@@ -99,6 +110,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     redo = std::min({snapshot_next_lsn, index_->OldestUnpersistedLsn(), OldestPartialLsn()});
     wal_bytes = wal_ ? wal_->appended_bytes() : 0;
     ids = pool_->SnapshotDirty(epoch32);
+    captured_at = NowNanos();
     snapshotted = true;
     GROVE_ASSIGN_OR_RETURN(maps, epochs_.Stage(ids, epoch32, &allocator_));
     Manifest m;
@@ -124,6 +136,8 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     return Status::Ok();
   }();
   if (!gate_paused) gate_.Resume();
+  const uint64_t resumed_at = NowNanos();
+  if (!gate_paused) checkpoint_pause_seconds_.RecordNanos(resumed_at - paused_at);
 
   auto abort = [&](const Status& cause) {
     if (snapshotted) pool_->EndCheckpoint(false);
@@ -152,12 +166,23 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     return Status::Ok();
   }
 
-  CheckpointImages pages(pool_.get(), ids, maps);
+  // A background checkpoint spreads its writes over a share of the time since the previous one
+  // began; anything waiting for this one gets it at full speed.
+  const uint64_t since = t0 - std::min(t0, last_checkpoint_start_nanos_);
+  last_checkpoint_start_nanos_ = t0;
+  const bool paced = reason == CheckpointReason::kTimer && options_.checkpoint.spread > 0;
+  CheckpointPacer pacer(t0, paced ? static_cast<uint64_t>(options_.checkpoint.spread * since) : 0,
+                        2 * (ids.size() + maps.size()), [this] {
+                          return closed_.load() || checkpoint_waiters_.load() > 0 || !dirty_room_ ||
+                                 dirty_room_->Pressed();
+                        });
+  CheckpointImages pages(pool_.get(), ids, maps, &pacer);
 
   // 2. Reserve space, so that a full disk fails here, before anything is overwritten. Pages the
   //    index wrote directly (bulk loads, sorted runs) and this state names must be durable before
   //    the double-write batch and manifest are: from those on, recovery finishes the checkpoint
   //    without rewriting them.
+  const uint64_t allocating_at = NowNanos();
   s = data_file_->Allocate(0, high_water * kPageSize);
   if (s.ok() && direct_runs != direct_runs_synced_) {
     s = data_file_->Sync();
@@ -165,9 +190,15 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   }
   // 3. The double-write batch, then the manifest: after these, recovery can finish this
   //    checkpoint on its own.
+  const uint64_t allocated_at = NowNanos();
   if (s.ok()) s = WriteDoubleWrite(dw_file_.get(), epoch, pages, manifest);
+  const uint64_t dw_at = NowNanos();
   if (s.ok()) s = WriteManifestFile(io_.get(), options_.data_dir, epoch, manifest);
-  if (!s.ok()) return abort(s);
+  const uint64_t manifest_at = NowNanos();
+  if (!s.ok()) {
+    checkpoint_paced_nanos_.fetch_add(pacer.slept_nanos());
+    return abort(s);
+  }
 
   // 4. In place, then the superblock flip. A failure from here on is fail-stop: memory is ahead of
   //    a data file that may be half-written; reopening repairs it from the double-write batch.
@@ -179,6 +210,8 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     i = j;
   }
   s = WritePagesInPlace(io_.get(), data_file_.get(), pages);
+  const uint64_t in_place_at = NowNanos();
+  checkpoint_paced_nanos_.fetch_add(pacer.slept_nanos());
   if (s.ok()) {
     PreserveBeforeWrite(epoch % 2, 1);  // the superblock slot this checkpoint flips
     Superblock sb;
@@ -236,9 +269,22 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
       logger_->Log(LogLevel::kWarn, "removing old WAL segments failed: " + ws.ToString());
     }
   }
-  if (reason != CheckpointReason::kTimer && reason != CheckpointReason::kDirty) {
-    logger_->Log(LogLevel::kDebug, fmt::format("checkpoint {}: {} pages, redo LSN {}, {:.1f} ms",
-                                               epoch, pages.size(), redo, (t1 - t0) * 1e-6));
+  {
+    const auto ms = [](uint64_t a, uint64_t b) { return static_cast<double>(b - a) * 1e-6; };
+    // Where a checkpoint's time goes, for an operator chasing write stalls (debug level).
+    logger_->Log(reason == CheckpointReason::kTimer || reason == CheckpointReason::kDirty
+                     ? LogLevel::kDebug
+                     : LogLevel::kInfo,
+                 fmt::format("checkpoint {}: {} pages, redo LSN {}, {:.1f} ms: writers held {:.1f} "
+                             "ms (in-flight writes drained {:.1f}, dirty pages captured {:.1f}), "
+                             "allocate {:.1f}, double-write {:.1f}, manifest {:.1f}, in place "
+                             "{:.1f}, superblock {:.1f}; paced {:.1f} ms{}",
+                             epoch, pages.size(), redo, ms(t0, t1), ms(paused_at, resumed_at),
+                             ms(paused_at, drained_at), ms(drained_at, captured_at),
+                             ms(allocating_at, allocated_at), ms(allocated_at, dw_at),
+                             ms(dw_at, manifest_at), ms(manifest_at, in_place_at),
+                             ms(in_place_at, t1), static_cast<double>(pacer.slept_nanos()) * 1e-6,
+                             pacer.hurried() ? " (then hurried)" : ""));
   }
   return Status::Ok();
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <deque>
+#include <optional>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -79,6 +80,8 @@ DbStats DbImpl::GetStats() {
   s.checkpoint.pages_written = checkpoint_pages_.load();
   s.checkpoint.bytes_written = checkpoint_bytes_.load();
   s.checkpoint.duration_seconds = checkpoint_seconds_.Snapshot();
+  s.checkpoint.pause_seconds = checkpoint_pause_seconds_.Snapshot();
+  s.checkpoint.paced_seconds = static_cast<double>(checkpoint_paced_nanos_.load()) * 1e-9;
   if (dirty_room_) s.write_room = dirty_room_->GetStats();
   s.index = index_->GetStats();
   s.memory.epoch_table_bytes = epochs_.MemoryBytes();
@@ -172,7 +175,9 @@ Status DbImpl::Verify(VerifyReport* report) {
   // Writers and maintenance units wait until the page accounting below is done: the walk must
   // see one consistent tree, and a page allocated or freed after it would look leaked or
   // reachable-but-free. Checkpoints wait too (their page ownership changes would look like leaks).
+  std::optional<CheckpointWaiter> waiter(std::in_place, this);  // a paced checkpoint hurries
   MutexLock checkpoint_lock(&checkpoint_mu_);
+  waiter.reset();
   gate_.Pause();
   struct Resume {
     WriteGate* gate;

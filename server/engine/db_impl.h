@@ -261,6 +261,23 @@ class DbImpl final : public Db, private IndexServices {
   std::atomic<Lsn> replay_next_lsn_{0};
   std::atomic<uint64_t> wal_bytes_at_checkpoint_{0};
   std::atomic<uint64_t> last_checkpoint_nanos_{0};
+  // When the newest checkpoint that wrote anything began: a paced one spreads its writes over a
+  // share of the time since (CheckpointOptions::spread).
+  uint64_t last_checkpoint_start_nanos_ GROVE_GUARDED_BY(checkpoint_mu_) = 0;
+  // Threads waiting for checkpoint_mu_ that are not the background loop (a writer short of room,
+  // Checkpoint(), Close, a backup, Verify, a bulk load): while there are any, a paced checkpoint
+  // stops pacing. CheckpointWaiter counts one for its lifetime.
+  std::atomic<int> checkpoint_waiters_{0};
+  class CheckpointWaiter {
+   public:
+    explicit CheckpointWaiter(DbImpl* db) : db_(db) { db_->checkpoint_waiters_.fetch_add(1); }
+    ~CheckpointWaiter() { db_->checkpoint_waiters_.fetch_sub(1); }
+    CheckpointWaiter(const CheckpointWaiter&) = delete;
+    CheckpointWaiter& operator=(const CheckpointWaiter&) = delete;
+
+   private:
+    DbImpl* const db_;
+  };
   std::atomic<bool> last_checkpoint_no_space_{false};
   // The write room (engine/dirty_room.h), made with the pool; its Reserve runs checkpoints.
   std::unique_ptr<DirtyRoom> dirty_room_;
@@ -316,6 +333,8 @@ class DbImpl final : public Db, private IndexServices {
   std::atomic<uint64_t> checkpoints_{0}, checkpoint_failures_{0}, checkpoint_pages_{0},
       checkpoint_bytes_{0};
   Histogram checkpoint_seconds_;
+  Histogram checkpoint_pause_seconds_;               // how long each checkpoint held writers
+  std::atomic<uint64_t> checkpoint_paced_nanos_{0};  // time checkpoints slept to spread writes
   uint64_t recovery_records_ = 0;
   double recovery_seconds_ = 0;
 };

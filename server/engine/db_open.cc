@@ -189,6 +189,11 @@ Status DbImpl::OpenImpl() {
       wal_, wal::Wal::Open(io_.get(), dir, options_.wal, replay_next_lsn_.load(), logger_.get()));
   wal_bytes_at_checkpoint_ = 0;
   last_checkpoint_nanos_ = NowNanos();
+  {
+    // The open stands for the previous checkpoint: the first one paces over the time since.
+    MutexLock lock(&checkpoint_mu_);
+    last_checkpoint_start_nanos_ = last_checkpoint_nanos_.load();
+  }
   recovery_seconds_ = static_cast<double>(NowNanos() - t0) * 1e-9;
   opened_ = true;
   bg_thread_ = std::thread([this] { BackgroundLoop(); });

@@ -1,5 +1,6 @@
 // DbImpl: the write path.
 
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -402,7 +403,9 @@ Status DbImpl::BulkLoad(const BulkLoadSource& source) {
   GROVE_RETURN_IF_ERROR(CheckWritable());
   // No checkpoint may capture a half-built index, and no write may change what the load builds
   // on: both stay out until the load's own checkpoint is durable.
+  std::optional<CheckpointWaiter> waiter(std::in_place, this);  // a paced checkpoint hurries
   MutexLock checkpoint_lock(&checkpoint_mu_);
+  waiter.reset();
   gate_.Pause();
   Status s = BulkLoadLocked(source);
   gate_.Resume();

@@ -14,6 +14,8 @@ uint64_t DirtyRoom::HardCap() const { return std::max(Cap(), pool_.capacity_page
 
 uint64_t DirtyRoom::Held() const { return pool_.unevictable_pages() + reserved_.load(); }
 
+bool DirtyRoom::Pressed() const { return waiting_.load() > 0 || Held() * 10 >= Cap() * 9; }
+
 bool DirtyRoom::TryReserve(uint64_t pages, bool extend) {
   MutexLock lock(&mu_);
   if (Held() + pages > (extend ? HardCap() : Cap())) return false;
@@ -41,6 +43,8 @@ Status DirtyRoom::Reserve(uint64_t pages, Clock::time_point give_up) {
   auto waited = [&] {
     if (waiting_since != Clock::time_point{}) {
       wait_seconds_.Record(std::chrono::duration<double>(Clock::now() - waiting_since).count());
+      waiting_.fetch_sub(1);
+      waiting_since = Clock::time_point{};
     }
   };
   MutexLock lock(&mu_);
@@ -55,6 +59,7 @@ Status DirtyRoom::Reserve(uint64_t pages, Clock::time_point give_up) {
     if (waiting_since == Clock::time_point{}) {
       waiting_since = now;
       waits_.fetch_add(1);
+      waiting_.fetch_add(1);
     }
     if (now >= give_up) break;
     if (reserved_.load() > 0 || checkpoints_ > 0) {

@@ -59,6 +59,9 @@ class DirtyRoom {
   uint64_t HardCap() const;
   // Pages reserved by writes in flight.
   uint64_t reserved() const { return reserved_.load(); }
+  // A writer is waiting for room, or nine tenths of Cap() are held: a checkpoint that paces its
+  // writes (CheckpointOptions::spread) stops pacing, since only its end brings room back.
+  bool Pressed() const;
 
   // Reserves `pages`, waiting for writes in flight to give theirs back or running a checkpoint
   // when none holds any, until `give_up` (time_point::max(): as long as it takes; only a failing
@@ -101,6 +104,7 @@ class DirtyRoom {
   const double share_;
   const std::function<Status()> checkpoint_;
   std::atomic<uint64_t> reserved_{0};
+  std::atomic<uint32_t> waiting_{0};  // writers in Reserve that did not fit at once
   // Reservations are granted under mu_; cv_ is signalled when a write gives its own back and
   // when a checkpoint ends.
   Mutex mu_;

@@ -141,6 +141,11 @@ void CheckpointFamilies(const DbStats& s, Builder& b) {
             "Bytes written by checkpoints (double-write, in place and manifest).",
             D(c.bytes_written));
   b.Histogram("grove_checkpoint_duration_seconds", "Duration of checkpoints.", c.duration_seconds);
+  b.Histogram("grove_checkpoint_pause_seconds",
+              "How long each checkpoint held writers while it captured the dirty pages.",
+              c.pause_seconds);
+  b.Counter("grove_checkpoint_paced_seconds_total",
+            "Time checkpoints waited to spread their writes (checkpoint.spread).", c.paced_seconds);
   const WriteRoomStats& r = s.write_room;
   b.Counter("grove_write_room_waits_total",
             "Writes that waited for dirty-page room (a write in flight or a checkpoint to end).",

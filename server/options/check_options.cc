@@ -82,6 +82,7 @@ void CheckEngineOptions(const Options& o, Problems* p) {
   }
   p->Range("checkpoint.interval_seconds", o.checkpoint.interval_seconds, 0, kMaxIntervalSeconds,
            " s");
+  p->Range("checkpoint.spread", o.checkpoint.spread, 0, 0.9, "");
   p->Range("expiry.sweep_interval_seconds", o.expiry.sweep_interval_seconds, 0, kMaxIntervalSeconds,
            " s");
   if (o.expiry.sweep_keys_per_second < kMinSweepKeysPerSecond) {

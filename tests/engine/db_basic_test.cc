@@ -1,6 +1,8 @@
 // Db API behaviour on both IO backends: point ops, batches, scans, large values, reopen, errors.
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "engine/db_test_util.h"
 
@@ -109,6 +111,34 @@ TEST_P(DbBasicTest, UncheckpointedWritesReplayFromTheWal) {
   std::string v;
   ASSERT_TRUE(*db->Get(Key(499), &v));
   EXPECT_EQ(v, Value(499, 7));
+}
+
+// checkpoint.spread: a background checkpoint waits between its chunks of writes; the checkpoints
+// something waits for do not, and Checkpoint() while a paced one runs gets its turn.
+TEST_P(DbBasicTest, BackgroundCheckpointsPaceTheirWritesAndOthersDoNot) {
+  Options o = Opts();
+  o.checkpoint.interval_seconds = 0.2;
+  o.checkpoint.spread = 0.9;
+  auto db = OpenDb(o);
+  for (uint64_t i = 0; i < 500; ++i) ASSERT_OK(db->Put(Key(i), Value(i, 1)));
+  ASSERT_OK(db->Checkpoint());
+  EXPECT_EQ(db->GetStats().checkpoint.paced_seconds, 0) << "a checkpoint someone waits for";
+  // The timer's next checkpoints: each spreads its few pages over most of the 0.2 s since the
+  // one before, so the in-place pass waits for its share.
+  const uint64_t before = db->GetStats().checkpoint.count;
+  for (uint64_t round = 0; db->GetStats().checkpoint.count < before + 2; ++round) {
+    ASSERT_LT(round, 2000u) << "no background checkpoint in 20 s";
+    ASSERT_OK(db->Put(Key(round % 500), Value(round, 2)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const DbStats s = db->GetStats();
+  EXPECT_GT(s.checkpoint.paced_seconds, 0);
+  EXPECT_GT(s.checkpoint.pause_seconds.count, 0u) << "each checkpoint's pause is recorded";
+  ASSERT_OK(db->Checkpoint());  // whatever the timer runs now, this one returns
+  ASSERT_OK(db->Close());
+  db = OpenDb(o);
+  std::string v;
+  ASSERT_TRUE(*db->Get(Key(499), &v));
 }
 
 TEST_P(DbBasicTest, WriteBatchIsAppliedInOrder) {

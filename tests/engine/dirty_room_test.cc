@@ -85,6 +85,35 @@ TEST(DirtyRoomTest, AWriterWaitsForAnotherToGiveItsRoomBack) {
   EXPECT_EQ(checkpoints, 0) << "room held by writes in flight comes back without a checkpoint";
 }
 
+TEST(DirtyRoomTest, PressedWhenAWriterWaitsOrNineTenthsAreHeld) {
+  FakePool p;
+  DirtyRoom room(p.pool(), 0.5, [] { return Status::Ok(); });
+  EXPECT_FALSE(room.Pressed());
+  p.unevictable = 449;
+  EXPECT_FALSE(room.Pressed());
+  p.unevictable = 450;  // nine tenths of the cap of 500
+  EXPECT_TRUE(room.Pressed());
+  p.unevictable = 0;
+  ASSERT_TRUE(room.TryReserve(450, false));
+  EXPECT_TRUE(room.Pressed()) << "reservations count as held";
+  room.Release(450);
+
+  // A writer waiting for room presses, however little is held.
+  ASSERT_TRUE(room.TryReserve(300, false));
+  std::atomic<bool> granted{false};
+  std::thread waiter([&] {
+    EXPECT_OK(room.Reserve(300, DirtyRoom::Clock::time_point::max()));
+    granted = true;
+  });
+  while (!room.Pressed()) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_FALSE(granted.load());
+  room.Release(300);
+  waiter.join();
+  EXPECT_TRUE(granted.load());
+  room.Release(300);
+  EXPECT_FALSE(room.Pressed()) << "the waiter is no longer counted once it has its room";
+}
+
 TEST(DirtyRoomTest, WithNoWriteHoldingRoomACheckpointMakesIt) {
   FakePool p;
   p.unevictable = 450;

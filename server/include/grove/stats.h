@@ -78,6 +78,10 @@ struct CheckpointStats {
   uint64_t pages_written = 0;
   uint64_t bytes_written = 0;  // double-write + in place + manifest
   HistogramSnapshot duration_seconds;
+  // How long each checkpoint held writers (the capture), and the time checkpoints spent pacing
+  // their writes (CheckpointOptions::spread) in all.
+  HistogramSnapshot pause_seconds;
+  double paced_seconds = 0;
 };
 
 // Writes short of dirty-page room (the write room, docs/operations.md): each waits for a write in

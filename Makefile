@@ -42,8 +42,9 @@
 #                    advisor section
 #   make bench-scale      btree, hln and RocksDB at 10^7, 10^8 and 10^9 records of 8-byte keys and
 #                    values, 1 GiB budget: load, cold Get beside the device, YCSB E, durable
-#                    inserts, recovery after kill -9 (hours at 10^9; SIZES=1e7 for a first look;
-#                    ~30 GB of disk at 10^9): docs/benchmarks.md "At a billion keys"
+#                    inserts, recovery after kill -9, and for Grove an online backup through
+#                    groved and its restore (hours at 10^9; SIZES=1e7 for a first look; ~60 GB of
+#                    disk at 10^9, backup included): docs/benchmarks.md "At a billion keys"
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
@@ -170,7 +171,7 @@ bench-advisor: bench-build
 bench-scale: bench-build
 	BIN=$(BENCH_BUILD_DIR)/client/bench/grove-bench scripts/bench-scale.sh
 	python3 scripts/scale_report.py docs/bench-data/scale.jsonl docs/bench-data/scale-disk.jsonl \
-	  > docs/bench-data/scale-tables.md
+	  docs/bench-data/scale-admin.jsonl > docs/bench-data/scale-tables.md
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

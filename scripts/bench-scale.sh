@@ -10,6 +10,10 @@
 #             p99/p999, and the checkpoints that ran under them
 #   crash     16 threads of durable inserts, kill -9 after CRASH_AFTER seconds, then an open:
 #             recovery time and records replayed
+#   admin     (Grove only; ADMIN=0 skips it) groved on the directory, an online backup through
+#             grovectl (grove.v1.Admin/Backup), then the directory is removed and the backup
+#             restored with `grovectl restore`: its checksums, the copy, the open that replays its
+#             log, and the verification of every page, each timed (OUT_ADMIN)
 #
 # One engine's directory at a time; it is deleted after its size (the report records how much
 # disk each used). The memory budget is the same for every engine (CACHE).
@@ -23,11 +27,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=${BIN:-build-bench/client/bench/grove-bench}
+GROVED=${GROVED:-build-bench/server/groved}
+GROVECTL=${GROVECTL:-build-bench/client/grovectl}
 SIZES=${SIZES:-"1e7 1e8 1e9"}
 ENGINES=${ENGINES:-"btree hln rocksdb"}
 BASE=${BASE:-grove-bench-data/scale}
 OUT=${OUT:-docs/bench-data/scale.jsonl}
 OUT_DISK=${OUT_DISK:-docs/bench-data/scale-disk.jsonl}
+OUT_ADMIN=${OUT_ADMIN:-docs/bench-data/scale-admin.jsonl}
+ADMIN=${ADMIN:-1}
+PORT=${PORT:-7470}  # groved's gRPC port for the admin step (metrics on the next one)
 CACHE=${CACHE:-1GiB}
 WARMUP=${WARMUP:-15}         # seconds before each measured read run
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-15}
@@ -61,6 +70,59 @@ exec_bench() {  # the same as the process itself (so that `exec_bench ... &` lea
   exec "$BIN" --target "$target" --dir "$dir" --keys gapped --records "$records" --value-size 8 \
     --cache-bytes "$CACHE" --label "scale:$records:$label" --json "$OUT" --no-table \
     --progress off "$@"
+}
+
+now() { date +%s.%N; }
+
+admin_steps() {  # backup through groved, then restore (the directory goes first: disk)
+  local gdir=$BASE/groved backups=$BASE/backups restored=$BASE/restored
+  rm -rf "$gdir" "$backups" "$restored"
+  mkdir -p "$gdir" "$backups"
+  cat >"$gdir/groved.yaml" <<YAML
+data_dir: $dir
+create_if_missing: false
+cache_bytes: $CACHE
+index:
+  variant: $engine
+backup:
+  dir: $backups
+server:
+  listen: 127.0.0.1:$PORT
+  metrics_listen: 127.0.0.1:$((PORT + 1))
+YAML
+  echo "== $engine $records admin: backup through groved, restore" >&2
+  "$GROVED" --config "$gdir/groved.yaml" >"$gdir/groved.log" 2>&1 &
+  local pid=$! ready=0
+  for _ in $(seq 600); do
+    curl -sf "http://127.0.0.1:$((PORT + 1))/readyz" >/dev/null 2>&1 && { ready=1; break; }
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  if [ "$ready" != 1 ]; then
+    cat "$gdir/groved.log" >&2
+    kill "$pid" 2>/dev/null || true
+    return 1
+  fi
+  local t0 t1 t2 t3
+  t0=$(now)
+  "$GROVECTL" --addr "127.0.0.1:$PORT" -o json backup scale --wait 6h >"$gdir/backup.json" ||
+    { kill "$pid"; return 1; }
+  t1=$(now)
+  kill -TERM "$pid"
+  wait "$pid" || true
+  local backup_bytes
+  backup_bytes=$(du -sB1 "$backups/scale" | cut -f1)
+  rm -rf "$dir"
+  t2=$(now)
+  "$GROVECTL" -o json restore "$backups/scale" "$restored" --cache "$CACHE" >"$gdir/restore.json"
+  t3=$(now)
+  python3 -c "
+import json
+b = json.load(open('$gdir/backup.json')); r = json.load(open('$gdir/restore.json'))
+print(json.dumps({'engine': '$engine', 'records': $count, 'step': 'admin',
+                  'backup_wall_seconds': $t1 - $t0, 'backup': b, 'backup_disk_bytes': $backup_bytes,
+                  'restore_wall_seconds': $t3 - $t2, 'restore': r}))" >>"$OUT_ADMIN"
+  rm -rf "$backups" "$restored" "$gdir"
 }
 
 for records in $SIZES; do
@@ -108,6 +170,7 @@ for records in $SIZES; do
     used=$(du -sB1 "$dir" | cut -f1)
     printf '{"engine":"%s","records":%s,"step":"end","disk_bytes":%s}\n' \
       "$engine" "$count" "$used" >>"$OUT_DISK"
+    if [ "$ADMIN" = 1 ] && [ "$engine" != rocksdb ]; then admin_steps; fi
     rm -rf "$dir"
   done
 done

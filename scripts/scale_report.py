@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Tables of `make bench-scale` (scripts/bench-scale.sh): docs/bench-data/scale.md's figures.
 
-    scripts/scale_report.py docs/bench-data/scale.jsonl docs/bench-data/scale-disk.jsonl
+    scripts/scale_report.py docs/bench-data/scale.jsonl docs/bench-data/scale-disk.jsonl \
+        [docs/bench-data/scale-admin.jsonl]
 
 Prints Markdown: load, cold Get beside the device, YCSB E, durable inserts beside RocksDB, open and
-recovery, peak memory per step, and the engine's fixed structures per record. Where a step ran more
+recovery, peak memory per step, the engine's fixed structures per record, and (from the admin
+lines) the online backup and its restore. Where a step ran more
 than once for a size and engine, the last run counts.
 """
 import json
@@ -29,6 +31,7 @@ def load(paths):
     runs = {}
     disk = {}
     device = {}
+    admin = {}
     for path in paths:
         last_engine = None
         with open(path) as f:
@@ -37,6 +40,9 @@ def load(paths):
                 if not line:
                     continue
                 j = json.loads(line)
+                if j.get("step") == "admin":
+                    admin[(int(j["records"]), j["engine"])] = j
+                    continue
                 if "disk_bytes" in j:
                     disk[(int(j["records"]), j["engine"], j["step"])] = j
                     continue
@@ -50,7 +56,7 @@ def load(paths):
                 else:
                     last_engine = e
                     runs[(int(float(records)), e, step)] = j
-    return runs, disk, device
+    return runs, disk, device, admin
 
 
 def thread_counts(runs, prefix):
@@ -80,7 +86,7 @@ def p(j, op, q):
 
 
 def main():
-    runs, disk, device = load(sys.argv[1:])
+    runs, disk, device, admin = load(sys.argv[1:])
     sizes = sorted({k[0] for k in runs})
     engines = [e for e in ("btree", "hln", "rocksdb") if any(k[1] == e for k in runs)]
 
@@ -173,6 +179,24 @@ def main():
               f"{fmt(peak / MIB)} | {per('memory_epoch_table_bytes')} | "
               f"{per('memory_allocator_bytes')} | {per('index_inner_bytes')} | "
               f"{per('index_model_bytes')} |")
+    if admin:
+        w("")
+        w("### Online backup and restore\n")
+        w("| records | engine | backup s | backup MiB/s | pages preserved | restore: checksums s | "
+          "copy s | open s (records replayed) | verify s | pages verified |")
+        w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+        for n in sizes:
+            for e in engines:
+                a = admin.get((n, e))
+                if not a:
+                    continue
+                b, r = a["backup"], a["restore"]
+                mib_s = (b["data_bytes"] + b["wal_bytes"]) / MIB / b["seconds"] if b["seconds"] else None
+                w(f"| {size(n)} | {e} | {fmt(b['seconds'], 1)} | {fmt(mib_s)} | "
+                  f"{fmt(b['pages_preserved'])} | {fmt(r['check_seconds'], 1)} | "
+                  f"{fmt(r['copy_seconds'], 1)} | {fmt(r['open_seconds'], 1)} "
+                  f"({fmt(r['replayed_records'])}) | {fmt(r['verify_seconds'], 1)} | "
+                  f"{fmt(r['pages_checked'])} |")
     print("\n".join(out))
 
 

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 
@@ -439,13 +440,22 @@ void PrintRestore(const Context& ctx, const char* verb, const std::string& where
                       {"last_lsn", r.backup.last_lsn},
                       {"replayed_records", r.replayed_records},
                       {"entries", r.verify.entries_checked},
-                      {"pages_checked", r.verify.pages_checked}})
+                      {"pages_checked", r.verify.pages_checked},
+                      {"check_seconds", r.check_seconds},
+                      {"copy_seconds", r.copy_seconds},
+                      {"open_seconds", r.open_seconds},
+                      {"verify_seconds", r.verify_seconds}})
              << "\n";
   } else {
     *ctx.out << verb << " " << where << ": variant " << r.backup.variant << ", checkpoint "
              << r.backup.checkpoint_epoch << " and " << r.replayed_records
              << " log records up to LSN " << r.backup.last_lsn << "; " << r.verify.entries_checked
              << " entries, " << r.verify.pages_checked << " pages verified\n";
+    std::ostringstream times;
+    times << std::fixed << std::setprecision(1) << "  checksums " << r.check_seconds << " s, copy "
+          << r.copy_seconds << " s, open " << r.open_seconds << " s, verify " << r.verify_seconds
+          << " s\n";
+    *ctx.out << times.str();
   }
 }
 

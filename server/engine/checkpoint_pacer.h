@@ -32,8 +32,8 @@ class CheckpointPacer {
   // `pages` more images are about to be written.
   void Before(uint64_t pages) {
     const uint64_t due =
-        start_ + static_cast<uint64_t>(static_cast<double>(budget_) *
-                                       static_cast<double>(done_) / static_cast<double>(total_));
+        start_ + static_cast<uint64_t>(static_cast<double>(budget_) * static_cast<double>(done_) /
+                                       static_cast<double>(total_));
     done_ += pages;
     while (budget_ > 0 && !hurried_) {
       const uint64_t now = NowNanos();

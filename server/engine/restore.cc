@@ -5,6 +5,7 @@
 #include "grove/db.h"
 
 #include "engine/backup_files.h"
+#include "util/clock.h"
 
 namespace grove {
 namespace {
@@ -62,8 +63,16 @@ StatusOr<BackupInfo> CheckBackup(const std::string& backup_dir) {
 
 Status RestoreBackup(const std::string& backup_dir, const Options& options, RestoreReport* report) {
   *report = RestoreReport();
+  uint64_t t = NowNanos();
+  const auto lap = [&t] {
+    const uint64_t now = NowNanos();
+    const double seconds = static_cast<double>(now - t) * 1e-9;
+    t = now;
+    return seconds;
+  };
   GROVE_ASSIGN_OR_RETURN(std::shared_ptr<IoBackend> io, BackendFor(options));
   GROVE_ASSIGN_OR_RETURN(backup::Description d, Check(io.get(), backup_dir));
+  report->check_seconds = lap();
   report->backup = d.info;
   const std::string& target = options.data_dir;
   GROVE_RETURN_IF_ERROR(backup::PrepareEmptyDir(io.get(), target, "data_dir"));
@@ -78,6 +87,7 @@ Status RestoreBackup(const std::string& backup_dir, const Options& options, Rest
     }
   }
   GROVE_RETURN_IF_ERROR(io->SyncDir(target));
+  report->copy_seconds = lap();
   auto left = [&](const Status& s) {
     return s.WithContext(fmt::format(
         "the restored files are left in {} for inspection; remove them before restoring there "
@@ -96,6 +106,7 @@ Status RestoreBackup(const std::string& backup_dir, const Options& options, Rest
   o.expiry.sweep_interval_seconds = 0;
   StatusOr<std::unique_ptr<Db>> db = Db::Open(o);
   if (!db.ok()) return left(db.status().WithContext("opening the restored database"));
+  report->open_seconds = lap();
   const DbStats stats = (*db)->GetStats();
   report->replayed_records = stats.recovery_replayed_records;
   if (stats.wal.next_lsn != d.info.last_lsn + 1) {
@@ -106,6 +117,7 @@ Status RestoreBackup(const std::string& backup_dir, const Options& options, Rest
                     stats.wal.next_lsn - 1, d.info.last_lsn)));
   }
   Status s = (*db)->Verify(&report->verify);
+  report->verify_seconds = lap();
   Status closed = (*db)->Close();
   if (!s.ok()) return left(s);
   if (!closed.ok()) return left(closed);

@@ -10,8 +10,9 @@
 #             p99/p999, and the checkpoints that ran under them
 #   crash     16 threads of durable inserts, kill -9 after CRASH_AFTER seconds, then an open:
 #             recovery time and records replayed
-#   admin     (Grove only; ADMIN=0 skips it) groved on the directory, an online backup through
-#             grovectl (grove.v1.Admin/Backup), then the directory is removed and the backup
+#   admin     (Grove only; ADMIN=0 skips it) groved on the directory, `grovectl verify` (an
+#             online check of the latest checkpoint, grove.v1.Admin/Verify), an online backup
+#             through grovectl (grove.v1.Admin/Backup), then the directory is removed and the backup
 #             restored with `grovectl restore`: its checksums, the copy, the open that replays its
 #             log, and the verification of every page, each timed (OUT_ADMIN)
 #
@@ -103,7 +104,10 @@ YAML
     kill "$pid" 2>/dev/null || true
     return 1
   fi
-  local t0 t1 t2 t3
+  local tv t0 t1 t2 t3
+  tv=$(now)
+  "$GROVECTL" --addr "127.0.0.1:$PORT" -o json verify --wait 6h >"$gdir/verify.json" ||
+    { kill "$pid"; return 1; }
   t0=$(now)
   "$GROVECTL" --addr "127.0.0.1:$PORT" -o json backup scale --wait 6h >"$gdir/backup.json" ||
     { kill "$pid"; return 1; }
@@ -119,7 +123,9 @@ YAML
   python3 -c "
 import json
 b = json.load(open('$gdir/backup.json')); r = json.load(open('$gdir/restore.json'))
+v = json.load(open('$gdir/verify.json'))
 print(json.dumps({'engine': '$engine', 'records': $count, 'step': 'admin',
+                  'verify_wall_seconds': $t0 - $tv, 'verify': v,
                   'backup_wall_seconds': $t1 - $t0, 'backup': b, 'backup_disk_bytes': $backup_bytes,
                   'restore_wall_seconds': $t3 - $t2, 'restore': r}))" >>"$OUT_ADMIN"
   rm -rf "$backups" "$restored" "$gdir"

@@ -185,6 +185,20 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
                      "Copy at most this many bytes per second, e.g. 50MiB (default: unlimited)");
   backup->add_option("--wait", backup_wait, "How long to wait for the copy (default 1h)");
 
+  VerifyArgs verify_server_args;
+  std::string verify_server_cache, verify_server_wait = "1h";
+  CLI::App* verify = app.add_subcommand(
+      "verify",
+      "Check the database's structure on the server while it serves: a snapshot of its newest "
+      "checkpoint, or the live state with --pause-writers (needs the admin role); exits 1 when "
+      "it finds problems");
+  verify->add_flag("--pause-writers", verify_server_args.pause_writers,
+                   "Check the live state, holding every write until done");
+  verify->add_option("--cache", verify_server_cache,
+                     "The snapshot's cache on the server, on top of its cache_bytes (default: a "
+                     "sixteenth of cache_bytes)");
+  verify->add_option("--wait", verify_server_wait, "How long to wait for it (default 1h)");
+
   TraceArgs trace_args;
   std::string trace_duration = "0s";
   CLI::App* trace = app.add_subcommand(
@@ -542,6 +556,22 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
     }
     backup_args.wait = std::chrono::duration_cast<std::chrono::seconds>(wait);
     return RunBackup(ctx, backup_args);
+  }
+  if (*verify) {
+    std::string why;
+    if (!verify_server_cache.empty() &&
+        (!ParseBytes(verify_server_cache, &verify_server_args.cache_bytes, &why) ||
+         verify_server_args.cache_bytes < (1u << 20))) {
+      err << "grovectl: verify: --cache: " << (why.empty() ? "at least 1MiB" : why) << "\n";
+      return kExitUsage;
+    }
+    std::chrono::milliseconds wait{0};
+    if (!ParseDuration(verify_server_wait, &wait, &why) || wait.count() < 1000) {
+      err << "grovectl: verify: --wait: " << (why.empty() ? "at least 1s" : why) << "\n";
+      return kExitUsage;
+    }
+    verify_server_args.wait = std::chrono::duration_cast<std::chrono::seconds>(wait);
+    return RunVerify(ctx, verify_server_args);
   }
   if (*restore || *verify_backup) {
     RestoreArgs& a = *restore ? restore_args : verify_args;

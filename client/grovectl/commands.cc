@@ -382,6 +382,41 @@ int RunBackup(const Context& ctx, const BackupArgs& args) {
   return kExitOk;
 }
 
+int RunVerify(const Context& ctx, const VerifyArgs& args) {
+  v1::VerifyResponse r;
+  grpc::Status s = ctx.client->Verify(args.pause_writers, args.cache_bytes, args.wait, &r);
+  if (!s.ok()) return ReportRpcError(ctx, s);
+  if (ctx.output == Output::kJson) {
+    nlohmann::json problems = nlohmann::json::array();
+    for (const std::string& p : r.problems()) problems.push_back(p);
+    *ctx.out << Dump({{"pages_checked", r.pages_checked()},
+                      {"entries_checked", r.entries_checked()},
+                      {"blob_values_checked", r.blob_values_checked()},
+                      {"problems", problems},
+                      {"checkpoint_epoch", r.checkpoint_epoch()},
+                      {"pages_preserved", r.pages_preserved()},
+                      {"writers_paused", r.writers_paused()},
+                      {"seconds", r.seconds()}})
+             << "\n";
+  } else {
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(1);
+    if (r.writers_paused()) {
+      line << "verified the live database (writers paused)";
+    } else {
+      line << "verified checkpoint " << r.checkpoint_epoch() << " online (" << r.pages_preserved()
+           << " pages copied ahead of writes)";
+    }
+    line << ": " << r.pages_checked() << " pages, " << r.entries_checked() << " entries, "
+         << r.blob_values_checked() << " large values in " << r.seconds() << " s; "
+         << (r.problems().empty() ? "no problems" : std::to_string(r.problems_size()) + " problems")
+         << "\n";
+    *ctx.out << line.str();
+    for (const std::string& p : r.problems()) *ctx.out << "  " << p << "\n";
+  }
+  return r.problems().empty() ? kExitOk : kExitFailed;
+}
+
 int RunTrace(const Context& ctx, const TraceArgs& args) {
   v1::TraceStatusResponse r;
   grpc::Status s;

@@ -86,6 +86,14 @@ struct BackupArgs {
 };
 int RunBackup(const Context& ctx, const BackupArgs& args);
 
+// verify: the server checks its database's structure (online, or with writers paused).
+struct VerifyArgs {
+  bool pause_writers = false;
+  uint64_t cache_bytes = 0;
+  std::chrono::seconds wait{3600};
+};
+int RunVerify(const Context& ctx, const VerifyArgs& args);
+
 // trace start|stop|status: a sampled trace of what the server serves, under its trace.dir.
 struct TraceArgs {
   enum class Action { kStart, kStop, kStatus };

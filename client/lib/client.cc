@@ -421,6 +421,21 @@ grpc::Status Client::Backup(const std::string& name, uint64_t max_bytes_per_seco
       /*write=*/true);
 }
 
+grpc::Status Client::Verify(bool pause_writers, uint64_t cache_bytes, std::chrono::seconds deadline,
+                            v1::VerifyResponse* response) {
+  if (router_) return PerNode("Verify");
+  v1::VerifyRequest req;
+  req.set_pause_writers(pause_writers);
+  req.set_cache_bytes(cache_bytes);
+  return WithRetries(
+      [&](grpc::ClientContext* ctx) {
+        // The walk reads every page: it outlasts an ordinary call's deadline.
+        ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+        return admin_->Verify(ctx, req, response);
+      },
+      /*write=*/true);
+}
+
 grpc::Status Client::StartTrace(double sample, double duration_seconds, const std::string& name,
                                 bool hash_keys, v1::TraceStatusResponse* response) {
   if (router_) return PerNode("StartTrace");

@@ -33,17 +33,6 @@ constexpr const char* kBackupDataFileName = "grove.data";
 
 }  // namespace
 
-// The state of a backup's data file copy. Pages below `frontier` have been copied; a page at or
-// past it that `preserved` marks was copied by the hook, before an overwrite.
-struct DbImpl::BackupCopy {
-  std::unique_ptr<File> dest;
-  uint64_t end_pages = 0;  // the data file's size when the copy began
-  uint64_t frontier = 0;
-  std::vector<bool> preserved;
-  uint64_t pages_preserved = 0;
-  Status error;  // the hook's first failure: it fails the backup, never the write
-};
-
 void DbImpl::PreserveBeforeWrite(PageId first, uint64_t count) {
   if (!backup_active_.load(std::memory_order_acquire)) return;
   MutexLock lock(&backup_mu_);
@@ -72,6 +61,57 @@ void DbImpl::PreserveBeforeWrite(PageId first, uint64_t count) {
     c->pages_preserved += q - p;
     p = q;
   }
+}
+
+Status DbImpl::LinkVariantFiles(const std::string& dir, std::vector<std::string>* created) {
+  // A variant's own files ("<variant>-*", index.h) are immutable once a checkpoint names them,
+  // but a later durable checkpoint may delete the newest one's: link (or copy) them while none
+  // can run.
+  GROVE_ASSIGN_OR_RETURN(const std::vector<std::string> names, io_->ListDir(options_.data_dir));
+  for (const std::string& name : names) {
+    if (name.rfind(variant_ + "-", 0) != 0) continue;
+    created->push_back(name);
+    std::error_code ec;
+    std::filesystem::create_hard_link(options_.data_dir + "/" + name, dir + "/" + name, ec);
+    if (!ec) continue;
+    GROVE_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
+                           io_->OpenFile(options_.data_dir + "/" + name, FileOptions{}));
+    GROVE_ASSIGN_OR_RETURN(const uint64_t size, f->Size());
+    GROVE_RETURN_IF_ERROR(backup::CopyFile(io_.get(), options_.data_dir + "/" + name,
+                                           dir + "/" + name, size, 0, nullptr));
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::ReadAsOfCopy(BackupCopy* c, uint64_t offset, size_t n, char* buf, size_t* got,
+                            const std::function<bool()>& stop) {
+  *got = 0;
+  if (offset % kPageSize != 0 || n % kPageSize != 0) {
+    return Status::InvalidArgument("snapshot reads are whole pages");
+  }
+  if (stop()) return Status::Aborted("verify: cancelled, or the database is closing");
+  MutexLock lock(&backup_mu_);
+  GROVE_RETURN_IF_ERROR(c->error);
+  // Under backup_mu_: a page not preserved yet cannot be overwritten before this read is done
+  // (the hook runs before every overwrite and takes the same mutex).
+  const uint64_t first = offset / kPageSize;
+  const uint64_t end = std::min<uint64_t>(c->end_pages, first + n / kPageSize);
+  for (uint64_t p = first; p < end;) {
+    const bool preserved = c->preserved[p];
+    uint64_t q = p + 1;
+    while (q < end && c->preserved[q] == preserved) ++q;
+    File* from = preserved ? c->dest.get() : data_file_.get();
+    size_t bytes = 0;
+    GROVE_RETURN_IF_ERROR(
+        from->Read(p * kPageSize, (q - p) * kPageSize, buf + (p - first) * kPageSize, &bytes));
+    *got += bytes;
+    if (bytes != (q - p) * kPageSize) {
+      return Status::DataLoss(fmt::format("snapshot: page {} is beyond the end of {}",
+                                          p + bytes / kPageSize, from->path()));
+    }
+    p = q;
+  }
+  return Status::Ok();
 }
 
 Status DbImpl::CopyDataFile(BackupCopy* c, const BackupOptions& options,
@@ -209,25 +249,8 @@ Status DbImpl::BackupLocked(const std::string& dir, const BackupOptions& options
                                                (*sb)->manifest_size, (*sb)->manifest_crc);
     if (!m.ok()) return cleanup(m.status());
     manifest = std::move(*m);
-    // A variant's own files ("<variant>-*", index.h) are immutable once a checkpoint names them,
-    // but a later durable checkpoint may delete C0's: link (or copy) them while none can run.
-    StatusOr<std::vector<std::string>> names = io_->ListDir(options_.data_dir);
-    if (!names.ok()) return cleanup(names.status());
-    for (const std::string& name : *names) {
-      if (name.rfind(variant_ + "-", 0) != 0) continue;
-      created.push_back(name);
-      std::error_code ec;
-      std::filesystem::create_hard_link(options_.data_dir + "/" + name, dir + "/" + name, ec);
-      if (ec) {
-        StatusOr<std::unique_ptr<File>> f =
-            io_->OpenFile(options_.data_dir + "/" + name, FileOptions{});
-        StatusOr<uint64_t> size = f.ok() ? (*f)->Size() : StatusOr<uint64_t>(f.status());
-        s = size.ok() ? backup::CopyFile(io_.get(), options_.data_dir + "/" + name,
-                                         dir + "/" + name, *size, 0, nullptr)
-                      : size.status();
-        if (!s.ok()) return cleanup(s);
-      }
-    }
+    s = LinkVariantFiles(dir, &created);
+    if (!s.ok()) return cleanup(s);
     d.info.checkpoint_epoch = (*sb)->epoch;
     d.info.redo_lsn = redo_lsn_.load();
     StatusOr<uint64_t> size = data_file_->Size();

@@ -64,6 +64,9 @@ class CheckpointImages final : public PageImageSource {
 
 Status DbImpl::Checkpoint() {
   if (closed_.load()) return Status::Unavailable("database is closed");
+  if (options_.read_only) {
+    return Status::FailedPrecondition(options_.data_dir + " is open read-only: no checkpoints");
+  }
   return RunCheckpoint(CheckpointReason::kManual);
 }
 

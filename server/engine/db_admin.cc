@@ -35,7 +35,7 @@ Status DbImpl::Close() {
   if (failed_.load()) {
     MutexLock lock(&state_mu_);
     s = bg_error_;
-  } else {
+  } else if (!options_.read_only) {
     s = RunCheckpoint(CheckpointReason::kClose);
   }
   if (wal_) {

@@ -78,6 +78,7 @@ class DbImpl final : public Db, private IndexServices {
   Status Checkpoint() override;
   DbStats GetStats() override;
   Status Verify(VerifyReport* report) override;
+  Status VerifyOnline(const VerifyOnlineOptions& options, VerifyReport* report) override;
 
   // Turns a cell into its value, reading the value store for blob cells. A blob that no longer
   // matches its checksum may have been freed by a concurrent overwrite: the key's cell is read
@@ -114,6 +115,8 @@ class DbImpl final : public Db, private IndexServices {
   // leaves it when its manifest cannot be written for lack of space (it then never reached its
   // in-place writes, and the WAL recovers it).
   Status RepairFromDoubleWrite(Superblock* sb);
+  // The end of a read-only open (Options::read_only): after the checkpoint is loaded.
+  Status OpenedReadOnly(uint64_t t0);
   Status ReplayWal();
   Status LoadEpochMap();
   IndexContext MakeIndexContext();
@@ -198,15 +201,37 @@ class DbImpl final : public Db, private IndexServices {
   void MaybeScheduleCheckpoint();
 
   // --- online backup (backup.cc) ---
-  struct BackupCopy;
+  // The state of a backup's data file copy (backup.cc), or of an online verify's snapshot
+  // (verify_online.cc: it copies only what writes overwrite, and `frontier` stays 0). Pages below
+  // `frontier` have been copied; a page at or past it that `preserved` marks was copied by the
+  // hook, before an overwrite.
+  struct BackupCopy {
+    std::unique_ptr<File> dest;
+    uint64_t end_pages = 0;  // the data file's size when the copy began
+    uint64_t frontier = 0;
+    std::vector<bool> preserved;
+    uint64_t pages_preserved = 0;
+    Status error;  // the hook's first failure: it fails the backup, never the write
+  };
   Status BackupLocked(const std::string& dir, const BackupOptions& options, BackupInfo* info)
       GROVE_REQUIRES(backup_run_mu_);
   Status CopyDataFile(BackupCopy* copy, const BackupOptions& options,
                       const std::function<bool()>& stop) GROVE_EXCLUDES(backup_mu_);
   // Called before anything overwrites data file pages [first, first + count) while the process
-  // runs (checkpoints in place and their superblock, direct writes): a running backup first
-  // copies the pages it has not copied yet. Cheap when no backup runs.
+  // runs (checkpoints in place and their superblock, direct writes): a running backup (or online
+  // verify) first copies the pages it has not copied yet. Cheap when neither runs.
   void PreserveBeforeWrite(PageId first, uint64_t count) GROVE_EXCLUDES(backup_mu_);
+  // Links (or copies) the variant's own files into `dir`, naming each in *created.
+  Status LinkVariantFiles(const std::string& dir, std::vector<std::string>* created)
+      GROVE_REQUIRES(checkpoint_mu_);
+  // Reads whole pages of the data file as they stood when `c` began: those overwritten since
+  // from where the hook preserved them, the rest from the data file. kAborted once `stop` says.
+  Status ReadAsOfCopy(BackupCopy* c, uint64_t offset, size_t n, char* buf, size_t* got,
+                      const std::function<bool()>& stop) GROVE_EXCLUDES(backup_mu_);
+
+  // --- online verify (verify_online.cc) ---
+  Status VerifyOnlineLocked(const VerifyOnlineOptions& options, VerifyReport* report)
+      GROVE_REQUIRES(backup_run_mu_);
 
   // --- the expiry sweep (db_expiry.cc) ---
   void StartExpirySweeper();

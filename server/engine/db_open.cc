@@ -94,7 +94,10 @@ Status DbImpl::OpenImpl() {
   } else {
     GROVE_ASSIGN_OR_RETURN(io_, NewIoBackend(options_.io, logger_.get()));
   }
-  if (options_.create_if_missing) {
+  if (options_.read_only && !io_->FileExists(dir + "/" + kDataFileName)) {
+    return Status::NotFound(fmt::format("no database in {} to open read-only", dir));
+  }
+  if (options_.create_if_missing && !options_.read_only) {
     GROVE_RETURN_IF_ERROR(io_->CreateDir(dir));
   } else if (!io_->FileExists(dir + "/" + kDataFileName)) {
     return Status::NotFound(fmt::format("no database in {} (and create_if_missing is false)", dir));
@@ -114,13 +117,17 @@ Status DbImpl::OpenImpl() {
   for (const auto& [k, v] : params)
     params_string_ += (params_string_.empty() ? "" : ";") + k + "=" + v;
 
-  const FileOptions data_opts{.create = true, .direct = options_.direct_io};
+  const FileOptions data_opts{
+      .create = !options_.read_only, .direct = options_.direct_io, .read_only = options_.read_only};
   const std::string data_path = dir + "/" + kDataFileName;
   bool fresh = !io_->FileExists(data_path);
   if (!fresh) {
     GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(data_path, data_opts));
     GROVE_ASSIGN_OR_RETURN(const uint64_t existing, data_file_->Size());
     if (existing == 0) {  // an empty file holds nothing: create the database again
+      if (options_.read_only) {
+        return Status::FailedPrecondition(dir + " holds an empty data file: nothing to read");
+      }
       data_file_.reset();
       fresh = true;
     }
@@ -129,7 +136,10 @@ Status DbImpl::OpenImpl() {
     GROVE_RETURN_IF_ERROR(CreateDataFile(data_opts));
     GROVE_ASSIGN_OR_RETURN(data_file_, io_->OpenFile(data_path, data_opts));
   }
-  GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
+  // Read-only, a missing double-write file is no file (a snapshot has none).
+  if (!options_.read_only || io_->FileExists(dir + "/" + kDoubleWriteFileName)) {
+    GROVE_ASSIGN_OR_RETURN(dw_file_, io_->OpenFile(dir + "/" + kDoubleWriteFileName, data_opts));
+  }
   // The variant may keep part of cache_bytes for memory of its own (a record cache).
   const uint64_t pool_bytes = registry.BufferPoolBytes(variant_, params, options_.cache_bytes);
   variant_memory_bytes_ = options_.cache_bytes - pool_bytes;
@@ -179,11 +189,15 @@ Status DbImpl::OpenImpl() {
   }
 
   if (sb->epoch == 0) {
+    if (options_.read_only) {
+      return Status::FailedPrecondition(dir + " holds no checkpoint yet: nothing to read");
+    }
     created_unix_ = sb->created_unix;
     GROVE_RETURN_IF_ERROR(CreateFresh(registry, params));
   } else {
     GROVE_RETURN_IF_ERROR(LoadCheckpoint(*sb, registry, params));
   }
+  if (options_.read_only) return OpenedReadOnly(t0);
   GROVE_RETURN_IF_ERROR(ReplayWal());
   GROVE_ASSIGN_OR_RETURN(
       wal_, wal::Wal::Open(io_.get(), dir, options_.wal, replay_next_lsn_.load(), logger_.get()));
@@ -203,6 +217,17 @@ Status DbImpl::OpenImpl() {
                            "replayed {} WAL records, {:.3f} s",
                            dir, variant_, params_string_, io_->Name(), durable_epoch_.load(),
                            recovery_records_, recovery_seconds_));
+  return Status::Ok();
+}
+
+Status DbImpl::OpenedReadOnly(uint64_t t0) {
+  // The newest checkpoint as it is: no log, no background work, nothing written.
+  recovery_seconds_ = static_cast<double>(NowNanos() - t0) * 1e-9;
+  opened_ = true;
+  logger_->Log(LogLevel::kInfo,
+               fmt::format("opened {} read-only: variant {} [{}], checkpoint epoch {}, {:.3f} s",
+                           options_.data_dir, variant_, params_string_, durable_epoch_.load(),
+                           recovery_seconds_));
   return Status::Ok();
 }
 
@@ -243,8 +268,15 @@ Status DbImpl::CreateFresh(const IndexRegistry& registry, const ParamMap& params
 }
 
 Status DbImpl::RepairFromDoubleWrite(Superblock* sb) {
+  if (dw_file_ == nullptr) return Status::Ok();  // read-only, and there is none
   GROVE_ASSIGN_OR_RETURN(auto batch, ReadDoubleWrite(dw_file_.get(), sb->epoch + 1));
   if (!batch) return Status::Ok();
+  if (options_.read_only) {
+    return Status::FailedPrecondition(fmt::format(
+        "{}: checkpoint {} is half written (the double-write file completes it); open the "
+        "database for writing once to finish it before opening it read-only",
+        options_.data_dir, batch->epoch));
+  }
   // The checkpoint after the durable one wrote its complete batch but may not have finished its
   // in-place writes or its superblock: finish it.
   GROVE_ASSIGN_OR_RETURN(Manifest m, Manifest::Decode(batch->manifest));

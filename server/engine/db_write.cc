@@ -21,6 +21,9 @@ Status DbImpl::CheckKey(Slice key, const char* field) const {
 
 Status DbImpl::CheckWritable() const {
   if (closed_.load()) return Status::Unavailable("database is closed");
+  if (options_.read_only) {
+    return Status::FailedPrecondition(options_.data_dir + " is open read-only: no writes");
+  }
   if (failed_.load()) {
     MutexLock lock(const_cast<Mutex*>(&state_mu_));
     return bg_error_;
@@ -30,6 +33,8 @@ Status DbImpl::CheckWritable() const {
 
 Status DbImpl::CheckMaintainable() const {
   if (maintenance_closed_.load()) return Status::Unavailable("database is closed");
+  // A variant's background work stands down as it does at close.
+  if (options_.read_only) return Status::Unavailable(options_.data_dir + " is open read-only");
   if (failed_.load()) {
     MutexLock lock(const_cast<Mutex*>(&state_mu_));
     return bg_error_;

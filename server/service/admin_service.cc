@@ -94,6 +94,46 @@ grpc::Status AdminService::Backup(grpc::ServerContext* context, const v1::Backup
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::Verify(grpc::ServerContext* context, const v1::VerifyRequest* request,
+                                  v1::VerifyResponse* response) {
+  if (grpc::Status a = auth_->Check(*context, Role::kAdmin, "Verify"); !a.ok()) return a;
+  EngineHandle::Lease lease(engine_);
+  if (lease.db() == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "the engine is not open (starting, recovering or shutting down)");
+  }
+  VerifyReport report;
+  Status s;
+  log_->info("verify started ({})", request->pause_writers() ? "writers paused" : "online");
+  if (request->pause_writers()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    s = lease.db()->Verify(&report);
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } else {
+    VerifyOnlineOptions options;
+    options.cache_bytes = request->cache_bytes();
+    options.cancelled = [context] { return context->IsCancelled(); };
+    s = lease.db()->VerifyOnline(options, &report);
+  }
+  if (!s.ok()) {
+    if (s.code() == StatusCode::kAborted && context->IsCancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the verify was cancelled");
+    }
+    return ToGrpcStatus(s, "verify");
+  }
+  response->set_pages_checked(report.pages_checked);
+  response->set_entries_checked(report.entries_checked);
+  response->set_blob_values_checked(report.blob_values_checked);
+  for (const std::string& p : report.problems) response->add_problems(p);
+  response->set_checkpoint_epoch(report.checkpoint_epoch);
+  response->set_pages_preserved(report.pages_preserved);
+  response->set_seconds(report.seconds);
+  response->set_writers_paused(request->pause_writers());
+  log_->info("verify done: {} pages, {} entries, {} problems, {:.1f} s", report.pages_checked,
+             report.entries_checked, report.problems.size(), report.seconds);
+  return grpc::Status::OK;
+}
+
 grpc::Status AdminService::MoveChanges(grpc::ServerContext* context,
                                        const v1::MoveChangesRequest* request,
                                        v1::MoveChangesResponse* response) {

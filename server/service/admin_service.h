@@ -3,7 +3,8 @@
 // grove.v1.Admin (proto/grove/v1/admin.proto): operations on the server itself. Backup writes a
 // consistent copy of the open database into a new directory under backup.dir (Db::Backup) while
 // the KV service keeps serving; the call holds an engine lease for as long as the copy runs, and
-// a cancelled call (or the drain's cancellation of in-flight calls) gives the backup up.
+// a cancelled call (or the drain's cancellation of in-flight calls) gives the backup up. Verify
+// checks the database's structure, online by default (Db::VerifyOnline), under the same rules.
 //
 // Thread safety: handlers may run concurrently; the engine allows one backup at a time.
 
@@ -42,6 +43,8 @@ class AdminService final : public v1::Admin::Service {
 
   grpc::Status Backup(grpc::ServerContext* context, const v1::BackupRequest* request,
                       v1::BackupResponse* response) override;
+  grpc::Status Verify(grpc::ServerContext* context, const v1::VerifyRequest* request,
+                      v1::VerifyResponse* response) override;
   grpc::Status MoveChanges(grpc::ServerContext* context, const v1::MoveChangesRequest* request,
                            v1::MoveChangesResponse* response) override;
   grpc::Status StartTrace(grpc::ServerContext* context, const v1::StartTraceRequest* request,

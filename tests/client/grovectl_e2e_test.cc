@@ -177,6 +177,41 @@ TEST_F(GrovectlE2eTest, BackupRestoreAndVerifyBackup) {
   EXPECT_NE(r.err.find("no BACKUP file"), std::string::npos) << r.err;
 }
 
+TEST_F(GrovectlE2eTest, VerifyOnlineAndWithWritersPaused) {
+  const std::string tokens =
+      File("tokens", "write writer-token-0123456789\nadmin admin-token-0123456789\n");
+  StartGroved("auth:\n  tokens_file: " + tokens + "\n");
+  const std::vector<std::string> admin = {"--token", "admin-token-0123456789"};
+  auto as_admin = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), admin.begin(), admin.end());
+    return Cli(args);
+  };
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(
+        as_admin({"--key-format", "u64", "put", std::to_string(i), std::string(3000, 'v')}).code,
+        kExitOk);
+  }
+  CliResult r = Cli({"--token", "writer-token-0123456789", "verify"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_NE(r.err.find("does not allow Verify (needs 'admin')"), std::string::npos) << r.err;
+  r = as_admin({"-o", "json", "verify"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["entries_checked"], 40);
+  EXPECT_EQ(j["blob_values_checked"], 40) << "3000-byte values live in the value store";
+  EXPECT_TRUE(j["problems"].empty());
+  EXPECT_GT(j["checkpoint_epoch"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["writers_paused"], false);
+  r = as_admin({"verify", "--pause-writers"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("verified the live database (writers paused): "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("40 entries"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no problems"), std::string::npos) << r.out;
+  EXPECT_EQ(as_admin({"verify", "--cache", "12"}).code, kExitUsage);
+  EXPECT_EQ(as_admin({"verify", "--wait", "never"}).code, kExitUsage);
+}
+
 TEST_F(GrovectlE2eTest, TraceStartStatusStop) {
   StartGroved("trace:\n  dir: " + dir_.Sub("traces") + "\n");
   EXPECT_EQ(Cli({"trace", "status"}).out, "no trace has run\n");

@@ -45,6 +45,7 @@ class FakeDb final : public Db {
   Status Checkpoint() override { return Status::Ok(); }
   DbStats GetStats() override { return DbStats(); }
   Status Verify(VerifyReport*) override { return Status::Ok(); }
+  Status VerifyOnline(const VerifyOnlineOptions&, VerifyReport*) override { return Status::Ok(); }
 
  private:
   std::atomic<bool>* const closed_;

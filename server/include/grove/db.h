@@ -132,6 +132,20 @@ struct VerifyReport {
   uint64_t entries_checked = 0;
   uint64_t blob_values_checked = 0;
   std::vector<std::string> problems;  // empty when everything holds
+  // VerifyOnline: the checkpoint it checked, the pages writers overwrote meanwhile that it copied
+  // first, and how long it took.
+  uint64_t checkpoint_epoch = 0;
+  uint64_t pages_preserved = 0;
+  double seconds = 0;
+};
+
+// How Db::VerifyOnline runs.
+struct VerifyOnlineOptions {
+  // The snapshot's cache while it runs, on top of the database's cache_bytes (0: a sixteenth of
+  // cache_bytes, at least 8 MiB).
+  uint64_t cache_bytes = 0;
+  // Polled while it runs: true gives up (kAborted). Null: never.
+  std::function<bool()> cancelled;
 };
 
 // What RestoreBackup found in the restored database.
@@ -231,6 +245,16 @@ class Db {
   // allocator. Returns OK with report->problems filled when it found inconsistencies (kDataLoss is
   // returned only when a page could not be read at all).
   virtual Status Verify(VerifyReport* report) = 0;
+
+  // The same checks on the newest checkpoint while reads and writes go on: takes a checkpoint,
+  // opens it read-only as a second database in data_dir/verify-snapshot (pages that later
+  // checkpoints or direct writes overwrite are copied there first, as a backup copies them),
+  // verifies that, and removes it. Writers wait only for the checkpoint it starts with. It checks
+  // the database as of that checkpoint (report->checkpoint_epoch): its pages. A variant that keeps
+  // recent writes in memory across checkpoints (TreeLine's record cache, AHA-tree's buffers)
+  // holds those in the log, not in pages, so they are neither checked nor counted. One backup or
+  // online verify at a time (kFailedPrecondition); Close makes a running one give up (kAborted).
+  virtual Status VerifyOnline(const VerifyOnlineOptions& options, VerifyReport* report) = 0;
 
   // Writes a consistent copy of the database into `dir` (created; it must not exist or be empty)
   // while reads and writes go on: the newest checkpoint's pages (a page a later checkpoint or

@@ -83,6 +83,12 @@ struct Options {
   // Directory holding the superblock/data file, WAL segments, double-write file and lock file.
   std::string data_dir = "./data";
   bool create_if_missing = true;
+  // Opens the newest durable checkpoint for reading only: no recovery (the log is not replayed,
+  // and a checkpoint the double-write file would complete is refused with FAILED_PRECONDITION:
+  // open it for writing once first), no writes, checkpoints or maintenance (FAILED_PRECONDITION),
+  // and nothing written into data_dir but its lock file. Db::VerifyOnline opens a snapshot this
+  // way.
+  bool read_only = false;
 
   // Buffer pool budget. Frames are 4 KiB; the pool holds cache_bytes / 4096 of them.
   uint64_t cache_bytes = 256ull << 20;

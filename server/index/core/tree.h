@@ -175,8 +175,11 @@ class BTreeCore {
 
   // Walks every inner node: claims it, checks its type, level, structure and fences, and calls
   // `leaf(payload, fences)` for every level-1 child in key order. Counts against inner_pages().
+  // `before_leaves` (may be null) gets the payloads of each level-1 node's children before they
+  // are visited, so that a variant can read them ahead in one submission.
   using LeafVisitor = std::function<Status(Slice payload, const Fences& fences)>;
-  Status Verify(IndexVerifier* v, const LeafVisitor& leaf);
+  using LeavesAhead = std::function<void(const std::vector<std::string>& payloads)>;
+  Status Verify(IndexVerifier* v, const LeafVisitor& leaf, const LeavesAhead& before_leaves = {});
 
   // SHORTCUT's training data: the nodes of every level below the root in key order with their
   // projected lower fences, read from inner nodes only (copies that do not disturb the cache).
@@ -216,7 +219,7 @@ class BTreeCore {
                   int sep_index);
   Status ShrinkRoot(PageWriteGuard& root);
   Status VerifyNode(PageId id, int level, const Fences& fences, IndexVerifier* v,
-                    const LeafVisitor& leaf, uint64_t* inner);
+                    const LeafVisitor& leaf, const LeavesAhead& before_leaves, uint64_t* inner);
 
   IndexContext ctx_;
   BufferPool* const pool_;

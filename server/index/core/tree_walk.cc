@@ -10,10 +10,11 @@ namespace grove::core {
 
 // --- Verify -----------------------------------------------------------------------------------
 
-Status BTreeCore::Verify(IndexVerifier* v, const LeafVisitor& leaf) {
+Status BTreeCore::Verify(IndexVerifier* v, const LeafVisitor& leaf,
+                         const LeavesAhead& before_leaves) {
   uint64_t inner = 0;
-  GROVE_RETURN_IF_ERROR(
-      VerifyNode(root_, static_cast<int>(height_.load()) - 1, Fences(), v, leaf, &inner));
+  GROVE_RETURN_IF_ERROR(VerifyNode(root_, static_cast<int>(height_.load()) - 1, Fences(), v, leaf,
+                                   before_leaves, &inner));
   if (inner != inner_pages_.load()) {
     v->Problem(fmt::format("{}: {} inner nodes found, the counter says {}", options_.name, inner,
                            inner_pages_.load()));
@@ -22,7 +23,8 @@ Status BTreeCore::Verify(IndexVerifier* v, const LeafVisitor& leaf) {
 }
 
 Status BTreeCore::VerifyNode(PageId id, int level, const Fences& f, IndexVerifier* v,
-                             const LeafVisitor& leaf, uint64_t* inner) {
+                             const LeafVisitor& leaf, const LeavesAhead& before_leaves,
+                             uint64_t* inner) {
   auto g = pool_->FetchRead(id, IoCause::kScan, Retention::kHigh);
   if (!g.ok()) {
     v->Problem(
@@ -51,10 +53,16 @@ Status BTreeCore::VerifyNode(PageId id, int level, const Fences& f, IndexVerifie
   std::vector<std::pair<std::string, Fences>> children;
   for (int i = 0; i < n.count(); ++i) children.emplace_back(n.payload(i), n.ChildFences(i, f));
   g->Release();
+  if (level == 1 && before_leaves) {
+    std::vector<std::string> payloads;
+    payloads.reserve(children.size());
+    for (const auto& [payload, cf] : children) payloads.push_back(payload);
+    before_leaves(payloads);
+  }
   for (auto& [payload, cf] : children) {
     if (level > 1) {
       GROVE_RETURN_IF_ERROR(
-          VerifyNode(DecodeFixed64(payload.data()), level - 1, cf, v, leaf, inner));
+          VerifyNode(DecodeFixed64(payload.data()), level - 1, cf, v, leaf, before_leaves, inner));
     } else {
       GROVE_RETURN_IF_ERROR(leaf(payload, cf));
     }

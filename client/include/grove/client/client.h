@@ -217,6 +217,12 @@ class Client {
   // it before starting.
   grpc::Status Backup(const std::string& name, uint64_t max_bytes_per_second,
                       std::chrono::seconds deadline, v1::BackupResponse* response);
+  // grove.v1.Admin/Verify: checks the database's structure while it serves (online: a snapshot of
+  // the newest checkpoint; `pause_writers`: the live state, every write held meanwhile). Needs
+  // the admin role. Problems found are in the response. Waits up to `deadline`; not retried
+  // unless the server refused it before starting.
+  grpc::Status Verify(bool pause_writers, uint64_t cache_bytes, std::chrono::seconds deadline,
+                      v1::VerifyResponse* response);
   // grove.v1.Admin/StartTrace, StopTrace and GetTraceStatus: a sampled trace of the calls the
   // server serves, under its trace.dir (docs/operations.md, "Trace the workload"). Admin role.
   // `hash_keys`: the server writes keys hashed, order kept (docs/formats/trace.md).

@@ -115,7 +115,7 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     ids = pool_->SnapshotDirty(epoch32);
     captured_at = NowNanos();
     snapshotted = true;
-    GROVE_ASSIGN_OR_RETURN(maps, epochs_.Stage(ids, epoch32, &allocator_));
+    GROVE_RETURN_IF_ERROR(epochs_.Stage(ids, epoch32, &allocator_));
     Manifest m;
     m.epoch = epoch;
     m.redo_lsn = redo;
@@ -151,6 +151,9 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     return cause.WithContext(fmt::format("checkpoint {}", epoch));
   };
   if (!s.ok()) return abort(s);
+  // The epoch-map images cost a page each for every map page the dirty pages touch (with random
+  // writes, nearly all of them on a large file): built here, after writers resumed.
+  maps = epochs_.StagedImages(ids);
   // The checkpoint holds state it does not write (writes only the index's memory holds) or holds
   // part of a batch: the records from its redo point on must be durable before it is (with
   // wal.sync always they already are). This holds for a checkpoint that finds nothing to write

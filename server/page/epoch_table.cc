@@ -9,9 +9,8 @@
 
 namespace grove {
 
-StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vector<PageId>& pages,
-                                                                  uint32_t epoch,
-                                                                  ExtentAllocator* allocator) {
+Status EpochTable::Stage(const std::vector<PageId>& pages, uint32_t epoch,
+                         ExtentAllocator* allocator) {
   staged_new_pages_ = 0;
   staged_dirty_.clear();
   staged_old_epochs_.clear();
@@ -28,31 +27,47 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vec
     map_epochs_.push_back(0);
     ++staged_new_pages_;
   }
-  std::vector<size_t> dirty;
-  for (PageId p : pages) dirty.push_back(p / kEntriesPerPage);
+  // Writers wait while this runs: one mark per map page instead of sorting the pages, so the
+  // cost is the dirty pages plus the map pages, not a sort of every dirty page.
+  std::vector<bool> dirty(map_pages_.size(), false);
+  for (PageId p : pages) {
+    const size_t k = p / kEntriesPerPage;
+    if (k >= dirty.size()) {
+      Unstage(allocator);
+      return Status::Internal(fmt::format("epoch table: page {} beyond the file", p));
+    }
+    dirty[k] = true;
+  }
   {
     MutexLock lock(&mu_);
     for (size_t k : pending_) {
-      if (k < map_pages_.size()) dirty.push_back(k);
+      if (k < dirty.size()) dirty[k] = true;
     }
+    staging_ = true;
+    late_.clear();
   }
   for (size_t k = map_pages_.size() - staged_new_pages_; k < map_pages_.size(); ++k) {
-    dirty.push_back(k);
+    dirty[k] = true;
   }
-  std::sort(dirty.begin(), dirty.end());
-  dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+  for (size_t k = 0; k < dirty.size(); ++k) {
+    if (!dirty[k]) continue;
+    staged_old_epochs_.push_back({k, map_epochs_[k]});
+    map_epochs_[k] = epoch;
+    staged_dirty_.push_back(k);
+  }
+  return Status::Ok();
+}
 
+std::vector<EpochTable::MapPageImage> EpochTable::StagedImages(
+    const std::vector<PageId>& pages) const {
   std::vector<PageId> sorted_pages = pages;
   std::sort(sorted_pages.begin(), sorted_pages.end());
-
   std::vector<MapPageImage> images;
-  images.reserve(dirty.size());
+  images.reserve(staged_dirty_.size());
+  // The entries change only in Commit and RecordDirect, both under mu_; a direct write recorded
+  // since Stage is in late_ and stays pending for the next checkpoint, whichever image has it.
   MutexLock lock(&mu_);
-  for (size_t k : dirty) {
-    if (k >= map_pages_.size()) {
-      Unstage(allocator);
-      return Status::Internal(fmt::format("epoch table: page beyond the file in map page {}", k));
-    }
+  for (size_t k : staged_dirty_) {
     MapPageImage img{map_pages_[k], AlignedBuffer(kPageSize)};
     char* p = img.image.data();
     page::Init(p, PageType::kEpochMap, map_pages_[k]);
@@ -64,16 +79,11 @@ StatusOr<std::vector<EpochTable::MapPageImage>> EpochTable::Stage(const std::vec
     }
     auto it = std::lower_bound(sorted_pages.begin(), sorted_pages.end(), first);
     for (; it != sorted_pages.end() && *it < first + kEntriesPerPage; ++it) {
-      slots[*it - first] = epoch;
+      slots[*it - first] = staged_epoch_;
     }
-    page::Seal(p, epoch);
-    staged_old_epochs_.push_back({k, map_epochs_[k]});
-    map_epochs_[k] = epoch;
-    staged_dirty_.push_back(k);
+    page::Seal(p, staged_epoch_);
     images.push_back(std::move(img));
   }
-  staging_ = true;
-  late_.clear();
   return images;
 }
 

@@ -48,11 +48,15 @@ class EpochTable {
 
   // Stages a checkpoint of epoch `epoch` that writes `pages` (ascending or not). Allocates map
   // pages so that every page below the allocator's high water mark is covered (allocating map
-  // pages may itself grow the file; this loops until stable), and returns the images of the map
-  // pages whose content changes, with the new epochs applied. The live table is unchanged until
-  // Commit. REQUIRES: writers paused (the allocator must not move underneath).
-  StatusOr<std::vector<MapPageImage>> Stage(const std::vector<PageId>& pages, uint32_t epoch,
-                                            ExtentAllocator* allocator);
+  // pages may itself grow the file; this loops until stable), and decides which map pages the
+  // checkpoint rewrites: their epochs in the manifest's view (Serialize) become `epoch`. The live
+  // table is unchanged until Commit. REQUIRES: writers paused (the allocator must not move
+  // underneath). Costs O(pages + map pages); the images are built by StagedImages, after.
+  Status Stage(const std::vector<PageId>& pages, uint32_t epoch, ExtentAllocator* allocator);
+  // The images of the map pages the staged checkpoint rewrites, with the new epochs of `pages`
+  // (the same list Stage got) applied. Between Stage and Commit or Abort, on the checkpoint's
+  // thread; writers need not be paused.
+  std::vector<MapPageImage> StagedImages(const std::vector<PageId>& pages) const;
   // Applies a staged checkpoint to the live table once its pages are durable.
   void Commit(const std::vector<PageId>& pages, uint32_t epoch);
   // Forgets a staged checkpoint that failed: releases map pages Stage allocated.
@@ -82,7 +86,7 @@ class EpochTable {
  private:
   mutable Mutex mu_;
   EpochEntries entries_;  // written under mu_, read by anyone
-  // Written only by the checkpoint thread (Stage/Commit/Abort) and at open.
+  // Written only by the checkpoint thread (Stage/StagedImages/Commit/Abort) and at open.
   std::vector<PageId> map_pages_;
   std::vector<uint32_t> map_epochs_;
   size_t staged_new_pages_ = 0;       // map pages Stage() appended

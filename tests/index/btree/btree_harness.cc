@@ -105,7 +105,8 @@ Status BTreeHarness::Checkpoint() {
       pool_->CopySnapshot(i, 1, image.data());
       GROVE_RETURN_IF_ERROR(file_->Write(ids[i] * kPageSize, Slice(image.data(), kPageSize)));
     }
-    GROVE_ASSIGN_OR_RETURN(auto maps, epochs_.Stage(ids, epoch, &allocator_));
+    GROVE_RETURN_IF_ERROR(epochs_.Stage(ids, epoch, &allocator_));
+    const auto maps = epochs_.StagedImages(ids);
     for (auto& m : maps) {
       GROVE_RETURN_IF_ERROR(file_->Write(m.id * kPageSize, Slice(m.image.data(), kPageSize)));
     }

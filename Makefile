@@ -45,6 +45,9 @@
 #                    inserts, recovery after kill -9, and for Grove an online backup through
 #                    groved and its restore (hours at 10^9; SIZES=1e7 for a first look; ~60 GB of
 #                    disk at 10^9, backup included): docs/benchmarks.md "At a billion keys"
+#   make bench-write-tails  durable inserts (wal.sync always) of 200K 100-byte records at budgets
+#                    of 16 MiB to 1 GiB, btree and hln beside RocksDB: throughput, p99, p999 and
+#                    what the writers waited for (~15 min): docs/bench-data/scale-tails.md
 #   make fuzz        every libFuzzer target for FUZZ_SECONDS (default 60) each, clang-14 + ASan/UBSan
 #                    (build-fuzz/, scripts/fuzz.sh); findings go to tests/fuzz/regressions/
 
@@ -55,7 +58,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format check-tsa test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor bench-scale fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor bench-scale bench-write-tails fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -172,6 +175,13 @@ bench-scale: bench-build
 	BIN=$(BENCH_BUILD_DIR)/client/bench/grove-bench scripts/bench-scale.sh
 	python3 scripts/scale_report.py docs/bench-data/scale.jsonl docs/bench-data/scale-disk.jsonl \
 	  docs/bench-data/scale-admin.jsonl > docs/bench-data/scale-tables.md
+	python3 scripts/scale_plot.py docs/bench-data/scale.jsonl docs/bench-data/scale-disk.jsonl \
+	  docs/bench-data/scale-admin.jsonl --out docs/img/scale.png
+
+bench-write-tails: bench-build
+	BIN=$(BENCH_BUILD_DIR)/client/bench/grove-bench scripts/bench-write-tails.sh
+	python3 scripts/write_tails_report.py docs/bench-data/scale-tails.jsonl \
+	  > docs/bench-data/scale-tails-table.md
 
 # Fuzzing builds with clang-14 in its own directory (scripts/fuzz.sh configures it).
 FUZZ_SECONDS ?= 60

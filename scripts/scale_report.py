@@ -135,8 +135,8 @@ def main():
     w("### YCSB E uniform (16 threads) and durable inserts (wal.sync always)\n")
     ins = thread_counts(runs, "ins")
     head = " | ".join(f"t{t} inserts/s | ÷ RocksDB | p999 ms | ÷ RocksDB" for t in ins)
-    w(f"| records | engine | E ops/s | {head} | checkpoint p99 s (t16) |")
-    w("|---|---|--:|" + "--:|--:|--:|--:|" * len(ins) + "--:|")
+    w(f"| records | engine | E ops/s | {head} | checkpoint p99 s (t16) | writers' pause p99 ms (t16) |")
+    w("|---|---|--:|" + "--:|--:|--:|--:|" * len(ins) + "--:|--:|")
     for n in sizes:
         for e in engines:
             je = g(n, e, "e")
@@ -152,9 +152,12 @@ def main():
                     f"{fmt(p999 / 1000 if p999 else None, 1)} | "
                     f"{ratio(p999, rp999) if e != 'rocksdb' else '–'}")
             j16 = g(n, e, f"ins-t{ins[-1]}") if ins else None
-            ck = j16.get("gauges", {}).get("checkpoint_p99_seconds") if j16 else None
+            gauges = j16.get("gauges", {}) if j16 else {}
+            ck = gauges.get("checkpoint_p99_seconds")
+            pause = gauges.get("checkpoint_pause_p99_seconds")  # builds from 8354a44 on
+            pause_ms = fmt(pause * 1000, 0) if pause is not None and e != "rocksdb" else "–"
             w(f"| {size(n)} | {e} | {fmt(je['throughput'] if je else None)} | " + " | ".join(cells) +
-              f" | {fmt(ck, 2) if e != 'rocksdb' else '–'} |")
+              f" | {fmt(ck, 2) if e != 'rocksdb' else '–'} | {pause_ms} |")
     w("")
     w("### Open, recovery and memory\n")
     w("| records | engine | clean open s | recovery s | records replayed | peak RSS MiB (max over steps) | epoch table B/record | allocator B/record | index inner B/record | index model B/record |")
@@ -182,9 +185,10 @@ def main():
     if admin:
         w("")
         w("### Online backup and restore\n")
-        w("| records | engine | backup s | backup MiB/s | pages preserved | restore: checksums s | "
-          "copy s | open s (records replayed) | verify s | pages verified |")
-        w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+        w("| records | engine | online verify s (pages preserved) | backup s | backup MiB/s | "
+          "pages preserved | restore: checksums s | copy s | open s (records replayed) | "
+          "verify s | pages verified |")
+        w("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
         for n in sizes:
             for e in engines:
                 a = admin.get((n, e))
@@ -192,7 +196,9 @@ def main():
                     continue
                 b, r = a["backup"], a["restore"]
                 mib_s = (b["data_bytes"] + b["wal_bytes"]) / MIB / b["seconds"] if b["seconds"] else None
-                w(f"| {size(n)} | {e} | {fmt(b['seconds'], 1)} | {fmt(mib_s)} | "
+                v = a.get("verify")
+                online = (f"{fmt(v['seconds'], 1)} ({fmt(v['pages_preserved'])})" if v else "–")
+                w(f"| {size(n)} | {e} | {online} | {fmt(b['seconds'], 1)} | {fmt(mib_s)} | "
                   f"{fmt(b['pages_preserved'])} | {fmt(r['check_seconds'], 1)} | "
                   f"{fmt(r['copy_seconds'], 1)} | {fmt(r['open_seconds'], 1)} "
                   f"({fmt(r['replayed_records'])}) | {fmt(r['verify_seconds'], 1)} | "

@@ -123,11 +123,13 @@ Status BufferPool::ReadCopy(PageId id, char* out, IoCause cause) {
 StatusOr<uint32_t> BufferPool::ReserveFrame() {
   // Frames a checkpoint is writing cannot be evicted until it ends (a failed checkpoint dirties
   // them again), but they are clean: when they are all that stands in the way, wait for the
-  // checkpoint (bounded) rather than fail the read or write that needs a frame.
+  // checkpoint rather than fail the read or write that needs a frame. The checkpoint never waits
+  // for a frame latch the caller may hold (checkpoint_snapshot.h), so it ends; the bound is for a
+  // device that stops answering.
   StatusOr<uint32_t> idx = evictor_.Reserve();
-  for (int i = 0; i < 1000 && !idx.ok() && idx.status().code() == StatusCode::kResourceExhausted &&
-                  snapshot_.flushing_pages() > 0;
-       ++i) {
+  const auto give_up = std::chrono::steady_clock::now() + kCheckpointWait;
+  while (!idx.ok() && idx.status().code() == StatusCode::kResourceExhausted &&
+         snapshot_.flushing_pages() > 0 && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     idx = evictor_.Reserve();
   }

@@ -38,6 +38,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -219,8 +220,9 @@ class BufferPool {
   void Touch(Frame* frame, Retention retention) {
     evictor_.replacer().Touch(frames_.IndexOf(frame), retention);
   }
-  // A frame for a new page (Evictor::Reserve), waiting a while for a running checkpoint when the
-  // frames it is writing are all that stands in the way.
+  // A frame for a new page (Evictor::Reserve), waiting up to kCheckpointWait for a running
+  // checkpoint when the frames it is writing are all that stands in the way.
+  static constexpr std::chrono::seconds kCheckpointWait{10};
   StatusOr<uint32_t> ReserveFrame();
   // Maps `id` to the reserved frame `index` in `state`, its history and dirty state fresh; false
   // when someone mapped `id` first.

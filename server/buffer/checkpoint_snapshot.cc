@@ -40,8 +40,12 @@ std::vector<PageId> CheckpointSnapshot::Capture(uint32_t epoch) {
 }
 
 void CheckpointSnapshot::CopyOut(Frame* f) {
-  const int32_t n = f->snap_slot.load(std::memory_order_acquire);
+  int32_t n = f->snap_slot.load(std::memory_order_acquire);
   if (n < 0) return;  // the common case
+  MutexLock lock(&StripeOf(n));
+  // End may have closed the slot since (then the frame is the checkpoint's no longer).
+  n = f->snap_slot.load(std::memory_order_acquire);
+  if (n < 0) return;
   Slot& slot = slots_[static_cast<size_t>(n)];
   char* copy = nullptr;
   if (StatusOr<uint32_t> spare = copy_frames_.take(); spare.ok()) {
@@ -64,14 +68,17 @@ void CheckpointSnapshot::CopyOut(Frame* f) {
 
 void CheckpointSnapshot::CopyImages(size_t first, size_t count, char* out) {
   for (size_t i = 0; i < count; ++i) {
-    const Slot& slot = slots_[first + i];
-    Frame& f = (*frames_)[slot.frame];
+    const size_t n = first + i;
+    const Slot& slot = slots_[n];
+    const Frame& f = (*frames_)[slot.frame];
     char* dst = out + i * kPageSize;
-    // Shared: a writer copying this slot out holds the latch exclusively, so the image is whole
-    // either way, in the frame (not copied out yet) or in its copy.
-    f.latch.LockShared();
-    std::memcpy(dst, slot.copy != nullptr ? slot.copy : f.data, kPageSize);
-    f.latch.UnlockShared();
+    // The slot's stripe, not the frame's latch: a writer may hold the latch exclusively while it
+    // waits for a frame that only this checkpoint's end frees. Until a CopyOut (which takes the
+    // stripe before the writer changes a byte) the frame holds the image; after it, the copy.
+    {
+      MutexLock lock(&StripeOf(static_cast<int32_t>(n)));
+      std::memcpy(dst, slot.copy != nullptr ? slot.copy : f.data, kPageSize);
+    }
     page::Seal(dst, epoch_);
   }
 }
@@ -81,15 +88,18 @@ void CheckpointSnapshot::End(bool success) {
   for (size_t n = 0; n < slots_.size(); ++n) {
     Slot& slot = slots_[n];
     Frame& f = (*frames_)[slot.frame];
-    // Closes the slot: no writer copies it out after this (a frame reused for another page since
-    // holds -1 already).
-    f.latch.LockShared();
-    if (f.snap_slot.load() == static_cast<int32_t>(n)) f.snap_slot.store(-1);
-    f.latch.UnlockShared();
-    if (slot.copy_frame != kNoFrame) copy_frames_.give_back(slot.copy_frame);
-    if (!success && f.page_id.load() == slot.id && f.state.load() == FrameState::kResident) {
-      MarkDirty(&f);
+    {
+      // Closes the slot: no writer copies it out after this. A slot copied out is dirty again
+      // or freed; one still open makes its page dirty again if the frame still holds it.
+      MutexLock stripe(&StripeOf(static_cast<int32_t>(n)));
+      if (f.snap_slot.load() == static_cast<int32_t>(n)) {
+        f.snap_slot.store(-1, std::memory_order_release);
+        if (!success && f.page_id.load() == slot.id && f.state.load() == FrameState::kResident) {
+          MarkDirty(&f);
+        }
+      }
     }
+    if (slot.copy_frame != kNoFrame) copy_frames_.give_back(slot.copy_frame);
     f.flushing.store(false);
   }
   flushing_count_.store(0);

@@ -34,11 +34,15 @@
 //
 // Thread safety: MarkDirty, ClearDirty and CopyOut are safe for concurrent use with everything;
 // CopyOut REQUIRES the frame's latch held exclusively. Capture, CopyImages and End are called by
-// the one checkpointing thread; CopyImages and End take each frame's latch shared, which is what
-// orders them against a CopyOut of the same slot. Lock order: mu_, then a frame latch, then
-// whatever CopyFrames::take takes (the evictor's mutex: a writer copying out holds its frame's
-// latch when it asks for a frame, as a loader does; see buffer_pool.h).
+// the one checkpointing thread. Capture runs while writers are paused and takes each frame's
+// latch shared. CopyImages and End never wait for a frame latch: a writer may hold one
+// exclusively while it waits for a frame that only the checkpoint's end frees (a miss with every
+// other frame held, buffer_pool.h). They are ordered against a CopyOut of the same slot by the
+// slot's stripe mutex (one of kStripes, by slot number), which CopyOut takes before the writer
+// changes a byte of the frame. Lock order: mu_, then a frame latch, then a stripe, then whatever
+// CopyFrames::take takes (the evictor's mutex).
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -97,9 +101,9 @@ class CheckpointSnapshot {
   uint64_t copies_on_heap() const { return copies_on_heap_.load(std::memory_order_relaxed); }
 
  private:
-  // A captured page. `copy` and what holds it are written by a CopyOut under the frame's latch
-  // held exclusively and read under it held shared; the array is replaced only by Capture (writers
-  // paused) and cleared by End after every slot was closed.
+  // A captured page. `copy` and what holds it are written by a CopyOut and read by CopyImages and
+  // End under the slot's stripe; the array is replaced only by Capture (writers paused) and
+  // cleared by End after every slot was closed.
   struct Slot {
     uint32_t frame = kNoFrame;
     PageId id = kInvalidPageId;
@@ -113,7 +117,11 @@ class CheckpointSnapshot {
   std::atomic<uint64_t> dirty_count_{0};
   std::atomic<uint64_t> flushing_count_{0};
   std::atomic<uint64_t> copies_in_pool_{0}, copies_on_heap_{0};
+  static constexpr size_t kStripes = 64;
+  Mutex& StripeOf(int32_t slot) { return stripes_[static_cast<size_t>(slot) % kStripes]; }
+
   Mutex mu_;  // serialises Capture and End
+  std::array<Mutex, kStripes> stripes_;
   std::vector<Slot> slots_;
   uint32_t epoch_ = 0;  // the running capture's (written while writers are paused)
 };

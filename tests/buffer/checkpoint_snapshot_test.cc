@@ -5,7 +5,9 @@
 
 #include "buffer/checkpoint_snapshot.h"
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -125,6 +127,36 @@ TEST_F(CheckpointSnapshotTest, AWriterCopiesACapturedPageIntoASpareFrameBeforeCh
   EXPECT_FALSE(frames_[1].dirty.load());
   Write(1, 'Z');  // after End: no copy
   EXPECT_EQ(snap_.copies_in_pool(), 1u);
+}
+
+TEST_F(CheckpointSnapshotTest, AWriterHoldingACapturedFramesLatchDoesNotHoldUpTheCheckpoint) {
+  // A writer latches a captured page exclusively and, before changing it, waits for something
+  // only the checkpoint's end brings (a frame, when every other one is being written). The
+  // checkpoint must still hand out its images and end.
+  Hold(0, 1, 'a', /*dirty=*/true);
+  Hold(1, 2, 'b', /*dirty=*/true);
+  snap_.Capture(4);
+  std::atomic<bool> latched{false}, ended{false};
+  std::thread writer([&] {
+    Frame& f = frames_[0];
+    f.latch.Lock();
+    latched.store(true);
+    while (!ended.load()) std::this_thread::yield();
+    snap_.CopyOut(&f);  // the slot is closed: nothing to copy
+    snap_.MarkDirty(&f);
+    std::memset(f.data + kPageHeaderSize, 'X', kPageSize - kPageHeaderSize);
+    f.latch.Unlock();
+  });
+  while (!latched.load()) std::this_thread::yield();
+  EXPECT_EQ(Image(0, 4, 1), 'a');
+  EXPECT_EQ(Image(1, 4, 2), 'b');
+  snap_.End(/*success=*/false);
+  EXPECT_TRUE(frames_[0].dirty.load()) << "a failed checkpoint leaves the latched page dirty";
+  ended.store(true);
+  writer.join();
+  EXPECT_EQ(snap_.copies_in_pool() + snap_.copies_on_heap(), 0u);
+  EXPECT_EQ(frames_[0].data[kPageHeaderSize], 'X');
+  EXPECT_EQ(snap_.dirty_pages(), 2u);
 }
 
 TEST_F(CheckpointSnapshotTest, AFreedCapturedPageIsWrittenAsCaptured) {

@@ -5,6 +5,7 @@
 #   load      bulk load of the gapped (sparse) key set: records/s, peak RSS, bytes on disk
 #   get-tN    cold Get, uniform, N = 1, 4, 16 threads; each a new process, so its open is a clean
 #             open and its warm-up fills the inner nodes; the device at the same queue depth after
+#             (random 4 KiB reads of the engine's data file; DEVICE_BYTES of a file for RocksDB)
 #   e         YCSB E uniform (95% scans of 1..100, 5% inserts), 16 threads
 #   ins-tN    durable inserts of new keys (wal.sync always), N = 1, 4, 16 threads: throughput,
 #             p99/p999, and the checkpoints that ran under them
@@ -74,6 +75,16 @@ exec_bench() {  # the same as the process itself (so that `exec_bench ... &` lea
 }
 
 now() { date +%s.%N; }
+
+# The device beside a Grove engine reads the engine's own data file (the same span of the disk:
+# a virtual disk's host may cache a small file); beside RocksDB, whose data is many files, a file
+# of DEVICE_BYTES.
+device_of() {
+  case "$1" in
+    rocksdb) echo "device?file_bytes=$DEVICE_BYTES" ;;
+    *) echo "device?file=$dir/grove.data" ;;
+  esac
+}
 
 admin_steps() {  # backup through groved, then restore (the directory goes first: disk)
   local gdir=$BASE/groved backups=$BASE/backups restored=$BASE/restored
@@ -149,7 +160,7 @@ for records in $SIZES; do
     for t in $THREADS; do
       run "get-t$t" -w c --distribution uniform --threads "$t" --warmup "$WARMUP" \
         --duration "$SECONDS_PER_RUN"
-      "$BIN" --target "device?file_bytes=$DEVICE_BYTES" --dir "$BASE/device" -w c \
+      "$BIN" --target "$(device_of "$engine")" --dir "$BASE/device" -w c \
         --distribution uniform --threads "$t" --duration "$SECONDS_PER_RUN" --records 1M \
         --label "scale:$records:device-t$t" --json "$OUT" --no-table --progress off
     done

@@ -28,7 +28,8 @@ Workloads (--workloads, comma separated, run in order on the same data):
 Targets (--target):
   embedded:<variant>[?param=value&...]  the engine in-process
   rocksdb[?memtable_fraction=&bloom_bits=&block_size=&partitioned=]
-  device[?file_bytes=SIZE]              random 4 KiB reads: the physical ceiling
+  device[?file_bytes=SIZE|?file=PATH]   random 4 KiB reads: the physical ceiling (PATH: an
+                                        existing file, read whole and never written)
   grpc://host:port                      groved through the client library
   grpc-noop://host:port                 health checks: the RPC stack's ceiling
   etcd://host:port[,...]/cluster        a Grove cluster, routed by its shard map in etcd

@@ -4,6 +4,11 @@
 // depth equals --threads, which is also the most a synchronous engine Get can have outstanding.
 // The page is a hash of the key, so skewed distributions re-read the same pages (O_DIRECT: no
 // cache) at full device cost.
+//
+// `device?file=PATH` reads an existing file instead (opened read-only, never written), over its
+// whole length: an engine's own data file, so that the engine and the device are measured over
+// the same span of the disk. A virtual disk whose host caches part of what it stores reads a
+// small file faster than a large one, so a ceiling measured on a smaller file flatters the device.
 
 #include <atomic>
 #include <cstdlib>
@@ -58,8 +63,10 @@ class DeviceSession final : public Session {
 
 class DeviceTarget final : public Target {
  public:
-  DeviceTarget(std::string path, uint64_t bytes, const TargetOptions& o)
-      : path_(std::move(path)), bytes_(bytes / kPage * kPage), options_(o) {}
+  // `existing`: read the file at `path` as it is (its size is `bytes` once opened); otherwise
+  // prepare a file of `bytes` there.
+  DeviceTarget(std::string path, uint64_t bytes, bool existing, const TargetOptions& o)
+      : path_(std::move(path)), bytes_(bytes / kPage * kPage), existing_(existing), options_(o) {}
 
   Status Open() {
     IoBackendOptions io;
@@ -71,14 +78,18 @@ class DeviceTarget final : public Target {
     }
     logger_ = NewStderrLogger(LogLevel::kWarn);
     GROVE_ASSIGN_OR_RETURN(backend_, NewIoBackend(io, logger_.get()));
+    if (existing_) return OpenExisting();
     GROVE_RETURN_IF_ERROR(backend_->CreateDir(options_.dir));
     return Prepare();
   }
 
-  std::string Uri() const override { return "device?file_bytes=" + std::to_string(bytes_); }
+  std::string Uri() const override {
+    return existing_ ? "device?file=" + path_ : "device?file_bytes=" + std::to_string(bytes_);
+  }
 
   std::map<std::string, std::string> Config() const override {
-    return {{"file_bytes", std::to_string(bytes_)},
+    return {{"file", path_},
+            {"file_bytes", std::to_string(bytes_)},
             {"io_backend", std::string(backend_->Name())},
             {"direct_io", options_.direct_io ? "true" : "false"},
             {"io_queue_depth", "one read in flight per thread"}};
@@ -110,6 +121,24 @@ class DeviceTarget final : public Target {
   }
 
  private:
+  Status OpenExisting() {
+    FileOptions fo;
+    fo.read_only = true;
+    fo.direct = options_.direct_io;
+    StatusOr<std::unique_ptr<File>> file = backend_->OpenFile(path_, fo);
+    if (!file.ok()) {
+      return Status(file.status().code(),
+                    "device?file=" + path_ + ": " + std::string(file.status().message()));
+    }
+    file_ = std::move(*file);
+    GROVE_ASSIGN_OR_RETURN(const uint64_t size, file_->Size());
+    bytes_ = size / kPage * kPage;
+    if (bytes_ < kPage) {
+      return Status::InvalidArgument("device?file=" + path_ + ": shorter than one 4 KiB page");
+    }
+    return Status::Ok();
+  }
+
   // Reads of never-written blocks cost no IO on ext4 (holes and unwritten extents read as zeros),
   // so the file is written in full once and reused while its size matches.
   Status Prepare() {
@@ -135,7 +164,8 @@ class DeviceTarget final : public Target {
   }
 
   const std::string path_;
-  const uint64_t bytes_;
+  uint64_t bytes_;  // set by OpenExisting for an existing file
+  const bool existing_;
   const TargetOptions options_;
   std::shared_ptr<Logger> logger_;
   std::shared_ptr<IoBackend> backend_;
@@ -147,15 +177,29 @@ class DeviceTarget final : public Target {
 
 StatusOr<std::unique_ptr<Target>> OpenDeviceTarget(const TargetUri& uri, const TargetOptions& o) {
   uint64_t bytes = o.device_file_bytes ? o.device_file_bytes : (1ull << 30);
+  bool has_bytes = false;
+  std::string file;
   for (const auto& [k, v] : uri.params) {
     if (k == "file_bytes") {
       GROVE_ASSIGN_OR_RETURN(bytes, ParseSize(v, "device?file_bytes"));
+      has_bytes = true;
+    } else if (k == "file") {
+      if (v.empty()) return Status::InvalidArgument("device?file: a path is required");
+      file = v;
     } else {
-      return Status::InvalidArgument("device: unknown parameter '" + k + "' (file_bytes)");
+      return Status::InvalidArgument("device: unknown parameter '" + k + "' (file_bytes, file)");
     }
   }
-  if (bytes < 1u << 20) return Status::InvalidArgument("device?file_bytes: at least 1 MiB");
-  auto target = std::make_unique<DeviceTarget>(o.dir + "/device.dat", bytes, o);
+  if (!file.empty() && has_bytes) {
+    return Status::InvalidArgument(
+        "device: file_bytes and file exclude each other (an existing file is read whole)");
+  }
+  if (file.empty() && bytes < 1u << 20) {
+    return Status::InvalidArgument("device?file_bytes: at least 1 MiB");
+  }
+  auto target = file.empty()
+                    ? std::make_unique<DeviceTarget>(o.dir + "/device.dat", bytes, false, o)
+                    : std::make_unique<DeviceTarget>(file, 0, true, o);
   GROVE_RETURN_IF_ERROR(target->Open());
   return std::unique_ptr<Target>(std::move(target));
 }

@@ -160,6 +160,40 @@ TEST(BenchSmokeTest, Device) {
   }
 }
 
+TEST(BenchSmokeTest, DeviceReadsAnExistingFileWholeAndLeavesItAsItWas) {
+  testing::TempDir dir;
+  const std::string file = dir.Sub("existing.dat");
+  std::string content(3 * 4096 + 100, '\0');  // three whole pages and a tail the reads skip
+  for (size_t i = 0; i < content.size(); ++i) content[i] = static_cast<char>(i * 7);
+  std::ofstream(file, std::ios::binary) << content;
+  std::vector<json> runs;
+  ASSERT_EQ(RunBench(dir.path(), Common("device?file=" + file, dir.Sub("data")) + " --workloads c",
+                     &runs),
+            0);
+  ASSERT_EQ(runs.size(), 1u);
+  CheckRun(runs[0], kOps);
+  EXPECT_DOUBLE_EQ(runs[0]["io"]["page_reads_per_op"].get<double>(), 1.0);
+  EXPECT_EQ(runs[0]["target_config"]["file"], file);
+  EXPECT_EQ(runs[0]["target_config"]["file_bytes"], "12288");
+  std::ifstream in(file, std::ios::binary);
+  const std::string after((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, content) << "the file is only read";
+
+  // Bad inputs are refused with the parameter named.
+  for (const std::string& target :
+       {"device?file=" + dir.Sub("missing.dat"), "device?file=" + file + "&file_bytes=1GiB",
+        std::string("device?file=")}) {
+    const std::string cmd = std::string(GROVE_BENCH_PATH) + " " + Common(target, dir.Sub("data")) +
+                            " --workloads c --progress off " + "--no-table > /dev/null 2> " +
+                            dir.Sub("err.txt");
+    const int rc = std::system(cmd.c_str());
+    EXPECT_NE(rc, 0) << target;
+    std::ifstream err(dir.Sub("err.txt"));
+    const std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("device"), std::string::npos) << target << ": " << text;
+  }
+}
+
 TEST(BenchSmokeTest, PhasedYamlWorkloadAndKeyShapes) {
   testing::TempDir dir;
   const std::string yaml = dir.Sub("w.yaml");

@@ -58,7 +58,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format check-tsa test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor bench-scale bench-write-tails fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor bench-scale bench-scale-get bench-write-tails fuzz torture conformance-all
 
 deps:
 	bash scripts/install-deps.sh
@@ -170,6 +170,12 @@ bench-cluster: bench-build
 
 bench-advisor: bench-build
 	$(BENCH_ENV) GROVECTL=$(BENCH_BUILD_DIR)/client/grovectl scripts/bench-advisor.sh
+
+# Cold Get of btree and hln side by side at one size (SIZE, default 1e9), beside the device over
+# each engine's data file and over a smaller file.
+bench-scale-get: bench-build
+	BIN=$(BENCH_BUILD_DIR)/client/bench/grove-bench scripts/bench-scale-get.sh
+	python3 scripts/scale_get_report.py docs/bench-data/scale-get.jsonl > docs/bench-data/scale-get.md
 
 bench-scale: bench-build
 	BIN=$(BENCH_BUILD_DIR)/client/bench/grove-bench scripts/bench-scale.sh

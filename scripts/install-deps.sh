@@ -24,6 +24,8 @@ packages=(
   openssl
   # cluster mode keeps its metadata in etcd; the cluster tests run a real one (v3 API)
   etcd-server
+  # replicated ranges: Raft groups on libraft and its libuv IO (docs/libraft.md)
+  libraft-dev libuv1-dev
   # deployment tests (tests/deploy): the image is built with podman and run with buildah, from
   # base images made with debootstrap (scripts/offline-base-image.sh); a real Prometheus and
   # promtool check the dashboards and alert rules; python3-yaml reads the manifests and

@@ -1,0 +1,152 @@
+#pragma once
+
+// RaftGroup: one replica of one Raft group, on libraft 0.15 with its libuv IO and TCP transport
+// (docs/libraft.md says how that library behaves and why this class is shaped as it is).
+//
+// The replica keeps its log, term, vote and snapshots in its own directory, and applies committed
+// entries to a StateMachine on its loop's thread, in log order. A proposal is one log entry (one
+// raft_apply of one buffer: with several, libraft reports after the first), acknowledged once a
+// majority holds it and this replica applied it.
+//
+// Lifecycle:
+//
+//   Start --> running --Close--> closed
+//
+// Entries are framed (a length, the bytes, zeros to a multiple of 8: libraft 0.15 misreads its
+// own log otherwise) and a snapshot starts with a format byte.
+//
+// Start creates the directory, starts the group from what it holds (or bootstraps a new group with
+// `bootstrap` as its voters when it holds nothing) and returns once libraft loaded it. Close stops
+// taking proposals, waits (bounded) for those in flight, then closes the group: libraft 0.15
+// crashes when a leader is closed with appends still being written. The destructor closes.
+//
+// Thread safety: Propose, Barrier, GetStatus and Close from any thread but the loop's; the
+// StateMachine and every `done` callback run on the loop thread and must not block it (a blocked
+// loop delays every group on it: heartbeats stop and followers elect a new leader).
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grove/slice.h"
+#include "grove/status.h"
+
+#include "cluster/raft/raft_loop.h"
+
+struct raft;
+struct raft_io;
+struct raft_fsm;
+struct raft_uv_transport;
+
+namespace grove::raft {
+
+struct RaftPeer {
+  uint64_t id = 0;      // nonzero, unique in the group
+  std::string address;  // host:port its transport listens on
+};
+
+struct RaftGroupOptions {
+  uint64_t id = 0;      // this replica's id (nonzero)
+  std::string address;  // host:port this replica listens on
+  std::string dir;      // its log, metadata and snapshots; created when missing
+  // The voters of a new group, this replica among them; used only when `dir` holds no state.
+  // Empty: the replica waits to be added to an existing group.
+  std::vector<RaftPeer> bootstrap;
+  uint32_t election_timeout_ms = 1000;  // randomised by libraft to 1-2x
+  uint32_t heartbeat_ms = 100;
+  uint32_t snapshot_threshold = 1024;  // entries applied between snapshots
+  uint32_t snapshot_trailing = 2048;   // entries kept in the log behind a snapshot
+  uint64_t segment_bytes = 1 << 20;    // log segment size (libraft preallocates two)
+  bool pre_vote = true;                // a returning replica does not raise the term
+  uint32_t close_wait_ms = 5000;       // how long Close waits for proposals in flight
+};
+
+// What a group replicates. Called on the loop thread only.
+class StateMachine {
+ public:
+  virtual ~StateMachine() = default;
+  // Applies the committed entry at `index` (rising; indices of barriers and configuration
+  // entries are skipped). Must not fail: a replica that cannot apply stops (libraft would stall
+  // it silently otherwise).
+  virtual void Apply(uint64_t index, Slice entry) = 0;
+  // The state as of the last applied entry, as bytes Restore takes back.
+  virtual StatusOr<std::string> Snapshot() = 0;
+  // Replaces the state with a snapshot's.
+  virtual Status Restore(Slice snapshot) = 0;
+};
+
+enum class RaftRole { kUnavailable, kFollower, kCandidate, kLeader };
+const char* RaftRoleName(RaftRole role);
+
+struct RaftStatus {
+  RaftRole role = RaftRole::kUnavailable;
+  uint64_t leader_id = 0;  // 0: none known
+  std::string leader_address;
+  uint64_t term = 0;
+  uint64_t commit_index = 0;
+  uint64_t last_applied = 0;
+  uint64_t last_index = 0;
+  Status failure;  // why this replica stopped applying (a broken entry), or OK
+};
+
+class RaftGroup {
+ public:
+  // `loop` and `machine` must outlive the group.
+  static StatusOr<std::unique_ptr<RaftGroup>> Start(RaftLoop* loop, const RaftGroupOptions& options,
+                                                    StateMachine* machine);
+  ~RaftGroup();
+  RaftGroup(const RaftGroup&) = delete;
+  RaftGroup& operator=(const RaftGroup&) = delete;
+
+  // Runs with the outcome, on the loop thread (on the caller's when the entry is empty or the
+  // loop is stopping): OK and the entry's index once it is committed and applied here;
+  // FAILED_PRECONDITION naming the leader when this replica does not lead; UNAVAILABLE when
+  // leadership was lost first (the entry may still commit under the next leader) or the group
+  // is closing; INVALID_ARGUMENT for an empty entry.
+  using Done = std::function<void(const Status& status, uint64_t index)>;
+  void Propose(std::string entry, Done done);
+  // Completes once every entry before it is applied here, through a barrier entry of the current
+  // term committed by a majority: what a linearizable read waits for.
+  void Barrier(Done done);
+  // Blocking forms of the two, for callers off the loop thread.
+  StatusOr<uint64_t> ProposeAndWait(std::string entry);
+  StatusOr<uint64_t> BarrierAndWait();
+
+  RaftStatus GetStatus();
+  uint64_t id() const { return options_.id; }
+
+  Status Close();
+
+ private:
+  struct Request;
+  struct Callbacks;
+  // How far StartOnLoop got: what Close releases.
+  enum class Stage { kNone, kTransport, kIo, kRaft };
+
+  RaftGroup(RaftLoop* loop, const RaftGroupOptions& options, StateMachine* machine);
+  Status StartOnLoop();
+  Status NotLeader();  // naming the leader this replica knows of
+  void Finish(Request* req, int status, uint64_t index);
+
+  RaftLoop* const loop_;
+  const RaftGroupOptions options_;
+  StateMachine* const machine_;
+  // libraft's structures, owned here; touched on the loop thread only, as is everything below
+  // but closed_ (the caller's).
+  std::unique_ptr<::raft> raft_;
+  std::unique_ptr<::raft_io> io_;
+  std::unique_ptr<::raft_fsm> fsm_;
+  std::unique_ptr<::raft_uv_transport> transport_;
+  Stage stage_ = Stage::kNone;
+  bool started_ = false;  // raft_start succeeded
+  bool closing_ = false;  // no new proposals
+  uint64_t pending_ = 0;  // proposals and barriers libraft holds
+  Status failure_;        // set when an entry cannot be applied; every request returns it
+  std::shared_ptr<std::promise<void>> closed_promise_;  // set when libraft let go
+  bool closed_ = false;
+};
+
+}  // namespace grove::raft

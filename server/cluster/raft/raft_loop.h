@@ -11,6 +11,9 @@
 // joins the thread. Every group on the loop must be closed first (RaftGroup::Close). Tasks posted
 // after Stop began are dropped.
 //
+// Start sets SIGPIPE to be ignored, process-wide: raft_uv writes to sockets peers may have
+// closed, and the signal's default action would end the process.
+//
 // Thread safety: Post, RunAndWait and OnLoopThread from any thread; RunAndWait not from the loop
 // thread itself (it would wait for itself). Lock order: mu_ only, never held while a task runs.
 

@@ -191,8 +191,8 @@ Status RaftGroup::StartOnLoop() {
   stage_ = Stage::kTransport;
   if (int rv = raft_uv_init(io_.get(), loop_->loop(), options_.dir.c_str(), transport_.get());
       rv != 0) {
-    return Status::Unavailable(fmt::format("raft: io in {}: {} ({})", options_.dir,
-                                           raft_strerror(rv), io_->errmsg));
+    return Status::Unavailable(
+        fmt::format("raft: io in {}: {} ({})", options_.dir, raft_strerror(rv), io_->errmsg));
   }
   stage_ = Stage::kIo;
   raft_uv_set_segment_size(io_.get(), options_.segment_bytes);
@@ -244,9 +244,9 @@ Status RaftGroup::NotLeader() {
         "raft: replica {} is not the leader, and knows of none (an election is under way)",
         options_.id));
   }
-  return Status::FailedPrecondition(fmt::format(
-      "raft: replica {} is not the leader; the leader is replica {} at {}", options_.id, id,
-      address != nullptr ? address : "?"));
+  return Status::FailedPrecondition(
+      fmt::format("raft: replica {} is not the leader; the leader is replica {} at {}", options_.id,
+                  id, address != nullptr ? address : "?"));
 }
 
 void RaftGroup::Finish(Request* req, int status, uint64_t index) {
@@ -408,6 +408,7 @@ Status RaftGroup::Close() {
   std::future<void> done = closed->get_future();
   closed_promise_ = closed;
   const bool posted = loop_->Post([this] {
+    started_ = false;  // GetStatus and requests no longer touch libraft's state
     switch (stage_) {
       case Stage::kRaft:
         raft_close(raft_.get(), [](::raft* r) {
@@ -434,9 +435,9 @@ Status RaftGroup::Close() {
   }
   done.wait();
   if (pending > 0) {
-    return Status::DeadlineExceeded(fmt::format(
-        "raft group {}: closed with {} requests still in flight after {} ms", options_.id,
-        pending, options_.close_wait_ms));
+    return Status::DeadlineExceeded(
+        fmt::format("raft group {}: closed with {} requests still in flight after {} ms",
+                    options_.id, pending, options_.close_wait_ms));
   }
   return Status::Ok();
 }

@@ -7,17 +7,16 @@
 
 #include "cluster/raft/raft_group.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <functional>
 #include <map>
 #include <thread>
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "testutil/status_macros.h"
 #include "testutil/temp_dir.h"
@@ -265,9 +264,8 @@ TEST_F(RaftGroupTest, AReplicaWhoseAddressIsTakenFailsToStartAndReleasesItsResou
             std::string::npos);
   bad = OptionsFor(1);
   bad.segment_bytes = 1000;
-  EXPECT_NE(
-      RaftGroup::Start(loops_[1].get(), bad, &log).status().ToString().find("segment_bytes"),
-      std::string::npos);
+  EXPECT_NE(RaftGroup::Start(loops_[1].get(), bad, &log).status().ToString().find("segment_bytes"),
+            std::string::npos);
 }
 
 TEST_F(RaftGroupTest, ClosingALeaderWithProposalsInFlightCompletesEveryOne) {
@@ -284,6 +282,8 @@ TEST_F(RaftGroupTest, ClosingALeaderWithProposalsInFlightCompletesEveryOne) {
     });
   }
   ASSERT_OK(groups_[leader]->Close());
+  EXPECT_EQ(groups_[leader]->GetStatus().role, RaftRole::kUnavailable);
+  EXPECT_EQ(groups_[leader]->ProposeAndWait("late").status().code(), StatusCode::kUnavailable);
   groups_[leader].reset();
   MutexLock lock(&mu);
   EXPECT_EQ(done, 40) << "every proposal's callback ran before Close returned";

@@ -249,20 +249,31 @@ Status RaftGroup::NotLeader() {
                   id, address != nullptr ? address : "?"));
 }
 
+Status RaftGroup::Outcome(int rv, const char* what) {
+  if (rv == RAFT_NOTLEADER) return NotLeader();
+  if (rv == RAFT_LEADERSHIPLOST) {
+    return Status::Unavailable(
+        "raft: leadership was lost before the entry was applied; it may still commit under the "
+        "next leader");
+  }
+  return RaftError(rv, what, raft_.get());
+}
+
+Status RaftGroup::Refusal() {
+  if (!failure_.ok()) return failure_;
+  if (!started_ || closing_) return Status::Unavailable("raft: the group is closing");
+  if (raft_state(raft_.get()) != RAFT_LEADER) return NotLeader();
+  return Status::Ok();
+}
+
 void RaftGroup::Finish(Request* req, int status, uint64_t index) {
   --pending_;
   Done done = std::move(req->done);
   delete req;
   if (status == 0) {
     done(Status::Ok(), index);
-  } else if (status == RAFT_NOTLEADER) {
-    done(NotLeader(), 0);
-  } else if (status == RAFT_LEADERSHIPLOST) {
-    done(Status::Unavailable("raft: leadership was lost before the entry was applied; it may "
-                             "still commit under the next leader"),
-         0);
   } else {
-    done(RaftError(status, "request", raft_.get()), 0);
+    done(Outcome(status, "request"), 0);
   }
 }
 
@@ -272,16 +283,8 @@ void RaftGroup::Propose(std::string entry, Done done) {
     return;
   }
   auto task = [this, entry = std::move(entry), done]() mutable {
-    if (!failure_.ok()) {
-      done(failure_, 0);
-      return;
-    }
-    if (!started_ || closing_) {
-      done(Status::Unavailable("raft: the group is closing"), 0);
-      return;
-    }
-    if (raft_state(raft_.get()) != RAFT_LEADER) {
-      done(NotLeader(), 0);
+    if (Status refused = Refusal(); !refused.ok()) {
+      done(refused, 0);
       return;
     }
     // Framed and padded to 8 bytes: libraft 0.15's log reads entries back wrongly when their
@@ -307,7 +310,7 @@ void RaftGroup::Propose(std::string entry, Done done) {
       raft_free(buf.base);  // not taken: the callback will not run
       Done d = std::move(req->done);
       delete req;
-      d(rv == RAFT_NOTLEADER ? NotLeader() : RaftError(rv, "propose", raft_.get()), 0);
+      d(Outcome(rv, "propose"), 0);
       return;
     }
     ++pending_;
@@ -317,16 +320,8 @@ void RaftGroup::Propose(std::string entry, Done done) {
 
 void RaftGroup::Barrier(Done done) {
   auto task = [this, done]() mutable {
-    if (!failure_.ok()) {
-      done(failure_, 0);
-      return;
-    }
-    if (!started_ || closing_) {
-      done(Status::Unavailable("raft: the group is closing"), 0);
-      return;
-    }
-    if (raft_state(raft_.get()) != RAFT_LEADER) {
-      done(NotLeader(), 0);
+    if (Status refused = Refusal(); !refused.ok()) {
+      done(refused, 0);
       return;
     }
     auto* req = new Request;
@@ -336,7 +331,7 @@ void RaftGroup::Barrier(Done done) {
     if (int rv = raft_barrier(raft_.get(), &req->barrier, &Callbacks::BarrierDone); rv != 0) {
       Done d = std::move(req->done);
       delete req;
-      d(rv == RAFT_NOTLEADER ? NotLeader() : RaftError(rv, "barrier", raft_.get()), 0);
+      d(Outcome(rv, "barrier"), 0);
       return;
     }
     ++pending_;

@@ -129,6 +129,10 @@ class RaftGroup {
   RaftGroup(RaftLoop* loop, const RaftGroupOptions& options, StateMachine* machine);
   Status StartOnLoop();
   Status NotLeader();  // naming the leader this replica knows of
+  // Why a new request is refused now (a broken entry, closing, not the leader), or OK.
+  Status Refusal();
+  // The status of libraft's result code `rv` for a request (`what` names it).
+  Status Outcome(int rv, const char* what);
   void Finish(Request* req, int status, uint64_t index);
 
   RaftLoop* const loop_;

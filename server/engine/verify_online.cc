@@ -121,9 +121,12 @@ Status DbImpl::VerifyOnlineLocked(const VerifyOnlineOptions& options, VerifyRepo
     vo.data_dir = scratch;
     vo.read_only = true;
     vo.create_if_missing = false;
+    // The pool the variant needs is a floor: hln with 256-page leaves needs 16 MiB. (hln's pool
+    // is all of its cache; a variant with a smaller pool share and a floor would scale it.)
     vo.cache_bytes = options.cache_bytes != 0
                          ? options.cache_bytes
-                         : std::max(kMinSnapshotCache, options_.cache_bytes / 16);
+                         : std::max({kMinSnapshotCache, options_.cache_bytes / 16,
+                                     index_->MinPoolPages() * kPageSize});
     vo.expiry.sweep_interval_seconds = 0;
     vo.index.variant = variant_;
     vo.logger = logger_;

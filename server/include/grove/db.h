@@ -142,7 +142,7 @@ struct VerifyReport {
 // How Db::VerifyOnline runs.
 struct VerifyOnlineOptions {
   // The snapshot's cache while it runs, on top of the database's cache_bytes (0: a sixteenth of
-  // cache_bytes, at least 8 MiB).
+  // cache_bytes, at least 8 MiB and at least the pool the variant needs: Index::MinPoolPages).
   uint64_t cache_bytes = 0;
   // Polled while it runs: true gives up (kAborted). Null: never.
   std::function<bool()> cancelled;

@@ -228,6 +228,10 @@ class Index {
   // operation (WorstCaseWritePages in options.h). Must equal VariantSpec::pages_per_op for its
   // parameters.
   virtual uint64_t PagesDirtiedPerOp() const { return kDefaultPagesPerOp; }
+  // The least buffer pool, in pages, the variant opens with for its parameters (an open with less
+  // fails naming cache_bytes). Read by whoever opens another copy of the same index with a cache of
+  // its own choosing (Db::VerifyOnline's snapshot view). The default: no least beyond the pool's.
+  virtual uint64_t MinPoolPages() const { return 0; }
 
   // Inserts or replaces. *old_cell receives the replaced cell when the variant knows it; a variant
   // that does not (a blind write) leaves it empty and releases the cell later (ReleaseCell).

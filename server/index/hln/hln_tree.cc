@@ -43,8 +43,10 @@ StatusOr<hln::Config> ParseConfig(const ParamMap& params) {
 // most; a rebalance or stash conversion rewrites fewer.
 uint64_t PagesPerOp(const hln::Config& c) { return 2 * static_cast<uint64_t>(c.leaf_pages) + 2; }
 
+uint64_t MinPoolPagesFor(const hln::Config& c) { return kMinCacheLeaves * c.leaf_pages; }
+
 Status CheckCache(const IndexContext& ctx, const hln::Config& c) {
-  const uint64_t need = kMinCacheLeaves * c.leaf_pages;
+  const uint64_t need = MinPoolPagesFor(c);
   if (ctx.pool->capacity_pages() < need) {
     return Status::InvalidArgument(fmt::format(
         "cache_bytes: hln with index.params.leaf_pages={} needs a cache of at least {} leaves "
@@ -87,6 +89,8 @@ VariantSpec HlnTree::Spec() {
 }
 
 uint64_t HlnTree::PagesDirtiedPerOp() const { return PagesPerOp(cfg_); }
+
+uint64_t HlnTree::MinPoolPages() const { return MinPoolPagesFor(cfg_); }
 
 HlnTree::HlnTree(const IndexContext& ctx, const hln::Config& cfg,
                  const predict::ShortcutOptions& prefetch)

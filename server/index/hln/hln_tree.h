@@ -107,6 +107,7 @@ class HlnTree final : public Index {
                   std::vector<std::optional<std::string>>* cells) override;
   Status Prepare(Slice key) override;
   uint64_t PagesDirtiedPerOp() const override;
+  uint64_t MinPoolPages() const override;
   Status Put(const WriteContext& w, Slice key, Slice cell,
              std::optional<std::string>* old_cell) override;
   Status Delete(const WriteContext& w, Slice key, std::optional<std::string>* old_cell) override;

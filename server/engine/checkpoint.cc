@@ -132,6 +132,12 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
     m.memory_only_cells = memory_cells;
     m.blob_values = values_->blob_values();
     m.blob_pages = values_->blob_pages();
+    {
+      MutexLock marks_lock(&marks_mu_);
+      for (const auto& [name, mark] : marks_) {
+        if (!mark.value.empty()) m.marks.push_back({name, mark.value, mark.lsn});
+      }
+    }
     if (may_hold_expiring_.load()) m.flags |= Manifest::kMayHoldExpiring;
     flags = m.flags;
     manifest = m.Encode();

@@ -28,6 +28,7 @@
 // a checkpoint) holding its stripes but never the gate; nobody waits for a stripe inside the gate.
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -76,6 +77,8 @@ class DbImpl final : public Db, private IndexServices {
   Status Backup(const std::string& dir, const BackupOptions& options, BackupInfo* info) override;
   Status BulkLoad(const BulkLoadSource& source) override;
   Status Checkpoint() override;
+  Status SyncWal() override;
+  StatusOr<bool> GetMark(Slice name, std::string* value) override;
   DbStats GetStats() override;
   Status Verify(VerifyReport* report) override;
   Status VerifyOnline(const VerifyOnlineOptions& options, VerifyReport* report) override;
@@ -164,6 +167,8 @@ class DbImpl final : public Db, private IndexServices {
   Status LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
                      Clock::time_point room_deadline, Lsn* lsn_out);
   // Operations replaced by a later one of the same key are skipped.
+  // Sets the batch's marks as of record `lsn`.
+  void ApplyMarks(Lsn lsn, const WriteBatch& batch) GROVE_EXCLUDES(marks_mu_);
   Status ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise, bool in_gate);
   // BatchGet's reads, with the key stripes held shared.
   Status BatchGetLocked(const std::vector<Slice>& keys,
@@ -351,6 +356,16 @@ class DbImpl final : public Db, private IndexServices {
   uint64_t expiring_puts_ GROVE_GUARDED_BY(expiry_flag_mu_) = 0;  // expiring puts applied
   std::atomic<uint64_t> expired_removed_{0};                      // keys the sweep removed
   std::atomic<uint64_t> expiry_sweeps_{0};                        // whole sweeps completed
+
+  // The marks (Db::GetMark), each with the LSN of the record that set it: records apply out of
+  // LSN order across keys, so a mark changes only with a newer record. An empty value is a
+  // removed mark, kept until the next open so that an older record cannot set it again.
+  struct MarkValue {
+    std::string value;
+    Lsn lsn = 0;
+  };
+  Mutex marks_mu_;  // a leaf
+  std::map<std::string, MarkValue, std::less<>> marks_ GROVE_GUARDED_BY(marks_mu_);
 
   std::atomic<uint64_t> gets_{0}, puts_{0}, deletes_{0}, writes_{0}, scans_{0};
   // Reads that found a key whose value had expired (it read as absent).

@@ -341,6 +341,11 @@ Status DbImpl::LoadCheckpoint(const Superblock& sb, const IndexRegistry& registr
   durable_epoch_ = sb.epoch;
   redo_lsn_ = m.redo_lsn;
   may_hold_expiring_ = (m.flags & Manifest::kMayHoldExpiring) != 0;
+  {
+    MutexLock lock(&marks_mu_);
+    marks_.clear();
+    for (const Manifest::Mark& mark : m.marks) marks_[mark.name] = MarkValue{mark.value, mark.lsn};
+  }
   // Blobs that only memory referenced when the checkpoint was taken: the replay below writes
   // them again.
   for (const std::string& cell : m.memory_only_cells) {

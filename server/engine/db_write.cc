@@ -168,8 +168,22 @@ Status DbImpl::CheckWrite(const WriteBatch& batch, const WriteOptions& options, 
     GROVE_RETURN_IF_ERROR(
         CheckKey(options.conditions[i].key, fmt::format("conditions[{}].key", i).c_str()));
   }
-  out->empty = batch.Count() == 0 && options.conditions.empty();
+  out->empty = batch.Empty() && options.conditions.empty();
   if (out->empty) return Status::Ok();
+  uint32_t mark = 0;
+  GROVE_RETURN_IF_ERROR(batch.ForEachMark([&](Slice name, Slice value) {
+    const uint32_t i = mark++;
+    if (name.empty() || name.size() > WriteBatch::kMaxMarkNameBytes) {
+      return Status::InvalidArgument(
+          fmt::format("marks[{}].name: {} bytes; mark names must be 1..{} bytes", i, name.size(),
+                      WriteBatch::kMaxMarkNameBytes));
+    }
+    if (value.size() > WriteBatch::kMaxMarkValueBytes) {
+      return Status::InvalidArgument(fmt::format("marks[{}].value: {} bytes exceeds {}", i,
+                                                 value.size(), WriteBatch::kMaxMarkValueBytes));
+    }
+    return Status::Ok();
+  }));
   if (batch.Count() > options_.max_batch_entries) {
     return Status::ResourceExhausted(
         fmt::format("batch of {} operations exceeds "
@@ -250,7 +264,7 @@ Status DbImpl::CommitWrite(const WriteBatch& batch, const WriteOptions& options,
   const std::vector<uint32_t> stripes = KeyLocks::StripesOf(w.keys);
   key_locks_.Lock(stripes);
   Status s = CheckConditions(options, result);
-  if (s.ok() && batch.Count() > 0) {
+  if (s.ok() && !batch.Empty()) {
     Lsn lsn = 0;
     s = LogAndApply(batch, w.stepwise, w.stepwise ? w.need.first : w.need.total,
                     RoomDeadline(options), &lsn);
@@ -308,7 +322,7 @@ Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool ste
     if (last.size() == batch.Count()) last.clear();  // no key twice: nothing to skip
   }
   uint32_t index = 0;
-  return batch.ForEachOp([&](const WriteBatch::Op& op) {
+  GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) {
     const uint32_t i = index++;
     if (op.type == WriteBatch::OpType::kDeleteRange) {
       return ApplyDeleteRange(lsn, op.key, op.end, room, /*first=*/i == 0, in_gate);
@@ -341,7 +355,46 @@ Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool ste
       default:
         return ApplyDelete(w, op.key);
     }
-  });
+  }));
+  ApplyMarks(lsn, batch);
+  return Status::Ok();
+}
+
+void DbImpl::ApplyMarks(Lsn lsn, const WriteBatch& batch) {
+  if (batch.MarkCount() == 0) return;
+  std::vector<std::pair<Slice, Slice>> marks;
+  marks.reserve(batch.MarkCount());
+  batch
+      .ForEachMark([&](Slice name, Slice value) {
+        marks.emplace_back(name, value);
+        return Status::Ok();
+      })
+      .IgnoreError();
+  MutexLock lock(&marks_mu_);
+  for (const auto& [name, value] : marks) {
+    auto it = marks_.find(name);
+    if (it == marks_.end()) {
+      marks_.emplace(std::string(name), MarkValue{std::string(value), lsn});
+    } else if (it->second.lsn < lsn) {
+      it->second = MarkValue{std::string(value), lsn};
+    }
+  }
+}
+
+StatusOr<bool> DbImpl::GetMark(Slice name, std::string* value) {
+  if (closed_.load()) return Status::Unavailable("database is closed");
+  MutexLock lock(&marks_mu_);
+  auto it = marks_.find(name);
+  if (it == marks_.end() || it->second.value.empty()) return false;
+  *value = it->second.value;
+  return true;
+}
+
+Status DbImpl::SyncWal() {
+  GROVE_RETURN_IF_ERROR(CheckWritable());
+  Status s = wal_->Sync();
+  if (s.code() == StatusCode::kInternal) SetBackgroundError(s);
+  return s;
 }
 
 Status DbImpl::ApplyPut(const WriteContext& w, Slice key, Slice value, uint64_t expires_ms) {

@@ -67,7 +67,7 @@ void DbImpl::CommitWriteGroup(std::vector<GroupedWrite>* group) {
   Clock::time_point room_deadline = Clock::time_point::max();
   for (GroupedWrite& g : *group) {
     g.request->status = CheckConditions(*g.options, g.request->result);
-    if (!g.request->status.ok() || g.request->batch->Count() == 0) continue;
+    if (!g.request->status.ok() || g.request->batch->Empty()) continue;
     logged.push_back(&g);
     pages += g.checked.need.total;
     room_deadline = std::min(room_deadline, RoomDeadline(*g.options));

@@ -30,6 +30,14 @@ std::string Manifest::Encode() const {
   PutVarint64(&s, memory_only_cells.size());
   for (const std::string& c : memory_only_cells) PutLengthPrefixed(&s, c);
   PutVarint64(&s, flags);
+  if (!marks.empty()) {
+    PutVarint64(&s, marks.size());
+    for (const Mark& mark : marks) {
+      PutLengthPrefixed(&s, mark.name);
+      PutLengthPrefixed(&s, mark.value);
+      PutVarint64(&s, mark.lsn);
+    }
+  }
   PutFixed32(&s, crc32c::Mask(crc32c::Value(s.data(), s.size())));
   return s;
 }
@@ -63,6 +71,21 @@ StatusOr<Manifest> Manifest::Decode(Slice data) {
   }
   if (!in.empty() && !GetVarint64(&in, &m.flags)) {
     return Status::DataLoss("manifest: malformed flags");
+  }
+  uint64_t marks = 0;
+  if (!in.empty() && (!GetVarint64(&in, &marks) || marks > in.size())) {
+    return Status::DataLoss("manifest: malformed list of marks");
+  }
+  for (uint64_t i = 0; i < marks; ++i) {
+    Slice name, value;
+    Mark mark;
+    if (!GetLengthPrefixed(&in, &name) || !GetLengthPrefixed(&in, &value) ||
+        !GetVarint64(&in, &mark.lsn)) {
+      return Status::DataLoss("manifest: truncated mark");
+    }
+    mark.name.assign(name);
+    mark.value.assign(value);
+    m.marks.push_back(std::move(mark));
   }
   if (!in.empty()) return Status::DataLoss("manifest: trailing bytes after its sections");
   m.allocator.assign(a);

@@ -9,6 +9,7 @@
 //   | blob values varint | blob pages varint
 //   | memory-only cells: count varint, then each varint-prefixed
 //   | [flags varint]   (absent in manifests written before it existed: 0)
+//   | [marks: count varint, then each: name, value (varint-prefixed), lsn varint]   (absent: none)
 //   | masked crc32c u32 of everything before it
 //
 // Recovery frees the blobs of the memory-only cells (Index::ListMemoryOnlyCells), then replays
@@ -39,6 +40,14 @@ struct Manifest {
   // so the expiry sweep runs after a reopen (cleared by a sweep that found none).
   static constexpr uint64_t kMayHoldExpiring = 1;
   uint64_t flags = 0;
+  // The database's marks (Db::GetMark) as of the checkpoint, each with the LSN of the record that
+  // set it: replay changes a mark only with a record newer than that.
+  struct Mark {
+    std::string name;
+    std::string value;
+    uint64_t lsn = 0;
+  };
+  std::vector<Mark> marks;
 
   std::string Encode() const;
   static StatusOr<Manifest> Decode(Slice data);

@@ -12,7 +12,7 @@ void WriteBatch::Put(Slice key, Slice value) {
   rep_.push_back(static_cast<char>(OpType::kPut));
   PutLengthPrefixed(&rep_, key);
   PutLengthPrefixed(&rep_, value);
-  EncodeFixed32(rep_.data(), ++count_);
+  EncodeFixed32(rep_.data(), ++count_ + marks_);
   payload_bytes_ += key.size() + value.size();
 }
 
@@ -22,7 +22,7 @@ void WriteBatch::PutExpiring(Slice key, Slice value, uint64_t expires_ms) {
   PutLengthPrefixed(&rep_, key);
   PutLengthPrefixed(&rep_, value);
   PutFixed64(&rep_, expires_ms);
-  EncodeFixed32(rep_.data(), ++count_);
+  EncodeFixed32(rep_.data(), ++count_ + marks_);
   payload_bytes_ += key.size() + value.size();
 }
 
@@ -30,7 +30,7 @@ void WriteBatch::DeleteRange(Slice start, Slice end) {
   rep_.push_back(static_cast<char>(OpType::kDeleteRange));
   PutLengthPrefixed(&rep_, start);
   PutLengthPrefixed(&rep_, end);
-  EncodeFixed32(rep_.data(), ++count_);
+  EncodeFixed32(rep_.data(), ++count_ + marks_);
   ++range_deletes_;
   payload_bytes_ += start.size() + end.size();
 }
@@ -38,44 +38,73 @@ void WriteBatch::DeleteRange(Slice start, Slice end) {
 void WriteBatch::Delete(Slice key) {
   rep_.push_back(static_cast<char>(OpType::kDelete));
   PutLengthPrefixed(&rep_, key);
-  EncodeFixed32(rep_.data(), ++count_);
+  EncodeFixed32(rep_.data(), ++count_ + marks_);
   payload_bytes_ += key.size();
+}
+
+void WriteBatch::SetMark(Slice name, Slice value) {
+  rep_.push_back(static_cast<char>(OpType::kMark));
+  PutLengthPrefixed(&rep_, name);
+  PutLengthPrefixed(&rep_, value);
+  EncodeFixed32(rep_.data(), count_ + ++marks_);
 }
 
 void WriteBatch::Clear() {
   rep_.clear();
   PutFixed32(&rep_, 0);
   count_ = 0;
+  marks_ = 0;
   range_deletes_ = 0;
   payload_bytes_ = 0;
 }
 
-Status WriteBatch::ForEachOp(const std::function<Status(const Op&)>& fn) const {
-  // The encoding was built by this class or validated by Decode.
-  Slice in(rep_);
+namespace {
+
+// Calls fn for every encoded operation, marks included. The encoding was built by WriteBatch or
+// validated by Decode.
+template <typename Fn>
+Status ForEachEncoded(Slice rep, uint32_t total, const Fn& fn) {
+  Slice in = rep;
   in.remove_prefix(4);
-  for (uint32_t i = 0; i < count_; ++i) {
-    Op op;
-    op.type = static_cast<OpType>(in[0]);
+  for (uint32_t i = 0; i < total; ++i) {
+    WriteBatch::Op op;
+    op.type = static_cast<WriteBatch::OpType>(in[0]);
     in.remove_prefix(1);
     GetLengthPrefixed(&in, &op.key);
     switch (op.type) {
-      case OpType::kPut:
+      case WriteBatch::OpType::kPut:
+      case WriteBatch::OpType::kMark:
         GetLengthPrefixed(&in, &op.value);
         break;
-      case OpType::kPutExpiring:
+      case WriteBatch::OpType::kPutExpiring:
         GetLengthPrefixed(&in, &op.value);
         GetFixed64(&in, &op.expires_ms);
         break;
-      case OpType::kDeleteRange:
+      case WriteBatch::OpType::kDeleteRange:
         GetLengthPrefixed(&in, &op.end);
         break;
-      case OpType::kDelete:
+      case WriteBatch::OpType::kDelete:
         break;
     }
     GROVE_RETURN_IF_ERROR(fn(op));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteBatch::ForEachOp(const std::function<Status(const Op&)>& fn) const {
+  if (marks_ == 0) return ForEachEncoded(rep_, count_, fn);
+  return ForEachEncoded(rep_, count_ + marks_, [&fn](const Op& op) {
+    return op.type == OpType::kMark ? Status::Ok() : fn(op);
+  });
+}
+
+Status WriteBatch::ForEachMark(const std::function<Status(Slice, Slice)>& fn) const {
+  if (marks_ == 0) return Status::Ok();
+  return ForEachEncoded(rep_, count_ + marks_, [&fn](const Op& op) {
+    return op.type == OpType::kMark ? fn(op.key, op.value) : Status::Ok();
+  });
 }
 
 Status WriteBatch::ForEach(const std::function<Status(OpType, Slice, Slice)>& fn) const {
@@ -112,6 +141,9 @@ StatusOr<WriteBatch> WriteBatch::Decode(Slice encoded) {
       Slice end;
       if (!GetLengthPrefixed(&in, &end)) return Status::DataLoss("write batch: bad range end");
       b.DeleteRange(key, end);
+    } else if (type == OpType::kMark) {
+      if (!GetLengthPrefixed(&in, &value)) return Status::DataLoss("write batch: bad mark value");
+      b.SetMark(key, value);
     } else {
       return Status::DataLoss(
           fmt::format("write batch: unknown op type {}", static_cast<int>(type)));

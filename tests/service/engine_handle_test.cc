@@ -43,6 +43,8 @@ class FakeDb final : public Db {
   }
   Status BulkLoad(const BulkLoadSource&) override { return Status::Ok(); }
   Status Checkpoint() override { return Status::Ok(); }
+  Status SyncWal() override { return Status::Ok(); }
+  StatusOr<bool> GetMark(Slice, std::string*) override { return false; }
   DbStats GetStats() override { return DbStats(); }
   Status Verify(VerifyReport*) override { return Status::Ok(); }
   Status VerifyOnline(const VerifyOnlineOptions&, VerifyReport*) override { return Status::Ok(); }

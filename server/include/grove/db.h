@@ -239,6 +239,16 @@ class Db {
   // Writes a checkpoint now and waits for it: afterwards recovery replays nothing older.
   virtual Status Checkpoint() = 0;
 
+  // Makes every write acknowledged so far durable against power loss (an fdatasync of the log),
+  // whatever wal.sync says.
+  virtual Status SyncWal() = 0;
+
+  // Reads the mark `name`: a small value outside the key space that a WriteBatch sets
+  // (WriteBatch::SetMark) atomically with its keys, kept by checkpoints and recovered with them.
+  // Returns true and sets *value when the mark is set. A replicated range keeps the Raft index
+  // its data has applied in one.
+  virtual StatusOr<bool> GetMark(Slice name, std::string* value) = 0;
+
   virtual DbStats GetStats() = 0;
 
   // Walks every page and checks every structural invariant of the index, the value store and the

@@ -11,12 +11,19 @@
 //      | kDelete u8 | varint32 key_len | key
 //      | kDeleteRange u8 | varint32 start_len | start | varint32 end_len | end
 //      | kPutExpiring u8 | varint32 key_len | key | varint32 value_len | value | expires_ms u64
+//      | kMark u8 | varint32 name_len | name | varint32 value_len | value
 //
 // Operations apply in order; a later operation on the same key wins. kDeleteRange removes every
 // key in [start, end) (end empty: to the last key); the engine writes it only through
 // Db::DeleteRange, which applies it with every other writer held off, so that replaying it
 // removes exactly the keys it removed. kPutExpiring is a put whose key reads as absent from
 // expires_ms (Unix milliseconds) on.
+//
+// kMark sets one of the database's marks (Db::GetMark): small named values outside the key space
+// that change atomically with the batch's keys and are kept by checkpoints. A replicated range
+// records the Raft index its engine has applied in one, in the same record as the entry's writes.
+// Marks are not operations on keys: Count, PayloadBytes, ForEach and ForEachOp leave them out
+// (ForEachMark lists them).
 //
 // Thread safety: not synchronised; one thread builds a batch, then hands it to Db::Write.
 
@@ -31,7 +38,13 @@ namespace grove {
 
 class WriteBatch {
  public:
-  enum class OpType : uint8_t { kPut = 1, kDelete = 2, kDeleteRange = 3, kPutExpiring = 4 };
+  enum class OpType : uint8_t {
+    kPut = 1,
+    kDelete = 2,
+    kDeleteRange = 3,
+    kPutExpiring = 4,
+    kMark = 5,
+  };
 
   // One operation as ForEachOp presents it.
   struct Op {
@@ -50,9 +63,19 @@ class WriteBatch {
   void PutExpiring(Slice key, Slice value, uint64_t expires_ms);
   void Delete(Slice key);
   void DeleteRange(Slice start, Slice end);
+  // Sets the mark `name` to `value` when the batch applies; an empty value removes the mark.
+  // Db::Write checks the sizes (kMaxMarkNameBytes, kMaxMarkValueBytes).
+  void SetMark(Slice name, Slice value);
   void Clear();
 
+  static constexpr size_t kMaxMarkNameBytes = 128;
+  static constexpr size_t kMaxMarkValueBytes = 1024;
+
+  // Operations on keys (marks not included).
   uint32_t Count() const { return count_; }
+  uint32_t MarkCount() const { return marks_; }
+  // No operation and no mark.
+  bool Empty() const { return count_ == 0 && marks_ == 0; }
   // Sum of key and value bytes (what Options::max_batch_bytes limits).
   uint64_t PayloadBytes() const { return payload_bytes_; }
   // The encoded form (the WAL payload).
@@ -63,6 +86,8 @@ class WriteBatch {
   Status ForEach(const std::function<Status(OpType, Slice, Slice)>& fn) const;
   // The same with every field of each operation.
   Status ForEachOp(const std::function<Status(const Op&)>& fn) const;
+  // Calls fn(name, value) for each mark in order.
+  Status ForEachMark(const std::function<Status(Slice name, Slice value)>& fn) const;
   // Whether any operation is a kDeleteRange.
   bool HasRangeDelete() const { return range_deletes_ > 0; }
 
@@ -72,6 +97,7 @@ class WriteBatch {
  private:
   std::string rep_;
   uint32_t count_ = 0;
+  uint32_t marks_ = 0;
   uint32_t range_deletes_ = 0;
   uint64_t payload_bytes_ = 0;
 };

@@ -102,9 +102,15 @@ struct RaftGroup::Callbacks {
           g->options_.id, index, buf->len));
       return RAFT_MALFORMED;
     }
-    g->machine_->Apply(index, Slice(p + kFrameHeader, n));
+    if (Status s = g->machine_->Apply(index, Slice(p + kFrameHeader, n)); !s.ok()) {
+      // libraft stops applying on this replica and tells no one: the failure tells the callers.
+      g->failure_ = s.WithContext(
+          fmt::format("raft group {}: entry {} could not be applied; this replica stopped applying",
+                      g->options_.id, index));
+      return RAFT_IOERR;
+    }
     *result = nullptr;
-    return 0;  // never fails: libraft would stop applying on this replica and tell no one
+    return 0;
   }
 
   static int Snapshot(struct raft_fsm* fsm, struct raft_buffer* bufs[], unsigned* n) {
@@ -130,7 +136,12 @@ struct RaftGroup::Callbacks {
     auto* g = static_cast<RaftGroup*>(fsm->data);
     const auto* p = static_cast<const char*>(buf->base);
     if (buf->len < 1 || p[0] != kSnapshotFormat) return RAFT_MALFORMED;  // libraft frees it
-    if (!g->machine_->Restore(Slice(p + 1, buf->len - 1)).ok()) return RAFT_IOERR;
+    if (Status s = g->machine_->Restore(Slice(p + 1, buf->len - 1)); !s.ok()) {
+      g->restore_failure_ =
+          s.WithContext(fmt::format("raft group {}: restoring a snapshot", g->options_.id));
+      return RAFT_IOERR;
+    }
+    g->restore_failure_ = Status::Ok();
     raft_free(buf->base);  // on success the buffer is ours
     return 0;
   }
@@ -211,6 +222,7 @@ Status RaftGroup::StartOnLoop() {
   raft_set_heartbeat_timeout(raft_.get(), options_.heartbeat_ms);
   raft_set_snapshot_threshold(raft_.get(), options_.snapshot_threshold);
   raft_set_snapshot_trailing(raft_.get(), options_.snapshot_trailing);
+  raft_set_install_snapshot_timeout(raft_.get(), options_.install_snapshot_timeout_ms);
   raft_set_pre_vote(raft_.get(), options_.pre_vote);
   if (!options_.bootstrap.empty()) {
     struct raft_configuration conf;
@@ -226,6 +238,7 @@ Status RaftGroup::StartOnLoop() {
     if (rv != 0 && rv != RAFT_CANTBOOTSTRAP) return RaftError(rv, "bootstrap", raft_.get());
   }
   if (int rv = raft_start(raft_.get()); rv != 0) {
+    if (!restore_failure_.ok()) return restore_failure_;
     return RaftError(rv, fmt::format("start in {} at {}", options_.dir, options_.address).c_str(),
                      raft_.get());
   }
@@ -378,7 +391,7 @@ RaftStatus RaftGroup::GetStatus() {
     s.commit_index = raft_->commit_index;
     s.last_applied = raft_last_applied(raft_.get());
     s.last_index = raft_last_index(raft_.get());
-    s.failure = failure_;
+    s.failure = failure_.ok() ? restore_failure_ : failure_;
   });
   return s;
 }

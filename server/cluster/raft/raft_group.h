@@ -60,8 +60,12 @@ struct RaftGroupOptions {
   uint32_t snapshot_threshold = 1024;  // entries applied between snapshots
   uint32_t snapshot_trailing = 2048;   // entries kept in the log behind a snapshot
   uint64_t segment_bytes = 1 << 20;    // log segment size (libraft preallocates two)
-  bool pre_vote = true;                // a returning replica does not raise the term
-  uint32_t close_wait_ms = 5000;       // how long Close waits for proposals in flight
+  // How long a leader waits for a follower to take a snapshot before sending it again. A
+  // follower busy writing its own snapshot refuses one; libraft's default (30 s) would leave it
+  // that far behind. Snapshots are small descriptors here, so resending is cheap.
+  uint32_t install_snapshot_timeout_ms = 2000;
+  bool pre_vote = true;           // a returning replica does not raise the term
+  uint32_t close_wait_ms = 5000;  // how long Close waits for proposals in flight
 };
 
 // What a group replicates. Called on the loop thread only.
@@ -69,9 +73,10 @@ class StateMachine {
  public:
   virtual ~StateMachine() = default;
   // Applies the committed entry at `index` (rising; indices of barriers and configuration
-  // entries are skipped). Must not fail: a replica that cannot apply stops (libraft would stall
-  // it silently otherwise).
-  virtual void Apply(uint64_t index, Slice entry) = 0;
+  // entries are skipped). An entry the replicas all refuse alike (a failed condition) is applied
+  // as a refusal and returns OK; an error means this replica cannot go on (its engine failed):
+  // it stops applying, and every later request and GetStatus report the error.
+  virtual Status Apply(uint64_t index, Slice entry) = 0;
   // The state as of the last applied entry, as bytes Restore takes back.
   virtual StatusOr<std::string> Snapshot() = 0;
   // Replaces the state with a snapshot's.
@@ -89,7 +94,9 @@ struct RaftStatus {
   uint64_t commit_index = 0;
   uint64_t last_applied = 0;
   uint64_t last_index = 0;
-  Status failure;  // why this replica stopped applying (a broken entry), or OK
+  // Why this replica stopped applying (an entry it could not apply), or why it refused the
+  // last snapshot it was sent (it stays behind until one is restored), or OK.
+  Status failure;
 };
 
 class RaftGroup {
@@ -149,6 +156,9 @@ class RaftGroup {
   bool closing_ = false;  // no new proposals
   uint64_t pending_ = 0;  // proposals and barriers libraft holds
   Status failure_;        // set when an entry cannot be applied; every request returns it
+  // Why the last snapshot could not be restored (what Start and GetStatus report); cleared by
+  // a restore that succeeds.
+  Status restore_failure_;
   std::shared_ptr<std::promise<void>> closed_promise_;  // set when libraft let go
   bool closed_ = false;
 };

@@ -12,12 +12,9 @@
 #include <map>
 #include <thread>
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include "cluster/raft/raft_test_util.h"
 #include "testutil/status_macros.h"
 #include "testutil/temp_dir.h"
 #include "util/coding.h"
@@ -28,30 +25,15 @@ namespace {
 
 using std::chrono::milliseconds;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    return -1;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // The entries applied, in order, with their indices. Snapshot and Restore carry them whole.
 class Log : public StateMachine {
  public:
-  void Apply(uint64_t index, Slice entry) override {
+  Status Apply(uint64_t index, Slice entry) override {
     MutexLock lock(&mu_);
     EXPECT_GT(index, last_index_) << "indices rise";
     last_index_ = index;
     entries_.emplace_back(entry.data(), entry.size());
+    return Status::Ok();
   }
   StatusOr<std::string> Snapshot() override {
     MutexLock lock(&mu_);
@@ -95,16 +77,6 @@ class Log : public StateMachine {
   uint64_t last_index_ GROVE_GUARDED_BY(mu_) = 0;
   int restores_ GROVE_GUARDED_BY(mu_) = 0;
 };
-
-// Polls `done` every 10 ms for up to `limit`.
-bool WaitFor(const std::function<bool()>& done, milliseconds limit = milliseconds(15000)) {
-  const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
-}
 
 class RaftGroupTest : public ::testing::Test {
  protected:

@@ -1,0 +1,319 @@
+#include "cluster/raft/replicated_range.h"
+
+#include <algorithm>
+#include <future>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "util/coding.h"
+
+namespace grove::raft {
+namespace {
+
+// Snapshot descriptor: version | applied index fixed64 | range name (the rest).
+constexpr char kDescriptorVersion = 1;
+
+std::string IndexValue(uint64_t index) {
+  std::string v;
+  PutFixed64(&v, index);
+  return v;
+}
+
+StatusOr<uint64_t> ReadApplied(Db* db, const std::string& mark) {
+  std::string value;
+  GROVE_ASSIGN_OR_RETURN(const bool found, db->GetMark(mark, &value));
+  if (!found) return 0;
+  if (value.size() != 8) {
+    return Status::DataLoss(
+        fmt::format("mark {}: {} bytes, not an 8-byte index", mark, value.size()));
+  }
+  return DecodeFixed64(value.data());
+}
+
+uint64_t NewIncarnation() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 1;
+}
+
+}  // namespace
+
+// The StateMachine libraft drives, forwarding to the range.
+class ReplicatedRange::Machine final : public StateMachine {
+ public:
+  explicit Machine(ReplicatedRange* range) : range_(range) {}
+  Status Apply(uint64_t index, Slice entry) override { return range_->Apply(index, entry); }
+  StatusOr<std::string> Snapshot() override { return range_->Snapshot(); }
+  Status Restore(Slice snapshot) override { return range_->Restore(snapshot); }
+
+ private:
+  ReplicatedRange* const range_;
+};
+
+StatusOr<std::unique_ptr<ReplicatedRange>> ReplicatedRange::Start(
+    RaftLoop* loop, const ReplicatedRangeOptions& options, Db* db) {
+  if (options.name.empty() || options.name.size() > WriteBatch::kMaxMarkNameBytes - 16) {
+    return Status::InvalidArgument(fmt::format("range name: {} bytes; must be 1..{}",
+                                               options.name.size(),
+                                               WriteBatch::kMaxMarkNameBytes - 16));
+  }
+  const std::string mark = "raft/" + options.name + "/applied";
+  GROVE_ASSIGN_OR_RETURN(const uint64_t applied, ReadApplied(db, mark));
+  std::unique_ptr<ReplicatedRange> range(new ReplicatedRange(options, db, applied));
+  GROVE_ASSIGN_OR_RETURN(range->group_,
+                         RaftGroup::Start(loop, options.raft, range->machine_.get()));
+  return range;
+}
+
+ReplicatedRange::ReplicatedRange(const ReplicatedRangeOptions& options, Db* db, uint64_t applied)
+    : options_(options),
+      db_(db),
+      mark_name_("raft/" + options.name + "/applied"),
+      incarnation_(NewIncarnation()),
+      machine_(std::make_unique<Machine>(this)),
+      applied_(applied) {}
+
+ReplicatedRange::~ReplicatedRange() { Close().IgnoreError(); }
+
+Status ReplicatedRange::Close() { return group_ ? group_->Close() : Status::Ok(); }
+
+Status ReplicatedRange::CheckWrite(const WriteBatch& batch,
+                                   const std::vector<WriteCondition>& conditions) const {
+  if (batch.MarkCount() > 0 || batch.HasRangeDelete()) {
+    return Status::InvalidArgument(
+        "batch: a replicated write holds puts and deletes only (marks are the range's own; "
+        "range deletes go through DeleteRange)");
+  }
+  if (batch.Count() > options_.max_batch_entries) {
+    return Status::ResourceExhausted(
+        fmt::format("batch of {} operations exceeds limits.max_batch_entries ({})", batch.Count(),
+                    options_.max_batch_entries));
+  }
+  if (batch.PayloadBytes() > options_.max_batch_bytes) {
+    return Status::ResourceExhausted(
+        fmt::format("batch of {} bytes exceeds limits.max_batch_bytes ({})", batch.PayloadBytes(),
+                    options_.max_batch_bytes));
+  }
+  auto key_error = [&](const std::string& field, Slice key) -> Status {
+    if (key.empty() || key.size() > options_.max_key_bytes) {
+      return Status::InvalidArgument(fmt::format("{}: {} bytes; keys must be 1..{} bytes", field,
+                                                 key.size(), options_.max_key_bytes));
+    }
+    return Status::Ok();
+  };
+  uint32_t i = 0;
+  const bool single = batch.Count() == 1;
+  GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) -> Status {
+    const std::string prefix = single ? "" : fmt::format("operations[{}].", i);
+    ++i;
+    GROVE_RETURN_IF_ERROR(key_error(prefix + "key", op.key));
+    if (op.value.size() > options_.max_value_bytes) {
+      return Status::InvalidArgument(
+          fmt::format("{}value: {} bytes exceeds limits.max_value_bytes ({})", prefix,
+                      op.value.size(), options_.max_value_bytes));
+    }
+    return Status::Ok();
+  }));
+  for (size_t c = 0; c < conditions.size(); ++c) {
+    GROVE_RETURN_IF_ERROR(key_error(fmt::format("conditions[{}].key", c), conditions[c].key));
+  }
+  return Status::Ok();
+}
+
+void ReplicatedRange::Write(const WriteBatch& batch, const std::vector<WriteCondition>& conditions,
+                            Done done) {
+  if (Status s = CheckWrite(batch, conditions); !s.ok()) {
+    done(s, RangeWriteResult());
+    return;
+  }
+  RangeCommand command;
+  command.kind = RangeCommand::Kind::kWrite;
+  command.batch = batch;
+  command.conditions = conditions;
+  Submit(std::move(command), std::move(done));
+}
+
+void ReplicatedRange::DeleteRange(std::string start, std::string end, uint64_t limit, Done done) {
+  if (!end.empty() && end <= start) {
+    done(Status::InvalidArgument(fmt::format(
+             "end: '{}' is not after start '{}' (an empty end means unbounded)", end, start)),
+         RangeWriteResult());
+    return;
+  }
+  RangeCommand command;
+  command.kind = RangeCommand::Kind::kDeleteRange;
+  command.start = std::move(start);
+  command.end = std::move(end);
+  command.limit = limit;
+  Submit(std::move(command), std::move(done));
+}
+
+void ReplicatedRange::Submit(RangeCommand command, Done done) {
+  const uint64_t sequence = next_sequence_.fetch_add(1);
+  command.proposer = options_.raft.id;
+  command.incarnation = incarnation_;
+  command.sequence = sequence;
+  {
+    MutexLock lock(&pending_mu_);
+    pending_[sequence].done = std::move(done);
+  }
+  group_->Propose(EncodeRangeCommand(command), [this, sequence](const Status& s, uint64_t index) {
+    Pending p;
+    {
+      MutexLock lock(&pending_mu_);
+      auto it = pending_.find(sequence);
+      if (it == pending_.end()) return;
+      p = std::move(it->second);
+      pending_.erase(it);
+    }
+    if (!s.ok()) {
+      p.done(s, RangeWriteResult());
+    } else if (!p.applied) {
+      // libraft reports a proposal after this replica applied it; a replica whose engine held
+      // the entry already (index at or below the applied mark) cannot have proposed it.
+      p.done(
+          Status::Internal(fmt::format("raft: entry {} committed but was not applied here", index)),
+          RangeWriteResult());
+    } else {
+      p.result.index = index;
+      p.done(p.status, p.result);
+    }
+  });
+}
+
+namespace {
+
+Status WaitFor(const std::function<void(ReplicatedRange::Done)>& start, RangeWriteResult* out) {
+  std::promise<std::pair<Status, RangeWriteResult>> promise;
+  std::future<std::pair<Status, RangeWriteResult>> f = promise.get_future();
+  start([&promise](const Status& s, const RangeWriteResult& r) { promise.set_value({s, r}); });
+  auto [status, result] = f.get();
+  if (out != nullptr) *out = std::move(result);
+  return status;
+}
+
+}  // namespace
+
+Status ReplicatedRange::WriteAndWait(const WriteBatch& batch,
+                                     const std::vector<WriteCondition>& conditions,
+                                     RangeWriteResult* result) {
+  return WaitFor([&](Done d) { Write(batch, conditions, std::move(d)); }, result);
+}
+
+Status ReplicatedRange::DeleteRangeAndWait(std::string start, std::string end, uint64_t limit,
+                                           RangeWriteResult* result) {
+  return WaitFor(
+      [&](Done d) { DeleteRange(std::move(start), std::move(end), limit, std::move(d)); }, result);
+}
+
+StatusOr<uint64_t> ReplicatedRange::ReadBarrier() { return group_->BarrierAndWait(); }
+
+// --- the state machine, on the loop thread ---
+
+Status ReplicatedRange::Apply(uint64_t index, Slice entry) {
+  // The engine holds this entry already: the log is replayed from its snapshot at start.
+  if (index <= applied_.load(std::memory_order_relaxed)) return Status::Ok();
+  GROVE_ASSIGN_OR_RETURN(RangeCommand command, DecodeRangeCommand(entry));
+  Status outcome;
+  RangeWriteResult result;
+  if (command.kind == RangeCommand::Kind::kWrite) {
+    GROVE_RETURN_IF_ERROR(ApplyWrite(index, command, &outcome, &result));
+  } else {
+    GROVE_RETURN_IF_ERROR(ApplyDeleteRange(index, command, &outcome, &result));
+  }
+  applied_.store(index, std::memory_order_release);
+  if (command.proposer == options_.raft.id && command.incarnation == incarnation_) {
+    MutexLock lock(&pending_mu_);
+    auto it = pending_.find(command.sequence);
+    if (it != pending_.end()) {
+      it->second.status = std::move(outcome);
+      it->second.result = std::move(result);
+      it->second.applied = true;
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReplicatedRange::WriteMarked(uint64_t index, WriteBatch batch, const WriteOptions& options,
+                                    WriteResult* result) {
+  batch.SetMark(mark_name_, IndexValue(index));
+  return db_->Write(batch, options, result);
+}
+
+Status ReplicatedRange::ApplyWrite(uint64_t index, const RangeCommand& command, Status* outcome,
+                                   RangeWriteResult* result) {
+  WriteOptions options;
+  options.conditions = command.conditions;
+  // Every replica must apply the entry: waiting for dirty-page room is not a reason to refuse.
+  options.room_wait = std::chrono::hours(1);
+  Status s = WriteMarked(index, command.batch, options, &result->write);
+  if (s.ok()) return Status::Ok();
+  // Refusals every replica makes alike (a failed condition on the same data, a write outside
+  // limits the proposer did not share): the entry is applied as a refusal, its index recorded.
+  if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kInvalidArgument) {
+    *outcome = s;
+    return WriteMarked(index, WriteBatch(), WriteOptions(), nullptr);
+  }
+  return s;  // the engine cannot write: this replica stops
+}
+
+Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& command,
+                                         Status* outcome, RangeWriteResult* result) {
+  // Deletes of the keys found, in one marked record: replayed after a crash, the entry is skipped
+  // by its mark or applied whole, never twice (a second pass would remove the next keys).
+  const uint64_t most = options_.max_batch_entries;
+  const uint64_t limit = command.limit == 0 ? most : std::min<uint64_t>(command.limit, most);
+  ScanOptions scan;
+  scan.lower = command.start;
+  scan.upper = command.end;
+  scan.has_upper = !command.end.empty();
+  scan.keys_only = true;
+  GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, db_->NewIterator(scan));
+  WriteBatch batch;
+  DeleteRangeResult& d = result->deleted;
+  for (; it->Valid(); it->Next()) {
+    if (d.deleted == limit) {
+      d.more = true;
+      d.resume_key.assign(it->key());
+      d.limited_by =
+          command.limit != 0 && command.limit <= most ? "limit" : "limits.max_batch_entries";
+      break;
+    }
+    batch.Delete(it->key());
+    ++d.deleted;
+  }
+  GROVE_RETURN_IF_ERROR(it->status());
+  it.reset();
+  WriteOptions options;
+  options.room_wait = std::chrono::hours(1);
+  WriteResult w;
+  GROVE_RETURN_IF_ERROR(WriteMarked(index, std::move(batch), options, &w));
+  d.version = d.deleted > 0 ? w.version : 0;
+  *outcome = Status::Ok();
+  return Status::Ok();
+}
+
+StatusOr<std::string> ReplicatedRange::Snapshot() {
+  // libraft may drop the log behind this snapshot: the engine must hold those entries durably.
+  GROVE_RETURN_IF_ERROR(db_->SyncWal());
+  std::string out(1, kDescriptorVersion);
+  PutFixed64(&out, applied_.load(std::memory_order_relaxed));
+  out += options_.name;
+  return out;
+}
+
+Status ReplicatedRange::Restore(Slice snapshot) {
+  if (snapshot.size() < 9 || snapshot[0] != kDescriptorVersion) {
+    return Status::DataLoss(fmt::format("range {}: a snapshot descriptor of {} bytes is malformed",
+                                        options_.name, snapshot.size()));
+  }
+  const uint64_t index = DecodeFixed64(snapshot.data() + 1);
+  const uint64_t applied = applied_.load(std::memory_order_relaxed);
+  if (applied >= index) return Status::Ok();  // the engine holds it (and maybe more)
+  return Status::FailedPrecondition(fmt::format(
+      "range {}: this replica's engine holds entries up to {} and the snapshot stands for {}; "
+      "it needs the range's data from another replica, which is not built yet",
+      options_.name, applied, index));
+}
+
+}  // namespace grove::raft

@@ -1,0 +1,147 @@
+#pragma once
+
+// ReplicatedRange: one replica of a key range whose writes go through a Raft group
+// (cluster/raft/raft_group.h) into this node's engine.
+//
+// A write is proposed as one log entry (cluster/raft/range_command.h) and acknowledged once a
+// majority holds it and this replica applied it. Every replica applies the committed entries in
+// log order to its own Db, with the conditions decided there, at apply time: replicas holding the
+// same data decide the same way, which is what makes a conditional write linearizable. Each
+// applied entry writes, in the same engine record as its keys, the mark `raft/<name>/applied`
+// (Db::GetMark) holding its index; a refused entry (a failed condition) writes the mark alone. So
+// the engine knows exactly which entries it holds, after a crash too, and the group's log
+// replayed at start is applied from the entry after that mark: nothing twice, nothing lost.
+//
+// Who syncs what: the Raft log is durable on its own (libraft writes it with O_DSYNC) before an
+// entry commits, so the engine's log need not be synced for a replicated write (wal.sync: none
+// loses nothing a majority acknowledged; a power loss costs replaying entries from the Raft
+// log). Before libraft takes a snapshot, and may then drop log entries behind it, the engine's
+// log is synced: the entries it drops must be durable in the engine.
+//
+// A snapshot is a small descriptor (the range's name and applied index), not the range's data.
+// Restore from one finds the engine already at or past it after a restart (the usual case: every
+// replica snapshots on its own) and does nothing. A replica behind the snapshot needs the range's
+// data from another replica: that transfer is not built yet, so Restore then fails and the
+// replica does not start (or does not take the snapshot) rather than serve a range it lacks.
+//
+// Applying is an engine write on the loop thread (libraft's state machine is synchronous): a
+// write that waits for dirty-page room while a checkpoint runs holds up every group on that
+// loop, and if that lasts past the election timeout its followers elect another leader.
+//
+// Thread safety: Write, DeleteRange, ReadBarrier, GetStatus and Close from any thread but the
+// loop's; `done` callbacks run on the loop thread and must not block. The state machine side runs
+// on the loop thread. Lock order: pending_mu_ is a leaf.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "grove/db.h"
+#include "grove/status.h"
+#include "grove/write_batch.h"
+
+#include "cluster/raft/raft_group.h"
+#include "cluster/raft/range_command.h"
+#include "util/mutex.h"
+
+namespace grove::raft {
+
+struct ReplicatedRangeOptions {
+  RaftGroupOptions raft;
+  // Names the range on this node: its mark is raft/<name>/applied. Unique per node.
+  std::string name;
+  // The engine's limits (Options::max_*), checked before a write is proposed, so that a write
+  // every replica would refuse is refused here without a log entry.
+  uint32_t max_key_bytes = 128;
+  uint32_t max_value_bytes = 64u << 10;
+  uint64_t max_batch_bytes = 4ull << 20;
+  uint32_t max_batch_entries = 10000;
+};
+
+// What a replicated write did.
+struct RangeWriteResult {
+  uint64_t index = 0;  // the entry's index in the group's log
+  // A write: the version it set on this replica (its engine's LSN), or after a failed condition
+  // the condition and what its key holds.
+  WriteResult write;
+  DeleteRangeResult deleted;  // a range delete
+};
+
+class ReplicatedRange {
+ public:
+  // `loop` and `db` must outlive the range.
+  static StatusOr<std::unique_ptr<ReplicatedRange>> Start(RaftLoop* loop,
+                                                          const ReplicatedRangeOptions& options,
+                                                          Db* db);
+  ~ReplicatedRange();
+  ReplicatedRange(const ReplicatedRange&) = delete;
+  ReplicatedRange& operator=(const ReplicatedRange&) = delete;
+
+  // Runs with the outcome: OK once applied here; kFailedPrecondition when a condition did not
+  // hold (the result names it) or, naming the leader, when this replica does not lead;
+  // kInvalidArgument / kResourceExhausted for a write outside the limits (nothing proposed);
+  // kUnavailable when leadership was lost first (the write may still apply: retry it only if
+  // it is idempotent) or the range is closing.
+  using Done = std::function<void(const Status& status, const RangeWriteResult& result)>;
+  void Write(const WriteBatch& batch, const std::vector<WriteCondition>& conditions, Done done);
+  // Removes the keys of [start, end) (end empty: unbounded), at most `limit` (0 or more than
+  // max_batch_entries: that many); result.deleted says whether keys remain.
+  void DeleteRange(std::string start, std::string end, uint64_t limit, Done done);
+  // Blocking forms, for callers off the loop thread.
+  Status WriteAndWait(const WriteBatch& batch, const std::vector<WriteCondition>& conditions,
+                      RangeWriteResult* result);
+  Status DeleteRangeAndWait(std::string start, std::string end, uint64_t limit,
+                            RangeWriteResult* result);
+
+  // Returns once every write committed before the call is applied here, on the leader: a read
+  // of this replica's engine after it is linearizable.
+  StatusOr<uint64_t> ReadBarrier();
+
+  // The last entry the engine holds.
+  uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
+  RaftStatus GetStatus() { return group_->GetStatus(); }
+  const std::string& mark_name() const { return mark_name_; }
+
+  Status Close();
+
+ private:
+  class Machine;
+  struct Pending {
+    Done done;
+    Status status;  // set by the apply, for the proposal's callback
+    RangeWriteResult result;
+    bool applied = false;
+  };
+
+  ReplicatedRange(const ReplicatedRangeOptions& options, Db* db, uint64_t applied);
+  Status CheckWrite(const WriteBatch& batch, const std::vector<WriteCondition>& conditions) const;
+  void Submit(RangeCommand command, Done done);
+  // The state machine's side, on the loop thread.
+  Status Apply(uint64_t index, Slice entry);
+  Status ApplyWrite(uint64_t index, const RangeCommand& command, Status* outcome,
+                    RangeWriteResult* result);
+  Status ApplyDeleteRange(uint64_t index, const RangeCommand& command, Status* outcome,
+                          RangeWriteResult* result);
+  // Writes `batch` with the applied mark set to `index`.
+  Status WriteMarked(uint64_t index, WriteBatch batch, const WriteOptions& options,
+                     WriteResult* result);
+  StatusOr<std::string> Snapshot();
+  Status Restore(Slice snapshot);
+
+  const ReplicatedRangeOptions options_;
+  Db* const db_;
+  const std::string mark_name_;
+  const uint64_t incarnation_;
+  std::unique_ptr<Machine> machine_;
+  std::unique_ptr<RaftGroup> group_;
+  std::atomic<uint64_t> applied_;
+  std::atomic<uint64_t> next_sequence_{1};
+  Mutex pending_mu_;
+  std::map<uint64_t, Pending> pending_ GROVE_GUARDED_BY(pending_mu_);  // by sequence
+};
+
+}  // namespace grove::raft

@@ -1,0 +1,407 @@
+// ReplicatedRange on loopback: three replicas, each with its own engine and loop. Writes reach
+// every replica's engine with the applied mark beside them; conditional writes are decided at
+// apply time, so that concurrent compare-and-sets on one key succeed exactly as often as the
+// value moved; a follower refuses naming the leader; a range delete with a limit applies once;
+// and a replica whose engine lost the unsynced tail of its log in a power loss (or that was
+// stopped and restarted after snapshots) replays its Raft log from its mark, applying nothing
+// twice.
+
+#include "cluster/raft/replicated_range.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cluster/raft/raft_test_util.h"
+#include "engine/db_test_util.h"
+#include "io/fault_backend.h"
+#include "testutil/status_macros.h"
+#include "testutil/temp_dir.h"
+
+namespace grove::raft {
+namespace {
+
+using grove::testing::Key;
+using grove::testing::Psync;
+using grove::testing::SmallOptions;
+using PowerLoss = FaultInjectionBackend::PowerLoss;
+
+class ReplicatedRangeTest : public ::testing::Test {
+ protected:
+  static constexpr int kReplicas = 3;
+
+  void SetUp() override {
+    for (int i = 0; i < kReplicas; ++i) {
+      const int port = FreePort();
+      ASSERT_GT(port, 0);
+      peers_.push_back({static_cast<uint64_t>(i + 1), "127.0.0.1:" + std::to_string(port)});
+      auto loop = RaftLoop::Start();
+      ASSERT_OK(loop.status());
+      loops_.push_back(std::move(*loop));
+    }
+    dbs_.resize(kReplicas);
+    faults_.resize(kReplicas);
+    ranges_.resize(kReplicas);
+  }
+
+  void TearDown() override {
+    for (auto& r : ranges_) {
+      if (r) EXPECT_OK(r->Close());
+    }
+    ranges_.clear();
+    for (auto& l : loops_) l->Stop();
+    for (auto& d : dbs_) {
+      if (d) EXPECT_OK(d->Close());
+    }
+  }
+
+  // Opens replica i's engine (on a fault-injecting backend, so that a test can cut its power)
+  // and starts its range.
+  void StartReplica(int i) {
+    faults_[i] = std::make_shared<FaultInjectionBackend>(Psync(), i + 1);
+    Options o = SmallOptions(dir_.Sub("db" + std::to_string(i + 1)));
+    o.io_backend = faults_[i];
+    auto db = Db::Open(o);
+    ASSERT_OK(db.status());
+    dbs_[i] = std::move(*db);
+    ReplicatedRangeOptions r;
+    r.name = "range-7";
+    r.raft.id = peers_[i].id;
+    r.raft.address = peers_[i].address;
+    r.raft.dir = dir_.Sub("raft" + std::to_string(i + 1));
+    r.raft.bootstrap = peers_;
+    r.raft.election_timeout_ms = 300;
+    r.raft.heartbeat_ms = 50;
+    r.raft.snapshot_threshold = threshold_;
+    r.raft.snapshot_trailing = trailing_;
+    auto range = ReplicatedRange::Start(loops_[i].get(), r, dbs_[i].get());
+    ASSERT_OK(range.status());
+    ranges_[i] = std::move(*range);
+  }
+
+  // Stops replica i: its range, then its engine, cleanly or with the power cut (what the
+  // engine had not synced is lost; the Raft log, written with O_DSYNC, is not).
+  void StopReplica(int i, bool power_loss) {
+    ASSERT_OK(ranges_[i]->Close());
+    ranges_[i].reset();
+    if (power_loss) {
+      faults_[i]->CrashAfter(0);
+      dbs_[i].reset();
+      ASSERT_OK(faults_[i]->SimulatePowerLoss(PowerLoss::kDropUnsynced));
+    } else {
+      ASSERT_OK(dbs_[i]->Close());
+      dbs_[i].reset();
+    }
+  }
+
+  int WaitForLeader() {
+    int leader = -1;
+    EXPECT_TRUE(WaitFor([&] {
+      for (int i = 0; i < kReplicas; ++i) {
+        if (ranges_[i] && ranges_[i]->GetStatus().role == RaftRole::kLeader) {
+          leader = i;
+          return true;
+        }
+      }
+      return false;
+    })) << "no leader within 15 s";
+    return leader;
+  }
+
+  // Waits until every running replica applied `index`.
+  void WaitApplied(uint64_t index) {
+    for (int i = 0; i < kReplicas; ++i) {
+      if (!ranges_[i]) continue;
+      EXPECT_TRUE(WaitFor([&] { return ranges_[i]->applied() >= index; }))
+          << "replica " << i + 1 << " applied " << ranges_[i]->applied() << " of " << index;
+    }
+  }
+
+  // Every key and value of replica i's engine, in order.
+  std::string Contents(int i) {
+    std::string out;
+    auto it = dbs_[i]->NewIterator(ScanOptions());
+    EXPECT_OK(it.status());
+    if (!it.ok()) return out;
+    for (; (*it)->Valid(); (*it)->Next()) {
+      out += std::string((*it)->key()) + "=" + std::string((*it)->value()) + ";";
+    }
+    EXPECT_OK((*it)->status());
+    return out;
+  }
+
+  void ExpectSameContents() {
+    const std::string first = Contents(0);
+    for (int i = 1; i < kReplicas; ++i) {
+      if (dbs_[i]) EXPECT_EQ(Contents(i), first) << "replica " << i + 1;
+    }
+  }
+
+  // The versions of keys [first, end) on replica i. A key's version is the LSN of the engine
+  // record that last wrote it: an entry applied a second time would give its keys new ones.
+  std::string Versions(int i, int first, int end) {
+    std::string out;
+    for (int k = first; k < end; ++k) {
+      std::string v;
+      uint64_t version = 0;
+      EXPECT_OK(dbs_[i]->GetWithVersion(Key(k), &v, &version).status());
+      out += std::to_string(version) + ",";
+    }
+    return out;
+  }
+
+  RangeWriteResult Put(int replica, const std::string& key, const std::string& value) {
+    WriteBatch b;
+    b.Put(key, value);
+    RangeWriteResult r;
+    EXPECT_OK(ranges_[replica]->WriteAndWait(b, {}, &r));
+    return r;
+  }
+
+  grove::testing::TempDir dir_;
+  std::vector<RaftPeer> peers_;
+  std::vector<std::unique_ptr<RaftLoop>> loops_;
+  std::vector<std::unique_ptr<Db>> dbs_;
+  std::vector<std::shared_ptr<FaultInjectionBackend>> faults_;
+  std::vector<std::unique_ptr<ReplicatedRange>> ranges_;
+  uint32_t threshold_ = 1024, trailing_ = 2048;
+};
+
+uint64_t AppliedMark(Db* db, const std::string& mark) {
+  std::string v;
+  StatusOr<bool> found = db->GetMark(mark, &v);
+  EXPECT_OK(found.status());
+  return found.ok() && *found && v.size() == 8 ? DecodeFixed64(v.data()) : 0;
+}
+
+TEST_F(ReplicatedRangeTest, WritesReachEveryEngineWithTheirIndexAndFollowersNameTheLeader) {
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  uint64_t last = 0;
+  for (int n = 0; n < 40; ++n) {
+    const RangeWriteResult r = Put(leader, Key(n), "value-" + std::to_string(n));
+    EXPECT_GT(r.index, last);
+    last = r.index;
+  }
+  WriteBatch batch;
+  for (int n = 40; n < 60; ++n) batch.Put(Key(n), "batched");
+  batch.Delete(Key(0));
+  RangeWriteResult r;
+  ASSERT_OK(ranges_[leader]->WriteAndWait(batch, {}, &r));
+  last = r.index;
+  WaitApplied(last);
+  for (int i = 0; i < kReplicas; ++i) {
+    EXPECT_EQ(AppliedMark(dbs_[i].get(), ranges_[i]->mark_name()), last) << "replica " << i + 1;
+    std::string v;
+    ASSERT_OK(dbs_[i]->Get(Key(59), &v).status());
+    EXPECT_EQ(v, "batched");
+  }
+  ExpectSameContents();
+
+  const int follower = (leader + 1) % kReplicas;
+  WriteBatch b;
+  b.Put("k", "v");
+  Status refused = ranges_[follower]->WriteAndWait(b, {}, nullptr);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+  EXPECT_NE(refused.ToString().find(peers_[leader].address), std::string::npos)
+      << refused.ToString();
+}
+
+TEST_F(ReplicatedRangeTest, WritesOutsideTheLimitsAreRefusedBeforeTheyAreProposed) {
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const uint64_t before = ranges_[leader]->GetStatus().last_index;
+  WriteBatch empty_key;
+  empty_key.Put("", "v");
+  Status s = ranges_[leader]->WriteAndWait(empty_key, {}, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.ToString().find("key"), std::string::npos) << s.ToString();
+  WriteBatch big;
+  big.Put("k", std::string((64u << 10) + 1, 'x'));
+  s = ranges_[leader]->WriteAndWait(big, {}, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.ToString().find("limits.max_value_bytes"), std::string::npos) << s.ToString();
+  WriteBatch marked;
+  marked.SetMark("raft/range-7/applied", "12345678");
+  s = ranges_[leader]->WriteAndWait(marked, {}, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  WriteBatch ok;
+  ok.Put("k", "v");
+  std::vector<WriteCondition> bad_condition(1);  // an empty key
+  s = ranges_[leader]->WriteAndWait(ok, bad_condition, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.ToString().find("conditions[0].key"), std::string::npos) << s.ToString();
+  EXPECT_EQ(ranges_[leader]->GetStatus().last_index, before) << "nothing was proposed";
+}
+
+// Two writers race compare-and-sets that each move a counter from the value they read to the
+// next: every success moved it by one, every refusal named the value it found.
+TEST_F(ReplicatedRangeTest, CompareAndSetsAreDecidedAtApplyTime) {
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  Put(leader, "counter", "0");
+  std::atomic<int> successes{0}, refusals{0};
+  auto writer = [&] {
+    std::string seen = "0";
+    for (int n = 0; n < 40; ++n) {
+      WriteBatch b;
+      b.Put("counter", std::to_string(std::stoi(seen) + 1));
+      WriteCondition c;
+      c.key = "counter";
+      c.kind = WriteCondition::Kind::kValueEquals;
+      c.value = seen;
+      RangeWriteResult r;
+      Status s = ranges_[leader]->WriteAndWait(b, {c}, &r);
+      if (s.ok()) {
+        ++successes;
+        seen = std::to_string(std::stoi(seen) + 1);
+      } else {
+        ASSERT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+        ASSERT_EQ(r.write.failed_condition, 0);
+        ASSERT_TRUE(r.write.current_found);
+        ASSERT_GT(r.index, 0u) << "a refused condition is an applied entry";
+        ++refusals;
+        seen = r.write.current_value;
+      }
+    }
+  };
+  std::thread a(writer), b(writer);
+  a.join();
+  b.join();
+  EXPECT_EQ(successes + refusals, 80);
+  EXPECT_GT(successes, 0);
+  const RangeWriteResult last = Put(leader, "done", "1");
+  WaitApplied(last.index);
+  for (int i = 0; i < kReplicas; ++i) {
+    std::string v;
+    ASSERT_OK(dbs_[i]->Get("counter", &v).status());
+    EXPECT_EQ(v, std::to_string(successes.load())) << "replica " << i + 1;
+  }
+}
+
+TEST_F(ReplicatedRangeTest, ARangeDeleteWithALimitStopsAndSaysWhereToResume) {
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  WriteBatch b;
+  for (int n = 0; n < 30; ++n) b.Put(Key(n), "v");
+  ASSERT_OK(ranges_[leader]->WriteAndWait(b, {}, nullptr));
+  RangeWriteResult r;
+  ASSERT_OK(ranges_[leader]->DeleteRangeAndWait(Key(5), Key(25), 10, &r));
+  EXPECT_EQ(r.deleted.deleted, 10u);
+  EXPECT_TRUE(r.deleted.more);
+  EXPECT_EQ(r.deleted.resume_key, Key(15));
+  EXPECT_EQ(r.deleted.limited_by, "limit");
+  ASSERT_OK(ranges_[leader]->DeleteRangeAndWait(r.deleted.resume_key, Key(25), 0, &r));
+  EXPECT_EQ(r.deleted.deleted, 10u);
+  EXPECT_FALSE(r.deleted.more);
+  Status bad = ranges_[leader]->DeleteRangeAndWait(Key(9), Key(3), 0, nullptr);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad.ToString();
+  WaitApplied(r.index);
+  for (int i = 0; i < kReplicas; ++i) EXPECT_EQ(dbs_[i]->GetStats().index.entries, 10u);
+  ExpectSameContents();
+}
+
+// The engine's log is not synced for replicated writes: a power loss takes the tail of a
+// follower's engine away, and its Raft log brings it back. Range deletes with a limit would
+// remove more keys if an entry were applied twice.
+TEST_F(ReplicatedRangeTest, AFollowerThatLostItsEnginesTailReplaysTheRaftLogFromItsMark) {
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 1) % kReplicas;
+  WriteBatch b;
+  for (int n = 0; n < 200; ++n) b.Put(Key(n), "v" + std::to_string(n));
+  ASSERT_OK(ranges_[leader]->WriteAndWait(b, {}, nullptr));
+  RangeWriteResult r;
+  for (int n = 0; n < 10; ++n) {
+    ASSERT_OK(ranges_[leader]->DeleteRangeAndWait(Key(0), "", 5, &r));
+    r = Put(leader, "step", std::to_string(n));
+    if (n == 4) {
+      // The follower's engine holds the batch and the first five deletes durably; a second pass
+      // of any of them would remove five more keys.
+      WaitApplied(r.index);
+      ASSERT_OK(dbs_[follower]->SyncWal());
+    }
+  }
+  WaitApplied(r.index);
+  const uint64_t before = ranges_[follower]->applied();
+  const std::string versions = Versions(follower, 100, 200);
+  StopReplica(follower, /*power_loss=*/true);
+  {
+    // The engine lost the entries after the synced batch (the power loss drops what was not
+    // synced; its last checkpoint is older still).
+    Options o = SmallOptions(dir_.Sub("db" + std::to_string(follower + 1)));
+    auto db = Db::Open(o);
+    ASSERT_OK(db.status());
+    EXPECT_LT(AppliedMark(db->get(), "raft/range-7/applied"), before);
+    ASSERT_OK((*db)->Close());
+  }
+  StartReplica(follower);
+  WaitApplied(before);
+  EXPECT_EQ(AppliedMark(dbs_[follower].get(), ranges_[follower]->mark_name()), before);
+  EXPECT_EQ(dbs_[follower]->GetStats().index.entries, 200u - 50u + 1u);
+  EXPECT_EQ(Versions(follower, 100, 200), versions) << "the synced batch was applied again";
+  ExpectSameContents();
+}
+
+// Snapshots every 16 entries: a replica restarted from its directories finds its engine past its
+// own snapshot and goes on from its mark.
+TEST_F(ReplicatedRangeTest, AReplicaRestartedAfterSnapshotsGoesOnFromItsMark) {
+  threshold_ = 16;
+  trailing_ = 4;
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 2) % kReplicas;
+  RangeWriteResult r;
+  for (int n = 0; n < 100; ++n) r = Put(leader, Key(n % 37), std::to_string(n));
+  WaitApplied(r.index);
+  const std::string before = Versions(follower, 0, 37);
+  StopReplica(follower, /*power_loss=*/false);
+  StartReplica(follower);
+  for (int n = 100; n < 110; ++n) r = Put(leader, "after-" + std::to_string(n), "x");
+  WaitApplied(r.index);
+  EXPECT_EQ(AppliedMark(dbs_[follower].get(), ranges_[follower]->mark_name()), r.index);
+  EXPECT_EQ(Versions(follower, 0, 37), before);
+  ExpectSameContents();
+}
+
+// A replica away while the others snapshot and truncate their logs is sent the leader's
+// snapshot on its return. Installing a range from another replica is not built: the replica
+// refuses the snapshot, says why, and stays behind; the others go on.
+TEST_F(ReplicatedRangeTest, AReplicaBehindTheOthersSnapshotsSaysItCannotInstallIt) {
+  threshold_ = 16;
+  trailing_ = 4;
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 2) % kReplicas;
+  RangeWriteResult r = Put(leader, "a", "1");
+  WaitApplied(r.index);
+  const uint64_t held = ranges_[follower]->applied();
+  StopReplica(follower, /*power_loss=*/false);
+  for (int n = 0; n < 100; ++n) r = Put(leader, Key(n % 37), std::to_string(n));
+  StartReplica(follower);
+  EXPECT_TRUE(WaitFor([&] { return !ranges_[follower]->GetStatus().failure.ok(); }))
+      << "the snapshot was not refused";
+  const Status failure = ranges_[follower]->GetStatus().failure;
+  EXPECT_NE(failure.ToString().find("needs the range's data from another replica"),
+            std::string::npos)
+      << failure.ToString();
+  // It applied what the leader's log still held for it, and stopped short of the snapshot.
+  EXPECT_GE(ranges_[follower]->applied(), held);
+  EXPECT_LT(ranges_[follower]->applied(), r.index);
+  const RangeWriteResult after = Put(leader, "b", "2");
+  EXPECT_GT(after.index, r.index);
+}
+
+}  // namespace
+}  // namespace grove::raft

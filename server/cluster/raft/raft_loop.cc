@@ -39,6 +39,10 @@ bool RaftLoop::Post(std::function<void()> task) {
 }
 
 bool RaftLoop::RunAndWait(std::function<void()> task) {
+  if (OnLoopThread()) {  // waiting for itself would never end
+    task();
+    return true;
+  }
   std::promise<void> done;
   std::future<void> finished = done.get_future();
   if (!Post([&] {

@@ -14,8 +14,9 @@
 // Start sets SIGPIPE to be ignored, process-wide: raft_uv writes to sockets peers may have
 // closed, and the signal's default action would end the process.
 //
-// Thread safety: Post, RunAndWait and OnLoopThread from any thread; RunAndWait not from the loop
-// thread itself (it would wait for itself). Lock order: mu_ only, never held while a task runs.
+// Thread safety: Post, RunAndWait and OnLoopThread from any thread; RunAndWait on the loop thread
+// itself runs the task at once (ahead of tasks queued before it). Lock order: mu_ only, never
+// held while a task runs.
 
 #include <functional>
 #include <memory>
@@ -39,7 +40,8 @@ class RaftLoop {
 
   // Runs `task` on the loop thread, soon. False when the loop is stopping (the task is dropped).
   bool Post(std::function<void()> task) GROVE_EXCLUDES(mu_);
-  // Runs `task` on the loop thread and waits for it. False when the loop is stopping.
+  // Runs `task` on the loop thread and waits for it (on the loop thread: runs it now). False when
+  // the loop is stopping.
   bool RunAndWait(std::function<void()> task) GROVE_EXCLUDES(mu_);
   bool OnLoopThread() const { return std::this_thread::get_id() == thread_.get_id(); }
   // The loop, for raft_uv_init and friends. Only the loop thread may use it.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -58,17 +59,28 @@ StatusOr<std::unique_ptr<ReplicatedRange>> ReplicatedRange::Start(
                                                WriteBatch::kMaxMarkNameBytes - 16));
   }
   const std::string mark = "raft/" + options.name + "/applied";
-  GROVE_ASSIGN_OR_RETURN(const uint64_t applied, ReadApplied(db, mark));
-  std::unique_ptr<ReplicatedRange> range(new ReplicatedRange(options, db, applied));
+  GROVE_ASSIGN_OR_RETURN(uint64_t applied, ReadApplied(db, mark));
+  std::string ignored;
+  GROVE_ASSIGN_OR_RETURN(const bool installing,
+                         db->GetMark("raft/" + options.name + "/installing", &ignored));
+  // A half-done install holds nothing valid: the snapshot libraft restores first installs again.
+  if (installing) applied = 0;
+  std::unique_ptr<ReplicatedRange> range(
+      new ReplicatedRange(loop, options, db, applied, installing));
   GROVE_ASSIGN_OR_RETURN(range->group_,
                          RaftGroup::Start(loop, options.raft, range->machine_.get()));
   return range;
 }
 
-ReplicatedRange::ReplicatedRange(const ReplicatedRangeOptions& options, Db* db, uint64_t applied)
-    : options_(options),
+ReplicatedRange::ReplicatedRange(RaftLoop* loop, const ReplicatedRangeOptions& options, Db* db,
+                                 uint64_t applied, bool installing)
+    : loop_(loop),
+      options_(options),
       db_(db),
       mark_name_("raft/" + options.name + "/applied"),
+      installing_mark_("raft/" + options.name + "/installing"),
+      copier_(db, options.start, options.end),
+      installing_(installing),
       incarnation_(NewIncarnation()),
       machine_(std::make_unique<Machine>(this)),
       applied_(applied) {}
@@ -213,6 +225,12 @@ StatusOr<uint64_t> ReplicatedRange::ReadBarrier() { return group_->BarrierAndWai
 Status ReplicatedRange::Apply(uint64_t index, Slice entry) {
   // The engine holds this entry already: the log is replayed from its snapshot at start.
   if (index <= applied_.load(std::memory_order_relaxed)) return Status::Ok();
+  if (installing_) {
+    return Status::FailedPrecondition(fmt::format(
+        "range {}: an install of the range did not finish; entry {} cannot apply before a "
+        "snapshot is installed",
+        options_.name, index));
+  }
   GROVE_ASSIGN_OR_RETURN(RangeCommand command, DecodeRangeCommand(entry));
   Status outcome;
   RangeWriteResult result;
@@ -246,6 +264,14 @@ Status ReplicatedRange::ApplyWrite(uint64_t index, const RangeCommand& command, 
   options.conditions = command.conditions;
   // Every replica must apply the entry: waiting for dirty-page room is not a reason to refuse.
   options.room_wait = std::chrono::hours(1);
+  if (copier_.active()) {
+    std::vector<Slice> keys;
+    GROVE_RETURN_IF_ERROR(command.batch.ForEachOp([&](const WriteBatch::Op& op) {
+      keys.push_back(op.key);
+      return Status::Ok();
+    }));
+    GROVE_RETURN_IF_ERROR(copier_.Preserve(keys));
+  }
   Status s = WriteMarked(index, command.batch, options, &result->write);
   if (s.ok()) return Status::Ok();
   // Refusals every replica makes alike (a failed condition on the same data, a write outside
@@ -270,6 +296,7 @@ Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& com
   scan.keys_only = true;
   GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, db_->NewIterator(scan));
   WriteBatch batch;
+  std::vector<std::string> keys;
   DeleteRangeResult& d = result->deleted;
   for (; it->Valid(); it->Next()) {
     if (d.deleted == limit) {
@@ -280,10 +307,12 @@ Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& com
       break;
     }
     batch.Delete(it->key());
+    if (copier_.active()) keys.emplace_back(it->key());
     ++d.deleted;
   }
   GROVE_RETURN_IF_ERROR(it->status());
   it.reset();
+  if (!keys.empty()) GROVE_RETURN_IF_ERROR(copier_.Preserve({keys.begin(), keys.end()}));
   WriteOptions options;
   options.room_wait = std::chrono::hours(1);
   WriteResult w;
@@ -310,10 +339,115 @@ Status ReplicatedRange::Restore(Slice snapshot) {
   const uint64_t index = DecodeFixed64(snapshot.data() + 1);
   const uint64_t applied = applied_.load(std::memory_order_relaxed);
   if (applied >= index) return Status::Ok();  // the engine holds it (and maybe more)
-  return Status::FailedPrecondition(fmt::format(
-      "range {}: this replica's engine holds entries up to {} and the snapshot stands for {}; "
-      "it needs the range's data from another replica, which is not built yet",
-      options_.name, applied, index));
+  if (options_.source == nullptr) {
+    return Status::FailedPrecondition(fmt::format(
+        "range {}: this replica's engine holds entries up to {} and the snapshot stands for {}; "
+        "it needs the range's data from another replica, and no source is configured",
+        options_.name, applied, index));
+  }
+  return Install(index);
+}
+
+StatusOr<uint64_t> ReplicatedRange::CopyTo(uint64_t at_least, const RangeSink& sink,
+                                           std::chrono::milliseconds wait) {
+  if (loop_->OnLoopThread()) {
+    return Status::FailedPrecondition(
+        fmt::format("range {}: a copy cannot run on the range's own loop thread", options_.name));
+  }
+  const auto give_up = std::chrono::steady_clock::now() + wait;
+  while (applied() < at_least) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      return Status::Unavailable(fmt::format("range {}: this replica has applied {}, not yet {}",
+                                             options_.name, applied(), at_least));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // The cut: on the loop thread, between two applies, the engine holds exactly the entries up
+  // to applied_.
+  Status begun;
+  uint64_t cut = 0;
+  if (!loop_->RunAndWait([&] {
+        begun = copier_.Begin();
+        cut = applied_.load(std::memory_order_relaxed);
+      })) {
+    return Status::Unavailable(fmt::format("range {}: the loop is stopping", options_.name));
+  }
+  GROVE_RETURN_IF_ERROR(begun);
+  Status s = copier_.Run(sink);
+  copier_.End();
+  GROVE_RETURN_IF_ERROR(s);
+  return cut;
+}
+
+Status ReplicatedRange::Install(uint64_t index) {
+  // libraft 0.15 keeps a snapshot whose restore failed as its own and does not send it again
+  // (docs/libraft.md): a source that fails is retried here. A replica whose install gives up
+  // keeps the installing mark, stops at the next entry, and installs again when it restarts.
+  constexpr int kAttempts = 5;
+  Status s;
+  for (int attempt = 1; attempt <= kAttempts; ++attempt) {
+    bool local_failure = false;
+    s = InstallOnce(index, &local_failure);
+    if (s.ok() || local_failure) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+  }
+  return s.WithContext(
+      fmt::format("range {}: gave up installing after {} attempts", options_.name, kAttempts));
+}
+
+Status ReplicatedRange::InstallOnce(uint64_t index, bool* local_failure) {
+  // Errors of this engine are final (*local_failure); the source's may pass.
+  auto local = [&](Status st) {
+    if (!st.ok()) *local_failure = true;
+    return st;
+  };
+  // 1. The installing mark, with the deletes of every key the range holds here.
+  ScanOptions scan;
+  scan.lower = options_.start;
+  scan.upper = options_.end;
+  scan.has_upper = !options_.end.empty();
+  scan.keys_only = true;
+  WriteOptions wait;
+  wait.room_wait = std::chrono::hours(1);
+  const uint64_t most_entries = std::max<uint64_t>(1, options_.max_batch_entries / 2);
+  const uint64_t most_bytes = std::max<uint64_t>(1, options_.max_batch_bytes / 2);
+  WriteBatch batch;
+  batch.SetMark(installing_mark_, IndexValue(index));
+  auto flush = [&]() -> Status {
+    GROVE_RETURN_IF_ERROR(local(db_->Write(batch, wait, nullptr)));
+    batch.Clear();
+    return Status::Ok();
+  };
+  {
+    StatusOr<std::unique_ptr<Iterator>> it = db_->NewIterator(scan);
+    GROVE_RETURN_IF_ERROR(local(it.status()));
+    for (; (*it)->Valid(); (*it)->Next()) {
+      batch.Delete((*it)->key());
+      if (batch.Count() >= most_entries) GROVE_RETURN_IF_ERROR(flush());
+    }
+    GROVE_RETURN_IF_ERROR(local((*it)->status()));
+  }
+  if (!batch.Empty()) GROVE_RETURN_IF_ERROR(flush());
+  installing_ = true;
+  // 2. The copy, in batches; the last one sets the applied mark and clears the installing one.
+  StatusOr<uint64_t> copied = options_.source->CopyRange(
+      options_.name, index, [&](Slice key, Slice value, uint64_t expires_ms) -> Status {
+        batch.PutExpiring(key, value, expires_ms);
+        if (batch.Count() >= most_entries || batch.PayloadBytes() >= most_bytes) return flush();
+        return Status::Ok();
+      });
+  GROVE_RETURN_IF_ERROR(copied.status().WithContext(fmt::format(
+      "range {}: installing a snapshot at {} from another replica", options_.name, index)));
+  if (*copied < index) {
+    return Status::Internal(fmt::format("range {}: the copy stands for {}, before the snapshot {}",
+                                        options_.name, *copied, index));
+  }
+  batch.SetMark(mark_name_, IndexValue(*copied));
+  batch.SetMark(installing_mark_, "");
+  GROVE_RETURN_IF_ERROR(flush());
+  installing_ = false;
+  applied_.store(*copied, std::memory_order_release);
+  return Status::Ok();
 }
 
 }  // namespace grove::raft

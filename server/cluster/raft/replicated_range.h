@@ -20,9 +20,17 @@
 //
 // A snapshot is a small descriptor (the range's name and applied index), not the range's data.
 // Restore from one finds the engine already at or past it after a restart (the usual case: every
-// replica snapshots on its own) and does nothing. A replica behind the snapshot needs the range's
-// data from another replica: that transfer is not built yet, so Restore then fails and the
-// replica does not start (or does not take the snapshot) rather than serve a range it lacks.
+// replica snapshots on its own) and does nothing. A replica behind the snapshot installs the
+// range from another replica (options.source, which calls CopyTo there): it deletes its own keys
+// of the range, writes the copy, and sets its applied mark to the index the copy stands for (at
+// least the snapshot's; later entries up to it are then skipped). The mark
+// raft/<name>/installing is set by the install's first engine record and cleared by its last:
+// a replica that crashed part way finds it at start, holds nothing valid of the range, and
+// installs again when libraft restores its snapshot. A failing source is retried a few times
+// (libraft 0.15 does not send again a snapshot whose restore failed). Without a source, Restore
+// fails and the
+// replica stays behind rather than serve a range it lacks. The install runs inside Restore, on
+// the loop thread: the groups sharing that loop wait for it.
 //
 // Applying is an engine write on the loop thread (libraft's state machine is synchronous): a
 // write that waits for dirty-page room while a checkpoint runs holds up every group on that
@@ -33,6 +41,7 @@
 // on the loop thread. Lock order: pending_mu_ is a leaf.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -46,14 +55,32 @@
 
 #include "cluster/raft/raft_group.h"
 #include "cluster/raft/range_command.h"
+#include "cluster/raft/range_copy.h"
 #include "util/mutex.h"
 
 namespace grove::raft {
 
+// Where a replica behind a snapshot gets its range's data: another replica (in groved, the
+// leader, over the network).
+class RangeSource {
+ public:
+  virtual ~RangeSource() = default;
+  // Streams a consistent copy of range `name` to `sink` (ReplicatedRange::CopyTo on a replica
+  // that has applied at least `at_least`) and returns the index it stands for.
+  virtual StatusOr<uint64_t> CopyRange(const std::string& name, uint64_t at_least,
+                                       const RangeSink& sink) = 0;
+};
+
 struct ReplicatedRangeOptions {
   RaftGroupOptions raft;
-  // Names the range on this node: its mark is raft/<name>/applied. Unique per node.
+  // Names the range on this node: its marks are raft/<name>/applied and raft/<name>/installing.
+  // Unique per node.
   std::string name;
+  // The keys of the range, [start, end) (end empty: unbounded): what a snapshot copies.
+  std::string start, end;
+  // Where to fetch the range when this replica is behind a snapshot; null: such a replica
+  // refuses the snapshot (and stays behind). Must outlive the range.
+  RangeSource* source = nullptr;
   // The engine's limits (Options::max_*), checked before a write is proposed, so that a write
   // every replica would refuse is refused here without a log entry.
   uint32_t max_key_bytes = 128;
@@ -101,6 +128,13 @@ class ReplicatedRange {
   // of this replica's engine after it is linearizable.
   StatusOr<uint64_t> ReadBarrier();
 
+  // Hands a consistent copy of the range to `sink` (RangeCopier): every key as of the moment
+  // this replica had applied some index at least `at_least` (waiting up to `wait` for it), and
+  // returns that index. Writes go on meanwhile. Not from this range's loop thread (the cut is
+  // taken there); one copy at a time (kFailedPrecondition).
+  StatusOr<uint64_t> CopyTo(uint64_t at_least, const RangeSink& sink,
+                            std::chrono::milliseconds wait = std::chrono::seconds(10));
+
   // The last entry the engine holds.
   uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
   RaftStatus GetStatus() { return group_->GetStatus(); }
@@ -117,7 +151,8 @@ class ReplicatedRange {
     bool applied = false;
   };
 
-  ReplicatedRange(const ReplicatedRangeOptions& options, Db* db, uint64_t applied);
+  ReplicatedRange(RaftLoop* loop, const ReplicatedRangeOptions& options, Db* db, uint64_t applied,
+                  bool installing);
   Status CheckWrite(const WriteBatch& batch, const std::vector<WriteCondition>& conditions) const;
   void Submit(RangeCommand command, Done done);
   // The state machine's side, on the loop thread.
@@ -131,10 +166,20 @@ class ReplicatedRange {
                      WriteResult* result);
   StatusOr<std::string> Snapshot();
   Status Restore(Slice snapshot);
+  // Replaces the range's keys with a copy from options_.source standing for at least `index`.
+  Status Install(uint64_t index);
+  // One attempt; *local_failure when this replica's engine failed (not worth retrying).
+  Status InstallOnce(uint64_t index, bool* local_failure);
 
+  RaftLoop* const loop_;
   const ReplicatedRangeOptions options_;
   Db* const db_;
   const std::string mark_name_;
+  const std::string installing_mark_;
+  RangeCopier copier_;
+  // An install began and did not finish (the installing mark is set): the range's keys are a
+  // mix, and only a new install may follow. Loop thread only.
+  bool installing_ = false;
   const uint64_t incarnation_;
   std::unique_ptr<Machine> machine_;
   std::unique_ptr<RaftGroup> group_;

@@ -4,14 +4,18 @@
 // value moved; a follower refuses naming the leader; a range delete with a limit applies once;
 // and a replica whose engine lost the unsynced tail of its log in a power loss (or that was
 // stopped and restarted after snapshots) replays its Raft log from its mark, applying nothing
-// twice.
+// twice; a replica behind the others' snapshots (or whose directories were deleted) installs
+// the range from the leader as of a cut, and writes during the copy reach it through the log.
 
 #include "cluster/raft/replicated_range.h"
 
 #include <atomic>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -32,6 +36,38 @@ using PowerLoss = FaultInjectionBackend::PowerLoss;
 
 class ReplicatedRangeTest : public ::testing::Test {
  protected:
+  // Copies a range from the replica that leads now (groved will fetch it over the network).
+  // `fail_after` > 0: the next copy fails after that many keys, as a broken connection would.
+  class LeaderSource final : public RangeSource {
+   public:
+    explicit LeaderSource(ReplicatedRangeTest* test) : test_(test) {}
+    StatusOr<uint64_t> CopyRange(const std::string&, uint64_t at_least,
+                                 const RangeSink& sink) override {
+      ++copies;
+      for (auto& r : test_->ranges_) {
+        if (!r || r->GetStatus().role != RaftRole::kLeader) continue;
+        int keys = 0;
+        return r->CopyTo(at_least, [&](Slice key, Slice value, uint64_t expires) -> Status {
+          ++keys;
+          if (fail_after > 0 && keys > fail_after) {
+            fail_after = 0;
+            return Status::Unavailable("the connection to the source broke");
+          }
+          if (keys == 1 && during_copy) std::exchange(during_copy, nullptr)();
+          return sink(key, value, expires);
+        });
+      }
+      return Status::Unavailable("no leader to copy from");
+    }
+    std::atomic<int> copies{0};
+    std::atomic<int> fail_after{0};
+    // Runs once, in the middle of the next copy (after its first key).
+    std::function<void()> during_copy;
+
+   private:
+    ReplicatedRangeTest* const test_;
+  };
+
   static constexpr int kReplicas = 3;
 
   void SetUp() override {
@@ -78,6 +114,7 @@ class ReplicatedRangeTest : public ::testing::Test {
     r.raft.heartbeat_ms = 50;
     r.raft.snapshot_threshold = threshold_;
     r.raft.snapshot_trailing = trailing_;
+    if (with_source_) r.source = &source_;
     auto range = ReplicatedRange::Start(loops_[i].get(), r, dbs_[i].get());
     ASSERT_OK(range.status());
     ranges_[i] = std::move(*range);
@@ -137,7 +174,10 @@ class ReplicatedRangeTest : public ::testing::Test {
   void ExpectSameContents() {
     const std::string first = Contents(0);
     for (int i = 1; i < kReplicas; ++i) {
-      if (dbs_[i]) EXPECT_EQ(Contents(i), first) << "replica " << i + 1;
+      if (!dbs_[i]) continue;
+      const std::string other = Contents(i);
+      EXPECT_TRUE(other == first) << "replica " << i + 1 << " holds " << other.size()
+                                  << " bytes of keys and values, replica 1 " << first.size();
     }
   }
 
@@ -169,6 +209,9 @@ class ReplicatedRangeTest : public ::testing::Test {
   std::vector<std::shared_ptr<FaultInjectionBackend>> faults_;
   std::vector<std::unique_ptr<ReplicatedRange>> ranges_;
   uint32_t threshold_ = 1024, trailing_ = 2048;
+  bool with_source_ = false;
+  int fail_after_ = 50;
+  LeaderSource source_{this};
 };
 
 uint64_t AppliedMark(Db* db, const std::string& mark) {
@@ -401,6 +444,131 @@ TEST_F(ReplicatedRangeTest, AReplicaBehindTheOthersSnapshotsSaysItCannotInstallI
   EXPECT_LT(ranges_[follower]->applied(), r.index);
   const RangeWriteResult after = Put(leader, "b", "2");
   EXPECT_GT(after.index, r.index);
+}
+
+}  // namespace
+}  // namespace grove::raft
+
+namespace grove::raft {
+namespace {
+
+// As above, with a source: the replica installs the range from the leader while a writer keeps
+// changing it (the copy is taken at a cut, writes after it come from the log), then follows.
+TEST_F(ReplicatedRangeTest, AReplicaBehindTheOthersSnapshotsInstallsTheRangeFromTheLeader) {
+  threshold_ = 16;
+  trailing_ = 4;
+  with_source_ = true;
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 2) % kReplicas;
+  RangeWriteResult r;
+  for (int n = 0; n < 30; ++n) r = Put(leader, Key(n), "first");
+  WaitApplied(r.index);
+  StopReplica(follower, /*power_loss=*/false);
+  for (int n = 0; n < 200; ++n) r = Put(leader, Key(n % 53), "second-" + std::to_string(n));
+  ASSERT_OK(ranges_[leader]->DeleteRangeAndWait(Key(0), Key(10), 0, &r));
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int n = 0; !stop; ++n) {
+      WriteBatch b;
+      b.Put(Key(n % 71), "during-" + std::to_string(n));
+      if (n % 7 == 0) b.Delete(Key((n * 3) % 71));
+      ranges_[leader]->WriteAndWait(b, {}, nullptr).IgnoreError();
+    }
+  });
+  StartReplica(follower);
+  EXPECT_TRUE(WaitFor([&] { return source_.copies > 0; })) << "no snapshot was installed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  writer.join();
+  r = Put(leader, "last", "1");
+  WaitApplied(r.index);
+  EXPECT_OK(ranges_[follower]->GetStatus().failure);
+  ExpectSameContents();
+}
+
+// A replica whose engine and Raft directories were deleted starts empty, is sent a snapshot and
+// installs the range; an install broken part way leaves the installing mark, and the next one
+// (the leader resends the snapshot) finishes it.
+TEST_F(ReplicatedRangeTest, AReplicaWhoseDirectoriesWereDeletedRejoinsBySnapshot) {
+  threshold_ = 16;
+  trailing_ = 4;
+  with_source_ = true;
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 1) % kReplicas;
+  RangeWriteResult r;
+  for (int n = 0; n < 120; ++n) r = Put(leader, Key(n), std::string(100 + n, 'v'));
+  WaitApplied(r.index);
+  StopReplica(follower, /*power_loss=*/false);
+  std::filesystem::remove_all(dir_.Sub("db" + std::to_string(follower + 1)));
+  std::filesystem::remove_all(dir_.Sub("raft" + std::to_string(follower + 1)));
+  source_.fail_after = fail_after_;
+  StartReplica(follower);
+  WaitApplied(r.index);
+  EXPECT_GE(source_.copies, 2) << "the broken install was not retried";
+  std::string ignored;
+  StatusOr<bool> installing = dbs_[follower]->GetMark("raft/range-7/installing", &ignored);
+  ASSERT_OK(installing.status());
+  EXPECT_FALSE(*installing);
+  EXPECT_EQ(dbs_[follower]->GetStats().index.entries, 120u);
+  ExpectSameContents();
+}
+
+}  // namespace
+}  // namespace grove::raft
+
+namespace grove::raft {
+namespace {
+
+// Writes that apply while the copy runs, on keys it has not reached: a compare-and-set that
+// fails at the cut (the key holds "b"), then a put that makes the condition true. A copy that
+// took the put's value would let the replayed compare-and-set succeed on the installed replica
+// alone; the copy keeps the cut, so every replica ends the same.
+TEST_F(ReplicatedRangeTest, WritesDuringTheCopyComeFromTheLogNotFromTheCopy) {
+  // Enough log behind each snapshot that after the install the leader sends the entries that
+  // follow the cut, not a newer snapshot.
+  threshold_ = 16;
+  trailing_ = 64;
+  with_source_ = true;
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 2) % kReplicas;
+  RangeWriteResult r = Put(leader, "zz-k", "b");
+  WaitApplied(r.index);
+  StopReplica(follower, /*power_loss=*/false);
+  // Many leaves: the copy's iterator reads the range a leaf at a time, and zz-k is far from the
+  // first.
+  for (int n = 0; n < 200; ++n) {
+    WriteBatch b;
+    for (int k = 0; k < 4; ++k) b.Put(Key(n * 4 + k), std::string(200, 'v'));
+    ASSERT_OK(ranges_[leader]->WriteAndWait(b, {}, &r));
+  }
+  source_.during_copy = [&] {
+    WriteBatch set_m;
+    set_m.Put("zz-m", "1");
+    WriteCondition c;
+    c.key = "zz-k";
+    c.kind = WriteCondition::Kind::kValueEquals;
+    c.value = "a";
+    EXPECT_EQ(ranges_[leader]->WriteAndWait(set_m, {c}, nullptr).code(),
+              StatusCode::kFailedPrecondition);
+    WriteBatch set_k;
+    set_k.Put("zz-k", "a");
+    EXPECT_OK(ranges_[leader]->WriteAndWait(set_k, {}, nullptr));
+  };
+  StartReplica(follower);
+  EXPECT_TRUE(WaitFor([&] { return source_.copies > 0 && !source_.during_copy; }));
+  r = Put(leader, "last", "1");
+  WaitApplied(r.index);
+  std::string m;
+  StatusOr<bool> found = dbs_[follower]->Get("zz-m", &m);
+  ASSERT_OK(found.status());
+  EXPECT_FALSE(*found) << "the installed replica applied the compare-and-set";
+  ExpectSameContents();
 }
 
 }  // namespace

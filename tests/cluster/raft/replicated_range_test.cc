@@ -49,7 +49,7 @@ class ReplicatedRangeTest : public ::testing::Test {
         int keys = 0;
         return r->CopyTo(at_least, [&](Slice key, Slice value, uint64_t expires) -> Status {
           ++keys;
-          if (fail_after > 0 && keys > fail_after) {
+          if (broken || (fail_after > 0 && keys > fail_after)) {
             fail_after = 0;
             return Status::Unavailable("the connection to the source broke");
           }
@@ -61,6 +61,7 @@ class ReplicatedRangeTest : public ::testing::Test {
     }
     std::atomic<int> copies{0};
     std::atomic<int> fail_after{0};
+    std::atomic<bool> broken{false};  // every copy fails at its first key
     // Runs once, in the middle of the next copy (after its first key).
     std::function<void()> during_copy;
 
@@ -568,6 +569,46 @@ TEST_F(ReplicatedRangeTest, WritesDuringTheCopyComeFromTheLogNotFromTheCopy) {
   StatusOr<bool> found = dbs_[follower]->Get("zz-m", &m);
   ASSERT_OK(found.status());
   EXPECT_FALSE(*found) << "the installed replica applied the compare-and-set";
+  ExpectSameContents();
+}
+
+}  // namespace
+}  // namespace grove::raft
+
+namespace grove::raft {
+namespace {
+
+// Every copy fails: the replica gives up, keeps the installing mark (its range is a mix) and
+// refuses to apply; restarted with a working source, it installs at start and catches up.
+TEST_F(ReplicatedRangeTest, AReplicaWhoseInstallGaveUpInstallsAgainWhenItRestarts) {
+  threshold_ = 16;
+  trailing_ = 4;
+  with_source_ = true;
+  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+  const int leader = WaitForLeader();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 1) % kReplicas;
+  RangeWriteResult r;
+  for (int n = 0; n < 100; ++n) r = Put(leader, Key(n), "v" + std::to_string(n));
+  WaitApplied(r.index);
+  StopReplica(follower, /*power_loss=*/false);
+  for (int n = 0; n < 100; ++n) r = Put(leader, Key(n), "w" + std::to_string(n));
+  source_.broken = true;
+  StartReplica(follower);
+  EXPECT_TRUE(WaitFor([&] { return source_.copies >= 5; })) << "the install was not retried";
+  std::string mark;
+  EXPECT_TRUE(WaitFor([&] {
+    StatusOr<bool> installing = dbs_[follower]->GetMark("raft/range-7/installing", &mark);
+    return installing.ok() && *installing;
+  }));
+  StopReplica(follower, /*power_loss=*/false);
+  source_.broken = false;
+  StartReplica(follower);
+  r = Put(leader, "after", "1");
+  WaitApplied(r.index);
+  StatusOr<bool> installing = dbs_[follower]->GetMark("raft/range-7/installing", &mark);
+  ASSERT_OK(installing.status());
+  EXPECT_FALSE(*installing);
   ExpectSameContents();
 }
 

@@ -167,9 +167,9 @@ class DbImpl final : public Db, private IndexServices {
   Status LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
                      Clock::time_point room_deadline, Lsn* lsn_out);
   // Operations replaced by a later one of the same key are skipped.
+  Status ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise, bool in_gate);
   // Sets the batch's marks as of record `lsn`.
   void ApplyMarks(Lsn lsn, const WriteBatch& batch) GROVE_EXCLUDES(marks_mu_);
-  Status ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise, bool in_gate);
   // BatchGet's reads, with the key stripes held shared.
   Status BatchGetLocked(const std::vector<Slice>& keys,
                         std::vector<std::optional<std::string>>* values);

@@ -15,6 +15,10 @@ namespace {
 // Snapshot descriptor: version | applied index fixed64 | range name (the rest).
 constexpr char kDescriptorVersion = 1;
 
+// The engine marks of range `name` (docs/formats/raft_entry.md).
+std::string AppliedMark(const std::string& name) { return "raft/" + name + "/applied"; }
+std::string InstallingMark(const std::string& name) { return "raft/" + name + "/installing"; }
+
 std::string IndexValue(uint64_t index) {
   std::string v;
   PutFixed64(&v, index);
@@ -58,11 +62,10 @@ StatusOr<std::unique_ptr<ReplicatedRange>> ReplicatedRange::Start(
                                                options.name.size(),
                                                WriteBatch::kMaxMarkNameBytes - 16));
   }
-  const std::string mark = "raft/" + options.name + "/applied";
-  GROVE_ASSIGN_OR_RETURN(uint64_t applied, ReadApplied(db, mark));
+  GROVE_ASSIGN_OR_RETURN(uint64_t applied, ReadApplied(db, AppliedMark(options.name)));
   std::string ignored;
   GROVE_ASSIGN_OR_RETURN(const bool installing,
-                         db->GetMark("raft/" + options.name + "/installing", &ignored));
+                         db->GetMark(InstallingMark(options.name), &ignored));
   // A half-done install holds nothing valid: the snapshot libraft restores first installs again.
   if (installing) applied = 0;
   std::unique_ptr<ReplicatedRange> range(
@@ -77,8 +80,8 @@ ReplicatedRange::ReplicatedRange(RaftLoop* loop, const ReplicatedRangeOptions& o
     : loop_(loop),
       options_(options),
       db_(db),
-      mark_name_("raft/" + options.name + "/applied"),
-      installing_mark_("raft/" + options.name + "/installing"),
+      mark_name_(AppliedMark(options.name)),
+      installing_mark_(InstallingMark(options.name)),
       copier_(db, options.start, options.end),
       installing_(installing),
       incarnation_(NewIncarnation()),

@@ -124,20 +124,7 @@ class RaftGroupTest : public ::testing::Test {
   }
 
   // The replica every running one agrees leads, once there is one.
-  int WaitForLeader() {
-    int leader = -1;
-    const bool found = WaitFor([&] {
-      for (int i = 0; i < kReplicas; ++i) {
-        if (groups_[i] && groups_[i]->GetStatus().role == RaftRole::kLeader) {
-          leader = i;
-          return true;
-        }
-      }
-      return false;
-    });
-    EXPECT_TRUE(found) << "no leader within 15 s";
-    return leader;
-  }
+  int WaitForLeader() { return WaitForLeaderOf(groups_); }
 
   void ExpectAllApplied(const std::vector<std::string>& want) {
     for (int i = 0; i < kReplicas; ++i) {

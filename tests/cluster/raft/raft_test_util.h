@@ -1,15 +1,19 @@
 #pragma once
 
-// Helpers of the Raft tests: a free loopback port, and polling for a condition with a limit.
+// Helpers of the Raft tests: a free loopback port, polling for a condition with a limit, and
+// finding the leader.
 
 #include <chrono>
 #include <functional>
 #include <thread>
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "cluster/raft/raft_group.h"
 
 namespace grove::raft {
 
@@ -39,6 +43,25 @@ inline bool WaitFor(const std::function<bool()>& done,
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
+}
+
+// The index of the replica that leads among `replicas` (pointers to RaftGroup or
+// ReplicatedRange; null ones are stopped), polling up to 15 s; -1 (and a test failure) when none
+// does.
+template <typename Replicas>
+int WaitForLeaderOf(const Replicas& replicas) {
+  int leader = -1;
+  const bool found = WaitFor([&] {
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (replicas[i] && replicas[i]->GetStatus().role == RaftRole::kLeader) {
+        leader = static_cast<int>(i);
+        return true;
+      }
+    }
+    return false;
+  });
+  EXPECT_TRUE(found) << "no leader within 15 s";
+  return leader;
 }
 
 }  // namespace grove::raft

@@ -136,18 +136,20 @@ class ReplicatedRangeTest : public ::testing::Test {
     }
   }
 
-  int WaitForLeader() {
-    int leader = -1;
-    EXPECT_TRUE(WaitFor([&] {
-      for (int i = 0; i < kReplicas; ++i) {
-        if (ranges_[i] && ranges_[i]->GetStatus().role == RaftRole::kLeader) {
-          leader = i;
-          return true;
-        }
-      }
-      return false;
-    })) << "no leader within 15 s";
-    return leader;
+  int WaitForLeader() { return WaitForLeaderOf(ranges_); }
+
+  // Starts every replica and returns the one that leads (-1 when none did within 15 s).
+  int StartAll() {
+    for (int i = 0; i < kReplicas; ++i) StartReplica(i);
+    return WaitForLeader();
+  }
+
+  // Whether replica i's engine holds the installing mark (an install began and did not end).
+  bool Installing(int i) {
+    std::string index;
+    StatusOr<bool> found = dbs_[i]->GetMark("raft/range-7/installing", &index);
+    EXPECT_OK(found.status());
+    return found.ok() && *found;
   }
 
   // Waits until every running replica applied `index`.
@@ -211,7 +213,6 @@ class ReplicatedRangeTest : public ::testing::Test {
   std::vector<std::unique_ptr<ReplicatedRange>> ranges_;
   uint32_t threshold_ = 1024, trailing_ = 2048;
   bool with_source_ = false;
-  int fail_after_ = 50;
   LeaderSource source_{this};
 };
 
@@ -223,8 +224,7 @@ uint64_t AppliedMark(Db* db, const std::string& mark) {
 }
 
 TEST_F(ReplicatedRangeTest, WritesReachEveryEngineWithTheirIndexAndFollowersNameTheLeader) {
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   uint64_t last = 0;
   for (int n = 0; n < 40; ++n) {
@@ -257,8 +257,7 @@ TEST_F(ReplicatedRangeTest, WritesReachEveryEngineWithTheirIndexAndFollowersName
 }
 
 TEST_F(ReplicatedRangeTest, WritesOutsideTheLimitsAreRefusedBeforeTheyAreProposed) {
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const uint64_t before = ranges_[leader]->GetStatus().last_index;
   WriteBatch empty_key;
@@ -287,8 +286,7 @@ TEST_F(ReplicatedRangeTest, WritesOutsideTheLimitsAreRefusedBeforeTheyArePropose
 // Two writers race compare-and-sets that each move a counter from the value they read to the
 // next: every success moved it by one, every refusal named the value it found.
 TEST_F(ReplicatedRangeTest, CompareAndSetsAreDecidedAtApplyTime) {
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   Put(leader, "counter", "0");
   std::atomic<int> successes{0}, refusals{0};
@@ -331,8 +329,7 @@ TEST_F(ReplicatedRangeTest, CompareAndSetsAreDecidedAtApplyTime) {
 }
 
 TEST_F(ReplicatedRangeTest, ARangeDeleteWithALimitStopsAndSaysWhereToResume) {
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   WriteBatch b;
   for (int n = 0; n < 30; ++n) b.Put(Key(n), "v");
@@ -357,8 +354,7 @@ TEST_F(ReplicatedRangeTest, ARangeDeleteWithALimitStopsAndSaysWhereToResume) {
 // follower's engine away, and its Raft log brings it back. Range deletes with a limit would
 // remove more keys if an entry were applied twice.
 TEST_F(ReplicatedRangeTest, AFollowerThatLostItsEnginesTailReplaysTheRaftLogFromItsMark) {
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 1) % kReplicas;
   WriteBatch b;
@@ -401,8 +397,7 @@ TEST_F(ReplicatedRangeTest, AFollowerThatLostItsEnginesTailReplaysTheRaftLogFrom
 TEST_F(ReplicatedRangeTest, AReplicaRestartedAfterSnapshotsGoesOnFromItsMark) {
   threshold_ = 16;
   trailing_ = 4;
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 2) % kReplicas;
   RangeWriteResult r;
@@ -424,8 +419,7 @@ TEST_F(ReplicatedRangeTest, AReplicaRestartedAfterSnapshotsGoesOnFromItsMark) {
 TEST_F(ReplicatedRangeTest, AReplicaBehindTheOthersSnapshotsSaysItCannotInstallIt) {
   threshold_ = 16;
   trailing_ = 4;
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 2) % kReplicas;
   RangeWriteResult r = Put(leader, "a", "1");
@@ -447,20 +441,13 @@ TEST_F(ReplicatedRangeTest, AReplicaBehindTheOthersSnapshotsSaysItCannotInstallI
   EXPECT_GT(after.index, r.index);
 }
 
-}  // namespace
-}  // namespace grove::raft
-
-namespace grove::raft {
-namespace {
-
 // As above, with a source: the replica installs the range from the leader while a writer keeps
 // changing it (the copy is taken at a cut, writes after it come from the log), then follows.
 TEST_F(ReplicatedRangeTest, AReplicaBehindTheOthersSnapshotsInstallsTheRangeFromTheLeader) {
   threshold_ = 16;
   trailing_ = 4;
   with_source_ = true;
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 2) % kReplicas;
   RangeWriteResult r;
@@ -496,8 +483,7 @@ TEST_F(ReplicatedRangeTest, AReplicaWhoseDirectoriesWereDeletedRejoinsBySnapshot
   threshold_ = 16;
   trailing_ = 4;
   with_source_ = true;
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 1) % kReplicas;
   RangeWriteResult r;
@@ -506,23 +492,14 @@ TEST_F(ReplicatedRangeTest, AReplicaWhoseDirectoriesWereDeletedRejoinsBySnapshot
   StopReplica(follower, /*power_loss=*/false);
   std::filesystem::remove_all(dir_.Sub("db" + std::to_string(follower + 1)));
   std::filesystem::remove_all(dir_.Sub("raft" + std::to_string(follower + 1)));
-  source_.fail_after = fail_after_;
+  source_.fail_after = 50;
   StartReplica(follower);
   WaitApplied(r.index);
   EXPECT_GE(source_.copies, 2) << "the broken install was not retried";
-  std::string ignored;
-  StatusOr<bool> installing = dbs_[follower]->GetMark("raft/range-7/installing", &ignored);
-  ASSERT_OK(installing.status());
-  EXPECT_FALSE(*installing);
+  EXPECT_FALSE(Installing(follower));
   EXPECT_EQ(dbs_[follower]->GetStats().index.entries, 120u);
   ExpectSameContents();
 }
-
-}  // namespace
-}  // namespace grove::raft
-
-namespace grove::raft {
-namespace {
 
 // Writes that apply while the copy runs, on keys it has not reached: a compare-and-set that
 // fails at the cut (the key holds "b"), then a put that makes the condition true. A copy that
@@ -534,8 +511,7 @@ TEST_F(ReplicatedRangeTest, WritesDuringTheCopyComeFromTheLogNotFromTheCopy) {
   threshold_ = 16;
   trailing_ = 64;
   with_source_ = true;
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 2) % kReplicas;
   RangeWriteResult r = Put(leader, "zz-k", "b");
@@ -572,20 +548,13 @@ TEST_F(ReplicatedRangeTest, WritesDuringTheCopyComeFromTheLogNotFromTheCopy) {
   ExpectSameContents();
 }
 
-}  // namespace
-}  // namespace grove::raft
-
-namespace grove::raft {
-namespace {
-
 // Every copy fails: the replica gives up, keeps the installing mark (its range is a mix) and
 // refuses to apply; restarted with a working source, it installs at start and catches up.
 TEST_F(ReplicatedRangeTest, AReplicaWhoseInstallGaveUpInstallsAgainWhenItRestarts) {
   threshold_ = 16;
   trailing_ = 4;
   with_source_ = true;
-  for (int i = 0; i < kReplicas; ++i) StartReplica(i);
-  const int leader = WaitForLeader();
+  const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 1) % kReplicas;
   RangeWriteResult r;
@@ -596,19 +565,13 @@ TEST_F(ReplicatedRangeTest, AReplicaWhoseInstallGaveUpInstallsAgainWhenItRestart
   source_.broken = true;
   StartReplica(follower);
   EXPECT_TRUE(WaitFor([&] { return source_.copies >= 5; })) << "the install was not retried";
-  std::string mark;
-  EXPECT_TRUE(WaitFor([&] {
-    StatusOr<bool> installing = dbs_[follower]->GetMark("raft/range-7/installing", &mark);
-    return installing.ok() && *installing;
-  }));
+  EXPECT_TRUE(WaitFor([&] { return Installing(follower); }));
   StopReplica(follower, /*power_loss=*/false);
   source_.broken = false;
   StartReplica(follower);
   r = Put(leader, "after", "1");
   WaitApplied(r.index);
-  StatusOr<bool> installing = dbs_[follower]->GetMark("raft/range-7/installing", &mark);
-  ASSERT_OK(installing.status());
-  EXPECT_FALSE(*installing);
+  EXPECT_FALSE(Installing(follower));
   ExpectSameContents();
 }
 

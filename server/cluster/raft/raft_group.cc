@@ -169,7 +169,10 @@ StatusOr<std::unique_ptr<RaftGroup>> RaftGroup::Start(RaftLoop* loop,
                                                       const RaftGroupOptions& options,
                                                       StateMachine* machine) {
   if (options.id == 0) return Status::InvalidArgument("raft group: id must be nonzero");
-  if (options.address.empty()) return Status::InvalidArgument("raft group: address is required");
+  if (options.group == 0) return Status::InvalidArgument("raft group: group must be nonzero");
+  if (options.transport == nullptr || options.transport->loop() != loop) {
+    return Status::InvalidArgument("raft group: transport is required, on the group's loop");
+  }
   if (options.dir.empty()) return Status::InvalidArgument("raft group: dir is required");
   if (options.segment_bytes == 0 || options.segment_bytes % 4096 != 0) {
     return Status::InvalidArgument(fmt::format(
@@ -196,9 +199,12 @@ StatusOr<std::unique_ptr<RaftGroup>> RaftGroup::Start(RaftLoop* loop,
 }
 
 Status RaftGroup::StartOnLoop() {
-  if (int rv = raft_uv_tcp_init(transport_.get(), loop_->loop()); rv != 0) {
-    return RaftError(rv, "transport", nullptr);
+  if (options_.transport->Listening(options_.group)) {
+    return Status::FailedPrecondition(
+        fmt::format("raft group {}: already runs on the transport at {}", options_.group,
+                    options_.transport->address()));
   }
+  options_.transport->Init(options_.group, transport_.get());
   stage_ = Stage::kTransport;
   if (int rv = raft_uv_init(io_.get(), loop_->loop(), options_.dir.c_str(), transport_.get());
       rv != 0) {
@@ -213,7 +219,8 @@ Status RaftGroup::StartOnLoop() {
   fsm_->snapshot = &Callbacks::Snapshot;
   fsm_->restore = &Callbacks::Restore;
   raft_->data = this;
-  if (int rv = raft_init(raft_.get(), io_.get(), fsm_.get(), options_.id, options_.address.c_str());
+  if (int rv = raft_init(raft_.get(), io_.get(), fsm_.get(), options_.id,
+                         options_.transport->address().c_str());
       rv != 0) {
     return RaftError(rv, "init", nullptr);
   }
@@ -239,8 +246,9 @@ Status RaftGroup::StartOnLoop() {
   }
   if (int rv = raft_start(raft_.get()); rv != 0) {
     if (!restore_failure_.ok()) return restore_failure_;
-    return RaftError(rv, fmt::format("start in {} at {}", options_.dir, options_.address).c_str(),
-                     raft_.get());
+    return RaftError(
+        rv, fmt::format("start in {} at {}", options_.dir, options_.transport->address()).c_str(),
+        raft_.get());
   }
   started_ = true;
   return Status::Ok();
@@ -422,16 +430,16 @@ Status RaftGroup::Close() {
         raft_close(raft_.get(), [](::raft* r) {
           auto* g = static_cast<RaftGroup*>(r->data);
           raft_uv_close(g->io_.get());
-          raft_uv_tcp_close(g->transport_.get());
+          GroupTransport::Release(g->transport_.get());
           g->closed_promise_->set_value();
         });
         return;
       case Stage::kIo:
         raft_uv_close(io_.get());
-        raft_uv_tcp_close(transport_.get());
+        GroupTransport::Release(transport_.get());
         break;
       case Stage::kTransport:
-        raft_uv_tcp_close(transport_.get());
+        GroupTransport::Release(transport_.get());
         break;
       case Stage::kNone:
         break;

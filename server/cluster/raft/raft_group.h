@@ -1,7 +1,8 @@
 #pragma once
 
-// RaftGroup: one replica of one Raft group, on libraft 0.15 with its libuv IO and TCP transport
-// (docs/libraft.md says how that library behaves and why this class is shaped as it is).
+// RaftGroup: one replica of one Raft group, on libraft 0.15 with its libuv IO, reached through its
+// node's GroupTransport (one port for every group of the node; docs/libraft.md says how that
+// library behaves and why this class is shaped as it is).
 //
 // The replica keeps its log, term, vote and snapshots in its own directory, and applies committed
 // entries to a StateMachine on its loop's thread, in log order. A proposal is one log entry (one
@@ -34,6 +35,7 @@
 #include "grove/slice.h"
 #include "grove/status.h"
 
+#include "cluster/raft/group_transport.h"
 #include "cluster/raft/raft_loop.h"
 
 struct raft;
@@ -45,13 +47,16 @@ namespace grove::raft {
 
 struct RaftPeer {
   uint64_t id = 0;      // nonzero, unique in the group
-  std::string address;  // host:port its transport listens on
+  std::string address;  // its node's GroupTransport address
 };
 
 struct RaftGroupOptions {
-  uint64_t id = 0;      // this replica's id (nonzero)
-  std::string address;  // host:port this replica listens on
-  std::string dir;      // its log, metadata and snapshots; created when missing
+  uint64_t group = 0;  // the group's id (nonzero): what connections to it name
+  uint64_t id = 0;     // this replica's id (nonzero)
+  // The node's transport, on the group's loop; outlives the group. Its address is this
+  // replica's address.
+  GroupTransport* transport = nullptr;
+  std::string dir;  // its log, metadata and snapshots; created when missing
   // The voters of a new group, this replica among them; used only when `dir` holds no state.
   // Empty: the replica waits to be added to an existing group.
   std::vector<RaftPeer> bootstrap;

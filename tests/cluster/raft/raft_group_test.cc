@@ -1,9 +1,9 @@
 // RaftGroup on loopback: three replicas, each on a loop of its own, elect a leader and apply the
 // same entries in the same order; a follower refuses proposals naming the leader; the group
 // keeps committing when its leader is closed, and a replica that restarts from its directory
-// (or that was away while snapshots truncated the log) catches up to the same state; a replica
-// whose address is taken fails to start and releases what it set up; closing a leader with
-// proposals in flight completes every one of them.
+// (or that was away while snapshots truncated the log) catches up to the same state; a second
+// replica of a group on one transport fails to start and releases what it set up; closing a
+// leader with proposals in flight completes every one of them.
 
 #include "cluster/raft/raft_group.h"
 
@@ -25,72 +25,20 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// The entries applied, in order, with their indices. Snapshot and Restore carry them whole.
-class Log : public StateMachine {
- public:
-  Status Apply(uint64_t index, Slice entry) override {
-    MutexLock lock(&mu_);
-    EXPECT_GT(index, last_index_) << "indices rise";
-    last_index_ = index;
-    entries_.emplace_back(entry.data(), entry.size());
-    return Status::Ok();
-  }
-  StatusOr<std::string> Snapshot() override {
-    MutexLock lock(&mu_);
-    std::string out;
-    PutFixed64(&out, last_index_);
-    for (const std::string& e : entries_) {
-      PutFixed32(&out, static_cast<uint32_t>(e.size()));
-      out += e;
-    }
-    return out;
-  }
-  Status Restore(Slice s) override {
-    MutexLock lock(&mu_);
-    if (s.size() < 8) return Status::DataLoss("short snapshot");
-    last_index_ = DecodeFixed64(s.data());
-    entries_.clear();
-    size_t pos = 8;
-    while (pos < s.size()) {
-      if (pos + 4 > s.size()) return Status::DataLoss("torn snapshot");
-      const uint32_t n = DecodeFixed32(s.data() + pos);
-      pos += 4;
-      if (pos + n > s.size()) return Status::DataLoss("torn snapshot");
-      entries_.emplace_back(s.data() + pos, n);
-      pos += n;
-    }
-    ++restores_;
-    return Status::Ok();
-  }
-  std::vector<std::string> entries() {
-    MutexLock lock(&mu_);
-    return entries_;
-  }
-  int restores() {
-    MutexLock lock(&mu_);
-    return restores_;
-  }
-
- private:
-  Mutex mu_;
-  std::vector<std::string> entries_ GROVE_GUARDED_BY(mu_);
-  uint64_t last_index_ GROVE_GUARDED_BY(mu_) = 0;
-  int restores_ GROVE_GUARDED_BY(mu_) = 0;
-};
-
 class RaftGroupTest : public ::testing::Test {
  protected:
   static constexpr int kReplicas = 3;
 
   void SetUp() override {
     for (int i = 0; i < kReplicas; ++i) {
-      const int port = FreePort();
-      ASSERT_GT(port, 0);
-      peers_.push_back({static_cast<uint64_t>(i + 1), "127.0.0.1:" + std::to_string(port)});
       auto loop = RaftLoop::Start();
-      ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+      ASSERT_OK(loop.status());
       loops_.push_back(std::move(*loop));
-      logs_.push_back(std::make_unique<Log>());
+      auto transport = GroupTransport::Start(loops_.back().get(), LoopbackTransport());
+      ASSERT_OK(transport.status());
+      transports_.push_back(std::move(*transport));
+      peers_.push_back({static_cast<uint64_t>(i + 1), transports_.back()->address()});
+      logs_.push_back(std::make_unique<EntryLog>());
     }
     groups_.resize(kReplicas);
   }
@@ -100,13 +48,15 @@ class RaftGroupTest : public ::testing::Test {
       if (g) EXPECT_OK(g->Close());
     }
     groups_.clear();
+    for (auto& t : transports_) EXPECT_OK(t->Stop());
     for (auto& l : loops_) l->Stop();
   }
 
   RaftGroupOptions OptionsFor(int i) {
     RaftGroupOptions o;
+    o.group = 7;
     o.id = peers_[i].id;
-    o.address = peers_[i].address;
+    o.transport = transports_[i].get();
     o.dir = dir_.Sub("replica" + std::to_string(i + 1));
     o.bootstrap = peers_;
     o.election_timeout_ms = 300;
@@ -139,7 +89,8 @@ class RaftGroupTest : public ::testing::Test {
   testing::TempDir dir_;
   std::vector<RaftPeer> peers_;
   std::vector<std::unique_ptr<RaftLoop>> loops_;
-  std::vector<std::unique_ptr<Log>> logs_;
+  std::vector<std::unique_ptr<GroupTransport>> transports_;  // one per loop: a node's port
+  std::vector<std::unique_ptr<EntryLog>> logs_;
   std::vector<std::unique_ptr<RaftGroup>> groups_;
   uint32_t threshold_ = 1024, trailing_ = 2048;
   uint64_t segment_bytes_ = 8 << 20;
@@ -200,22 +151,27 @@ TEST_F(RaftGroupTest, TheGroupOutlivesItsLeaderAndARestartedReplicaCatchesUp) {
   }
   // The first leader comes back from its directory with a state machine that knows nothing: what
   // it had is rebuilt from its own snapshot and log, the rest comes from the leader.
-  logs_[first] = std::make_unique<Log>();
+  logs_[first] = std::make_unique<EntryLog>();
   StartReplica(first);
   ExpectAllApplied(want);
   // Its own snapshot at start, and the leader's for what the leader's log no longer holds.
   EXPECT_GE(logs_[first]->restores(), 1);
 }
 
-TEST_F(RaftGroupTest, AReplicaWhoseAddressIsTakenFailsToStartAndReleasesItsResources) {
+TEST_F(RaftGroupTest, ASecondReplicaOfAGroupOnOneTransportFailsToStartAndReleasesItsResources) {
   StartReplica(0);
-  RaftGroupOptions o = OptionsFor(1);
-  o.address = peers_[0].address;  // replica 1's port
-  Log log;
-  auto g = RaftGroup::Start(loops_[1].get(), o, &log);
+  RaftGroupOptions o = OptionsFor(0);
+  o.dir = dir_.Sub("second");
+  EntryLog log;
+  auto g = RaftGroup::Start(loops_[0].get(), o, &log);
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().ToString().find(peers_[0].address), std::string::npos)
+  EXPECT_NE(g.status().ToString().find("already runs on the transport at " + peers_[0].address),
+            std::string::npos)
       << g.status().ToString();
+  // The first one is untouched: with the others it elects a leader.
+  StartReplica(1);
+  StartReplica(2);
+  ASSERT_GE(WaitForLeader(), 0);
   // Bad options are refused before anything starts, naming the field.
   RaftGroupOptions bad = OptionsFor(1);
   bad.id = 0;
@@ -224,6 +180,14 @@ TEST_F(RaftGroupTest, AReplicaWhoseAddressIsTakenFailsToStartAndReleasesItsResou
   bad = OptionsFor(1);
   bad.segment_bytes = 1000;
   EXPECT_NE(RaftGroup::Start(loops_[1].get(), bad, &log).status().ToString().find("segment_bytes"),
+            std::string::npos);
+  bad = OptionsFor(1);
+  bad.group = 0;
+  EXPECT_NE(RaftGroup::Start(loops_[1].get(), bad, &log).status().ToString().find("group"),
+            std::string::npos);
+  bad = OptionsFor(1);
+  bad.transport = transports_[0].get();  // another loop's
+  EXPECT_NE(RaftGroup::Start(loops_[1].get(), bad, &log).status().ToString().find("transport"),
             std::string::npos);
 }
 

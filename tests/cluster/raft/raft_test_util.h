@@ -1,37 +1,80 @@
 #pragma once
 
-// Helpers of the Raft tests: a free loopback port, polling for a condition with a limit, and
-// finding the leader.
+// Helpers of the Raft tests: a state machine that keeps the entries it applied, polling for a
+// condition with a limit, and finding the leader.
 
 #include <chrono>
 #include <functional>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "cluster/raft/raft_group.h"
+#include "util/coding.h"
+#include "util/mutex.h"
 
 namespace grove::raft {
 
-// A TCP port on 127.0.0.1 nobody listens on now, or -1.
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    close(fd);
-    return -1;
+// The entries applied, in order, with their indices. Snapshot and Restore carry them whole.
+class EntryLog : public StateMachine {
+ public:
+  Status Apply(uint64_t index, Slice entry) override {
+    MutexLock lock(&mu_);
+    EXPECT_GT(index, last_index_) << "indices rise";
+    last_index_ = index;
+    entries_.emplace_back(entry.data(), entry.size());
+    return Status::Ok();
   }
-  close(fd);
-  return ntohs(a.sin_port);
+  StatusOr<std::string> Snapshot() override {
+    MutexLock lock(&mu_);
+    std::string out;
+    PutFixed64(&out, last_index_);
+    for (const std::string& e : entries_) {
+      PutFixed32(&out, static_cast<uint32_t>(e.size()));
+      out += e;
+    }
+    return out;
+  }
+  Status Restore(Slice s) override {
+    MutexLock lock(&mu_);
+    if (s.size() < 8) return Status::DataLoss("short snapshot");
+    last_index_ = DecodeFixed64(s.data());
+    entries_.clear();
+    size_t pos = 8;
+    while (pos < s.size()) {
+      if (pos + 4 > s.size()) return Status::DataLoss("torn snapshot");
+      const uint32_t n = DecodeFixed32(s.data() + pos);
+      pos += 4;
+      if (pos + n > s.size()) return Status::DataLoss("torn snapshot");
+      entries_.emplace_back(s.data() + pos, n);
+      pos += n;
+    }
+    ++restores_;
+    return Status::Ok();
+  }
+  std::vector<std::string> entries() {
+    MutexLock lock(&mu_);
+    return entries_;
+  }
+  int restores() {
+    MutexLock lock(&mu_);
+    return restores_;
+  }
+
+ private:
+  Mutex mu_;
+  std::vector<std::string> entries_ GROVE_GUARDED_BY(mu_);
+  uint64_t last_index_ GROVE_GUARDED_BY(mu_) = 0;
+  int restores_ GROVE_GUARDED_BY(mu_) = 0;
+};
+
+// A transport on a free loopback port.
+inline GroupTransportOptions LoopbackTransport() {
+  GroupTransportOptions o;
+  o.bind_address = "127.0.0.1:0";
+  return o;
 }
 
 // Polls `done` every 10 ms for up to `limit`.

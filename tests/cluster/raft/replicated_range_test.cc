@@ -73,12 +73,13 @@ class ReplicatedRangeTest : public ::testing::Test {
 
   void SetUp() override {
     for (int i = 0; i < kReplicas; ++i) {
-      const int port = FreePort();
-      ASSERT_GT(port, 0);
-      peers_.push_back({static_cast<uint64_t>(i + 1), "127.0.0.1:" + std::to_string(port)});
       auto loop = RaftLoop::Start();
       ASSERT_OK(loop.status());
       loops_.push_back(std::move(*loop));
+      auto transport = GroupTransport::Start(loops_.back().get(), LoopbackTransport());
+      ASSERT_OK(transport.status());
+      transports_.push_back(std::move(*transport));
+      peers_.push_back({static_cast<uint64_t>(i + 1), transports_.back()->address()});
     }
     dbs_.resize(kReplicas);
     faults_.resize(kReplicas);
@@ -90,6 +91,7 @@ class ReplicatedRangeTest : public ::testing::Test {
       if (r) EXPECT_OK(r->Close());
     }
     ranges_.clear();
+    for (auto& t : transports_) EXPECT_OK(t->Stop());
     for (auto& l : loops_) l->Stop();
     for (auto& d : dbs_) {
       if (d) EXPECT_OK(d->Close());
@@ -107,8 +109,9 @@ class ReplicatedRangeTest : public ::testing::Test {
     dbs_[i] = std::move(*db);
     ReplicatedRangeOptions r;
     r.name = "range-7";
+    r.raft.group = 7;
     r.raft.id = peers_[i].id;
-    r.raft.address = peers_[i].address;
+    r.raft.transport = transports_[i].get();
     r.raft.dir = dir_.Sub("raft" + std::to_string(i + 1));
     r.raft.bootstrap = peers_;
     r.raft.election_timeout_ms = 300;
@@ -208,6 +211,7 @@ class ReplicatedRangeTest : public ::testing::Test {
   grove::testing::TempDir dir_;
   std::vector<RaftPeer> peers_;
   std::vector<std::unique_ptr<RaftLoop>> loops_;
+  std::vector<std::unique_ptr<GroupTransport>> transports_;  // one per loop: a node's port
   std::vector<std::unique_ptr<Db>> dbs_;
   std::vector<std::shared_ptr<FaultInjectionBackend>> faults_;
   std::vector<std::unique_ptr<ReplicatedRange>> ranges_;

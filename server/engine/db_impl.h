@@ -178,7 +178,9 @@ class DbImpl final : public Db, private IndexServices {
   Status CheckConditions(const WriteOptions& options, WriteResult* result);
   // The cell of `key` resolved to its value and metadata; false when absent.
   StatusOr<bool> ReadCurrent(Slice key, std::string* value, CellMeta* meta);
-  Status ApplyPut(const WriteContext& w, Slice key, Slice value, uint64_t expires_ms);
+  // version 0: the record's LSN.
+  Status ApplyPut(const WriteContext& w, Slice key, Slice value, uint64_t version,
+                  uint64_t expires_ms);
   Status ApplyDelete(const WriteContext& w, Slice key);
   // Deletes every key of [start, end) (end empty: unbounded). `first`: the room held is for this
   // op's first key; every later key reserves its own (stepwise).

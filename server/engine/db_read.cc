@@ -19,6 +19,7 @@ class DbIterator final : public Iterator {
   Slice key() const override { return cursor_->key(); }
   Slice value() const override { return value_; }
   uint64_t expires_ms() const override { return meta_.expires_ms; }
+  uint64_t version() const override { return meta_.version; }
   Status status() const override { return status_.ok() ? cursor_->status() : status_; }
 
   void Next() override {

@@ -65,8 +65,7 @@ Status DbImpl::Delete(Slice key) {
 
 uint64_t DbImpl::OpPages(WriteBatch::OpType type, Slice value) const {
   uint64_t value_pages = 0;
-  const bool put = type == WriteBatch::OpType::kPut || type == WriteBatch::OpType::kPutExpiring;
-  if (put && value.size() > options_.inline_value_bytes) {
+  if (WriteBatch::IsPut(type) && value.size() > options_.inline_value_bytes) {
     value_pages = (value.size() + kBlobChunk - 1) / kBlobChunk;
   }
   return WorstCaseWritePages(1, value_pages, index_->PagesDirtiedPerOp());
@@ -213,8 +212,11 @@ Status DbImpl::CheckWrite(const WriteBatch& batch, const WriteOptions& options, 
     if (op.key.empty() || op.key.size() > options_.max_key_bytes) {
       return CheckKey(op.key, field("key").c_str());
     }
-    const bool put =
-        op.type == WriteBatch::OpType::kPut || op.type == WriteBatch::OpType::kPutExpiring;
+    const bool put = WriteBatch::IsPut(op.type);
+    if (op.type == WriteBatch::OpType::kPutVersioned && op.version == 0) {
+      return Status::InvalidArgument(
+          fmt::format("{}: a versioned put needs a nonzero version", field("version")));
+    }
     if (put && op.value.size() > options_.max_value_bytes) {
       return Status::InvalidArgument(fmt::format("{}: {} bytes exceeds limits.max_value_bytes ({})",
                                                  field("value"), op.value.size(),
@@ -341,10 +343,11 @@ Status DbImpl::ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool ste
     const WriteContext w{lsn, room};
     switch (op.type) {
       case WriteBatch::OpType::kPut:
-        return ApplyPut(w, op.key, op.value, 0);
-      case WriteBatch::OpType::kPutExpiring: {
+      case WriteBatch::OpType::kPutExpiring:
+      case WriteBatch::OpType::kPutVersioned: {
+        if (op.expires_ms == 0) return ApplyPut(w, op.key, op.value, op.version, 0);
         may_hold_expiring_ = true;
-        Status s = ApplyPut(w, op.key, op.value, op.expires_ms);
+        Status s = ApplyPut(w, op.key, op.value, op.version, op.expires_ms);
         // Counted once the cell is in the index: a sweep that started before this saw the
         // count change and keeps the flag (db_expiry.cc).
         MutexLock lock(&expiry_flag_mu_);
@@ -397,9 +400,11 @@ Status DbImpl::SyncWal() {
   return s;
 }
 
-Status DbImpl::ApplyPut(const WriteContext& w, Slice key, Slice value, uint64_t expires_ms) {
-  // The write's LSN is the key's version: replay gives the same record the same one.
-  const CellMeta meta{w.lsn, expires_ms};
+Status DbImpl::ApplyPut(const WriteContext& w, Slice key, Slice value, uint64_t version,
+                        uint64_t expires_ms) {
+  // The write's LSN is the key's version unless the put names one: replay gives the same record
+  // the same one either way.
+  const CellMeta meta{version != 0 ? version : w.lsn, expires_ms};
   std::string cell;
   if (value.size() > options_.inline_value_bytes) {
     GROVE_ASSIGN_OR_RETURN(cell, values_->Write(value, meta));

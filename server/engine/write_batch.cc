@@ -26,6 +26,16 @@ void WriteBatch::PutExpiring(Slice key, Slice value, uint64_t expires_ms) {
   payload_bytes_ += key.size() + value.size();
 }
 
+void WriteBatch::PutVersioned(Slice key, Slice value, uint64_t version, uint64_t expires_ms) {
+  rep_.push_back(static_cast<char>(OpType::kPutVersioned));
+  PutLengthPrefixed(&rep_, key);
+  PutLengthPrefixed(&rep_, value);
+  PutFixed64(&rep_, version);
+  PutFixed64(&rep_, expires_ms);
+  EncodeFixed32(rep_.data(), ++count_ + marks_);
+  payload_bytes_ += key.size() + value.size();
+}
+
 void WriteBatch::DeleteRange(Slice start, Slice end) {
   rep_.push_back(static_cast<char>(OpType::kDeleteRange));
   PutLengthPrefixed(&rep_, start);
@@ -78,6 +88,11 @@ Status ForEachEncoded(Slice rep, uint32_t total, const Fn& fn) {
         break;
       case WriteBatch::OpType::kPutExpiring:
         GetLengthPrefixed(&in, &op.value);
+        GetFixed64(&in, &op.expires_ms);
+        break;
+      case WriteBatch::OpType::kPutVersioned:
+        GetLengthPrefixed(&in, &op.value);
+        GetFixed64(&in, &op.version);
         GetFixed64(&in, &op.expires_ms);
         break;
       case WriteBatch::OpType::kDeleteRange:
@@ -137,6 +152,14 @@ StatusOr<WriteBatch> WriteBatch::Decode(Slice encoded) {
         return Status::DataLoss("write batch: bad expiry");
       }
       b.PutExpiring(key, value, expires_ms);
+    } else if (type == OpType::kPutVersioned) {
+      uint64_t version = 0, expires_ms = 0;
+      if (!GetLengthPrefixed(&in, &value)) return Status::DataLoss("write batch: bad value length");
+      if (!GetFixed64(&in, &version) || version == 0) {
+        return Status::DataLoss("write batch: bad version");
+      }
+      if (!GetFixed64(&in, &expires_ms)) return Status::DataLoss("write batch: bad expiry");
+      b.PutVersioned(key, value, version, expires_ms);
     } else if (type == OpType::kDeleteRange) {
       Slice end;
       if (!GetLengthPrefixed(&in, &end)) return Status::DataLoss("write batch: bad range end");

@@ -35,7 +35,7 @@ Status RangeCopier::Preserve(const std::vector<Slice>& keys) {
     ValueMeta meta;
     GROVE_ASSIGN_OR_RETURN(const bool found, db_->GetWithMeta(key, &value, &meta));
     std::optional<Saved> state;
-    if (found) state = Saved{std::move(value), meta.expires_ms};
+    if (found) state = Saved{std::move(value), meta.expires_ms, meta.version};
     saved_.emplace(std::string(key), std::move(state));
   }
   return Status::Ok();
@@ -55,9 +55,10 @@ Status RangeCopier::Run(const RangeSink& sink) {
       value.assign(it->value());
     }
     const uint64_t expires = more ? it->expires_ms() : 0;
+    const uint64_t version = more ? it->version() : 0;
     // Decided under mu_, handed to the sink outside it (the sink may be slow: a network).
     std::string out_key, out_value;
-    uint64_t out_expires = 0;
+    uint64_t out_expires = 0, out_version = 0;
     bool emit = false, advance = false, done = false;
     {
       MutexLock lock(&mu_);
@@ -69,6 +70,7 @@ Status RangeCopier::Run(const RangeSink& sink) {
           emit = true;
           out_value = next->second->value;
           out_expires = next->second->expires_ms;
+          out_version = next->second->version;
         }
       } else if (more) {
         out_key = key;
@@ -78,10 +80,12 @@ Status RangeCopier::Run(const RangeSink& sink) {
           emit = true;
           out_value = value;
           out_expires = expires;
+          out_version = version;
         } else if (saved->second) {
           emit = true;
           out_value = saved->second->value;
           out_expires = saved->second->expires_ms;
+          out_version = saved->second->version;
         }
       } else {
         done = true;
@@ -94,7 +98,7 @@ Status RangeCopier::Run(const RangeSink& sink) {
       }
     }
     if (done) break;
-    if (emit) GROVE_RETURN_IF_ERROR(sink(out_key, out_value, out_expires));
+    if (emit) GROVE_RETURN_IF_ERROR(sink({out_key, out_value, out_expires, out_version}));
     if (advance) it->Next();
   }
   return it->status();

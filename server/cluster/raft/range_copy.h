@@ -6,7 +6,7 @@
 // The engine's iterators are not point-in-time snapshots, so the copier keeps the cut itself, in
 // the style of a copy-on-write snapshot: from the cut on, before any write changes a key the copy
 // has not passed yet, the writer calls Preserve, which saves what the key held at the cut (its
-// value and expiry, or that it was absent). The copy walks the range in key order with an
+// value, expiry and version, or that it was absent). The copy walks the range in key order with an
 // ordinary iterator and merges in the preserved keys: a preserved key gives its saved state (a key
 // deleted since the cut is still copied, one created since is not), any other key what the
 // iterator read, which no write changed since the cut. Memory: one saved cell per key written
@@ -34,9 +34,16 @@
 
 namespace grove::raft {
 
-// Receives the copy, in key order: each key present at the cut with its value and expiry (Unix
-// ms; 0: none).
-using RangeSink = std::function<Status(Slice key, Slice value, uint64_t expires_ms)>;
+// One key of a copy, as it was at the cut.
+struct CopiedKey {
+  Slice key;
+  Slice value;
+  uint64_t expires_ms = 0;  // Unix ms; 0: none
+  uint64_t version = 0;     // the version the key carries (0: written before versions existed)
+};
+
+// Receives the copy, in key order: each key present at the cut.
+using RangeSink = std::function<Status(const CopiedKey& entry)>;
 
 class RangeCopier {
  public:
@@ -59,6 +66,7 @@ class RangeCopier {
   struct Saved {
     std::string value;
     uint64_t expires_ms = 0;
+    uint64_t version = 0;
   };
   bool InRange(Slice key) const {
     return key >= Slice(start_) && (end_.empty() || key < Slice(end_));

@@ -62,6 +62,11 @@ StatusOr<std::unique_ptr<ReplicatedRange>> ReplicatedRange::Start(
                                                options.name.size(),
                                                WriteBatch::kMaxMarkNameBytes - 16));
   }
+  if (options.raft.group > kMaxGroupForVersions) {
+    return Status::InvalidArgument(
+        fmt::format("raft.group: {} exceeds {}, the largest group id versions can hold",
+                    options.raft.group, kMaxGroupForVersions));
+  }
   GROVE_ASSIGN_OR_RETURN(uint64_t applied, ReadApplied(db, AppliedMark(options.name)));
   std::string ignored;
   GROVE_ASSIGN_OR_RETURN(const bool installing,
@@ -94,10 +99,15 @@ Status ReplicatedRange::Close() { return group_ ? group_->Close() : Status::Ok()
 
 Status ReplicatedRange::CheckWrite(const WriteBatch& batch,
                                    const std::vector<WriteCondition>& conditions) const {
-  if (batch.MarkCount() > 0 || batch.HasRangeDelete()) {
+  bool versioned = false;
+  GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) {
+    versioned = versioned || op.type == WriteBatch::OpType::kPutVersioned;
+    return Status::Ok();
+  }));
+  if (batch.MarkCount() > 0 || batch.HasRangeDelete() || versioned) {
     return Status::InvalidArgument(
-        "batch: a replicated write holds puts and deletes only (marks are the range's own; "
-        "range deletes go through DeleteRange)");
+        "batch: a replicated write holds puts and deletes only (marks and versions are the "
+        "range's own; range deletes go through DeleteRange)");
   }
   if (batch.Count() > options_.max_batch_entries) {
     return Status::ResourceExhausted(
@@ -234,6 +244,12 @@ Status ReplicatedRange::Apply(uint64_t index, Slice entry) {
         "snapshot is installed",
         options_.name, index));
   }
+  if (index >> kVersionIndexBits != 0) {
+    return Status::ResourceExhausted(fmt::format(
+        "range {}: entry {} is past the 2^{} entries a group's versions can number; split the "
+        "range (its halves start new groups)",
+        options_.name, index, kVersionIndexBits));
+  }
   GROVE_ASSIGN_OR_RETURN(RangeCommand command, DecodeRangeCommand(entry));
   Status outcome;
   RangeWriteResult result;
@@ -275,8 +291,22 @@ Status ReplicatedRange::ApplyWrite(uint64_t index, const RangeCommand& command, 
     }));
     GROVE_RETURN_IF_ERROR(copier_.Preserve(keys));
   }
-  Status s = WriteMarked(index, command.batch, options, &result->write);
-  if (s.ok()) return Status::Ok();
+  // Every key the entry sets carries the entry's version, on every replica alike.
+  const uint64_t version = ReplicatedVersion(options_.raft.group, index);
+  WriteBatch versioned;
+  GROVE_RETURN_IF_ERROR(command.batch.ForEachOp([&](const WriteBatch::Op& op) {
+    if (WriteBatch::IsPut(op.type)) {
+      versioned.PutVersioned(op.key, op.value, version, op.expires_ms);
+    } else {
+      versioned.Delete(op.key);
+    }
+    return Status::Ok();
+  }));
+  Status s = WriteMarked(index, std::move(versioned), options, &result->write);
+  if (s.ok()) {
+    result->write.version = version;
+    return Status::Ok();
+  }
   // Refusals every replica makes alike (a failed condition on the same data, a write outside
   // limits the proposer did not share): the entry is applied as a refusal, its index recorded.
   if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kInvalidArgument) {
@@ -318,9 +348,8 @@ Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& com
   if (!keys.empty()) GROVE_RETURN_IF_ERROR(copier_.Preserve({keys.begin(), keys.end()}));
   WriteOptions options;
   options.room_wait = std::chrono::hours(1);
-  WriteResult w;
-  GROVE_RETURN_IF_ERROR(WriteMarked(index, std::move(batch), options, &w));
-  d.version = d.deleted > 0 ? w.version : 0;
+  GROVE_RETURN_IF_ERROR(WriteMarked(index, std::move(batch), options, nullptr));
+  d.version = d.deleted > 0 ? ReplicatedVersion(options_.raft.group, index) : 0;
   *outcome = Status::Ok();
   return Status::Ok();
 }
@@ -433,9 +462,14 @@ Status ReplicatedRange::InstallOnce(uint64_t index, bool* local_failure) {
   if (!batch.Empty()) GROVE_RETURN_IF_ERROR(flush());
   installing_ = true;
   // 2. The copy, in batches; the last one sets the applied mark and clears the installing one.
-  StatusOr<uint64_t> copied = options_.source->CopyRange(
-      options_.name, index, [&](Slice key, Slice value, uint64_t expires_ms) -> Status {
-        batch.PutExpiring(key, value, expires_ms);
+  StatusOr<uint64_t> copied =
+      options_.source->CopyRange(options_.name, index, [&](const CopiedKey& e) -> Status {
+        // The key keeps its version: a compare-and-set on it decides alike here and elsewhere.
+        if (e.version != 0) {
+          batch.PutVersioned(e.key, e.value, e.version, e.expires_ms);
+        } else {
+          batch.PutExpiring(e.key, e.value, e.expires_ms);
+        }
         if (batch.Count() >= most_entries || batch.PayloadBytes() >= most_bytes) return flush();
         return Status::Ok();
       });

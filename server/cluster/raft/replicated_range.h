@@ -89,13 +89,24 @@ struct ReplicatedRangeOptions {
   uint32_t max_batch_entries = 10000;
 };
 
+// The version a replicated write gives the keys it sets, the same on every replica:
+// group << kVersionIndexBits | index. It rises with the log, and lies above every engine LSN
+// (below 2^42) and every version of a range with a lower id: a range's group id is its shard-map
+// id, which a split only raises. A group may apply 2^42 entries (4.4 x 10^12) and have an id
+// below 2^22.
+inline constexpr int kVersionIndexBits = 42;
+inline constexpr uint64_t kMaxGroupForVersions = (uint64_t{1} << (64 - kVersionIndexBits)) - 1;
+inline uint64_t ReplicatedVersion(uint64_t group, uint64_t index) {
+  return group << kVersionIndexBits | index;
+}
+
 // What a replicated write did.
 struct RangeWriteResult {
   uint64_t index = 0;  // the entry's index in the group's log
-  // A write: the version it set on this replica (its engine's LSN), or after a failed condition
-  // the condition and what its key holds.
+  // A write: the version it set (ReplicatedVersion of its index), or after a failed condition the
+  // condition and what its key holds.
   WriteResult write;
-  DeleteRangeResult deleted;  // a range delete
+  DeleteRangeResult deleted;  // a range delete; its version is the entry's
 };
 
 class ReplicatedRange {

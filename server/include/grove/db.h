@@ -72,8 +72,9 @@ struct ValueMeta {
 
 // What Write() reports besides its status.
 struct WriteResult {
-  // The version every key the write set now carries: the LSN of the write's log record. A key's
-  // version increases with every write to it, across restarts; Get can return it.
+  // The version every key the write set now carries: the LSN of the write's log record (a
+  // versioned put's key carries the version it names). A key's version increases with every
+  // write to it, across restarts; Get can return it.
   uint64_t version = 0;
   // After kFailedPrecondition: the index of the first condition that did not hold and what its
   // key holds now (current_value only when the key is present).

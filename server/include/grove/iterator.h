@@ -30,6 +30,9 @@ class Iterator {
   // REQUIRES: Valid(). Unix ms from which the entry reads as absent; 0: never (and for
   // keys-only iterators, which do not read the entry's metadata).
   virtual uint64_t expires_ms() const { return 0; }
+  // REQUIRES: Valid(). The entry's version (WriteResult::version of the write that set it); 0
+  // for keys-only iterators and values written before versions existed.
+  virtual uint64_t version() const { return 0; }
   virtual Status status() const = 0;
 };
 

@@ -12,12 +12,16 @@
 //      | kDeleteRange u8 | varint32 start_len | start | varint32 end_len | end
 //      | kPutExpiring u8 | varint32 key_len | key | varint32 value_len | value | expires_ms u64
 //      | kMark u8 | varint32 name_len | name | varint32 value_len | value
+//      | kPutVersioned u8 | varint32 key_len | key | varint32 value_len | value | version u64
+//        | expires_ms u64 (0: never)
 //
 // Operations apply in order; a later operation on the same key wins. kDeleteRange removes every
 // key in [start, end) (end empty: to the last key); the engine writes it only through
 // Db::DeleteRange, which applies it with every other writer held off, so that replaying it
 // removes exactly the keys it removed. kPutExpiring is a put whose key reads as absent from
-// expires_ms (Unix milliseconds) on.
+// expires_ms (Unix milliseconds) on. kPutVersioned is a put (expiring or not) whose key carries
+// the version it names instead of the record's LSN: a replicated range gives every replica's
+// copy of a write the same version, derived from the write's place in the range's Raft log.
 //
 // kMark sets one of the database's marks (Db::GetMark): small named values outside the key space
 // that change atomically with the batch's keys and are kept by checkpoints. A replicated range
@@ -44,7 +48,12 @@ class WriteBatch {
     kDeleteRange = 3,
     kPutExpiring = 4,
     kMark = 5,
+    kPutVersioned = 6,
   };
+  // Whether operations of `type` set a key's value.
+  static bool IsPut(OpType type) {
+    return type == OpType::kPut || type == OpType::kPutExpiring || type == OpType::kPutVersioned;
+  }
 
   // One operation as ForEachOp presents it.
   struct Op {
@@ -52,7 +61,8 @@ class WriteBatch {
     Slice key;                // kDeleteRange: the range's start
     Slice value;              // kPut, kPutExpiring
     Slice end;                // kDeleteRange: the range's end (empty: unbounded)
-    uint64_t expires_ms = 0;  // kPutExpiring (never 0)
+    uint64_t expires_ms = 0;  // kPutExpiring (never 0), kPutVersioned (0: never)
+    uint64_t version = 0;     // kPutVersioned (never 0)
   };
 
   WriteBatch();
@@ -61,6 +71,10 @@ class WriteBatch {
   // A put that expires: from `expires_ms` (Unix milliseconds) on the key reads as absent.
   // expires_ms 0 means no expiry: a plain Put.
   void PutExpiring(Slice key, Slice value, uint64_t expires_ms);
+  // A put whose key carries `version` (nonzero; Db::Write refuses 0) rather than the record's
+  // LSN, expiring from `expires_ms` (0: never). Versions of a key must rise with every write to
+  // it; the caller sees to that.
+  void PutVersioned(Slice key, Slice value, uint64_t version, uint64_t expires_ms);
   void Delete(Slice key);
   void DeleteRange(Slice start, Slice end);
   // Sets the mark `name` to `value` when the batch applies; an empty value removes the mark.

@@ -23,6 +23,7 @@ using grove::testing::SmallOptions;
 struct Copied {
   std::string value;
   uint64_t expires_ms = 0;
+  uint64_t version = 0;
   bool operator==(const Copied&) const = default;
 };
 
@@ -35,7 +36,8 @@ std::map<std::string, Copied> Contents(Db* db, const std::string& start, const s
   auto it = db->NewIterator(scan);
   EXPECT_OK(it.status());
   for (; (*it)->Valid(); (*it)->Next()) {
-    out[std::string((*it)->key())] = {std::string((*it)->value()), (*it)->expires_ms()};
+    out[std::string((*it)->key())] = {std::string((*it)->value()), (*it)->expires_ms(),
+                                      (*it)->version()};
   }
   EXPECT_OK((*it)->status());
   return out;
@@ -75,10 +77,11 @@ TEST(RangeCopierTest, TheCopyIsTheRangeAsOfItsCutWhateverIsWrittenDuringIt) {
   std::mt19937_64 rng(7);
   std::map<std::string, Copied> copy;
   std::string last;
-  ASSERT_OK(copier.Run([&](Slice key, Slice value, uint64_t expires_ms) -> Status {
-    EXPECT_GT(std::string(key), last) << "keys in order, once";
-    last.assign(key);
-    copy[std::string(key)] = {std::string(value), expires_ms};
+  ASSERT_OK(copier.Run([&](const CopiedKey& e) -> Status {
+    EXPECT_GT(std::string(e.key), last) << "keys in order, once";
+    last.assign(e.key);
+    EXPECT_NE(e.version, 0u);
+    copy[std::string(e.key)] = {std::string(e.value), e.expires_ms, e.version};
     // Between two keys handed over: overwrite, delete and create keys anywhere (ahead of the
     // copy, behind it, outside the range), several times each.
     for (int n = 0; n < 3; ++n) {
@@ -116,7 +119,7 @@ TEST(RangeCopierTest, WritesBeforeBeginAndAfterEndAreOrdinaryAndASinkErrorStopsT
   ASSERT_OK(WriteThrough(db->get(), &copier, b));
   ASSERT_OK(copier.Begin());
   int calls = 0;
-  Status s = copier.Run([&](Slice, Slice, uint64_t) -> Status {
+  Status s = copier.Run([&](const CopiedKey&) -> Status {
     ++calls;
     return Status::Aborted("the receiver went away");
   });
@@ -126,8 +129,8 @@ TEST(RangeCopierTest, WritesBeforeBeginAndAfterEndAreOrdinaryAndASinkErrorStopsT
   EXPECT_FALSE(copier.active());
   ASSERT_OK(copier.Begin());
   std::string keys;
-  ASSERT_OK(copier.Run([&](Slice key, Slice, uint64_t) {
-    keys += std::string(key);
+  ASSERT_OK(copier.Run([&](const CopiedKey& e) {
+    keys += std::string(e.key);
     return Status::Ok();
   }));
   copier.End();

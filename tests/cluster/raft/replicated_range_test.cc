@@ -47,14 +47,14 @@ class ReplicatedRangeTest : public ::testing::Test {
       for (auto& r : test_->ranges_) {
         if (!r || r->GetStatus().role != RaftRole::kLeader) continue;
         int keys = 0;
-        return r->CopyTo(at_least, [&](Slice key, Slice value, uint64_t expires) -> Status {
+        return r->CopyTo(at_least, [&](const CopiedKey& e) -> Status {
           ++keys;
           if (broken || (fail_after > 0 && keys > fail_after)) {
             fail_after = 0;
             return Status::Unavailable("the connection to the source broke");
           }
           if (keys == 1 && during_copy) std::exchange(during_copy, nullptr)();
-          return sink(key, value, expires);
+          return sink(e);
         });
       }
       return Status::Unavailable("no leader to copy from");
@@ -164,14 +164,15 @@ class ReplicatedRangeTest : public ::testing::Test {
     }
   }
 
-  // Every key and value of replica i's engine, in order.
+  // Every key, value and version of replica i's engine, in order.
   std::string Contents(int i) {
     std::string out;
     auto it = dbs_[i]->NewIterator(ScanOptions());
     EXPECT_OK(it.status());
     if (!it.ok()) return out;
     for (; (*it)->Valid(); (*it)->Next()) {
-      out += std::string((*it)->key()) + "=" + std::string((*it)->value()) + ";";
+      out += std::string((*it)->key()) + "=" + std::string((*it)->value()) + "@" +
+             std::to_string((*it)->version()) + ";";
     }
     EXPECT_OK((*it)->status());
     return out;
@@ -183,12 +184,13 @@ class ReplicatedRangeTest : public ::testing::Test {
       if (!dbs_[i]) continue;
       const std::string other = Contents(i);
       EXPECT_TRUE(other == first) << "replica " << i + 1 << " holds " << other.size()
-                                  << " bytes of keys and values, replica 1 " << first.size();
+                                  << " bytes of keys, values and versions, replica 1 "
+                                  << first.size();
     }
   }
 
-  // The versions of keys [first, end) on replica i. A key's version is the LSN of the engine
-  // record that last wrote it: an entry applied a second time would give its keys new ones.
+  // The versions of keys [first, end) on replica i: ReplicatedVersion of the entry that last
+  // wrote each, the same on every replica.
   std::string Versions(int i, int first, int end) {
     std::string out;
     for (int k = first; k < end; ++k) {
@@ -332,6 +334,48 @@ TEST_F(ReplicatedRangeTest, CompareAndSetsAreDecidedAtApplyTime) {
   }
 }
 
+// A key's version is made from its entry's place in the log, so it is the same on every replica:
+// a compare-and-set on a version read from one leader is decided alike by the next.
+TEST_F(ReplicatedRangeTest, AVersionIsTheSameOnEveryReplicaAndHoldsAcrossAFailover) {
+  const int leader = StartAll();
+  ASSERT_GE(leader, 0);
+  Put(leader, "other", "x");  // engines whose LSNs would differ from the entries' indices
+  const RangeWriteResult w = Put(leader, "k", "v1");
+  EXPECT_EQ(w.write.version, ReplicatedVersion(7, w.index));
+  WaitApplied(w.index);
+  for (int i = 0; i < kReplicas; ++i) {
+    std::string v;
+    uint64_t version = 0;
+    ASSERT_OK(dbs_[i]->GetWithVersion("k", &v, &version).status());
+    EXPECT_EQ(version, w.write.version) << "replica " << i + 1;
+  }
+  StopReplica(leader, /*power_loss=*/false);
+  const int next = WaitForLeader();
+  ASSERT_GE(next, 0);
+  ASSERT_NE(next, leader);
+  WriteBatch b;
+  b.Put("k", "v2");
+  WriteCondition c;
+  c.key = "k";
+  c.kind = WriteCondition::Kind::kVersionEquals;
+  c.version = w.write.version;
+  RangeWriteResult cas;
+  ASSERT_OK(ranges_[next]->WriteAndWait(b, {c}, &cas));
+  EXPECT_GT(cas.write.version, w.write.version);
+  // The same compare-and-set again: the key has moved on.
+  RangeWriteResult stale;
+  EXPECT_EQ(ranges_[next]->WriteAndWait(b, {c}, &stale).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(stale.write.current_version, cas.write.version);
+  // A client batch may not name versions: they are the range's own.
+  WriteBatch versioned;
+  versioned.PutVersioned("k", "v3", 5, 0);
+  EXPECT_EQ(ranges_[next]->WriteAndWait(versioned, {}, nullptr).code(),
+            StatusCode::kInvalidArgument);
+  StartReplica(leader);
+  WaitApplied(stale.index);
+  ExpectSameContents();
+}
+
 TEST_F(ReplicatedRangeTest, ARangeDeleteWithALimitStopsAndSaysWhereToResume) {
   const int leader = StartAll();
   ASSERT_GE(leader, 0);
@@ -392,7 +436,7 @@ TEST_F(ReplicatedRangeTest, AFollowerThatLostItsEnginesTailReplaysTheRaftLogFrom
   WaitApplied(before);
   EXPECT_EQ(AppliedMark(dbs_[follower].get(), ranges_[follower]->mark_name()), before);
   EXPECT_EQ(dbs_[follower]->GetStats().index.entries, 200u - 50u + 1u);
-  EXPECT_EQ(Versions(follower, 100, 200), versions) << "the synced batch was applied again";
+  EXPECT_EQ(Versions(follower, 100, 200), versions);
   ExpectSameContents();
 }
 
@@ -404,8 +448,15 @@ TEST_F(ReplicatedRangeTest, AReplicaRestartedAfterSnapshotsGoesOnFromItsMark) {
   const int leader = StartAll();
   ASSERT_GE(leader, 0);
   const int follower = (leader + 2) % kReplicas;
+  WriteBatch doomed;
+  for (int n = 0; n < 60; ++n) doomed.Put("d-" + Key(n), "x");
+  ASSERT_OK(ranges_[leader]->WriteAndWait(doomed, {}, nullptr));
   RangeWriteResult r;
-  for (int n = 0; n < 100; ++n) r = Put(leader, Key(n % 37), std::to_string(n));
+  for (int n = 0; n < 100; ++n) {
+    r = Put(leader, Key(n % 37), std::to_string(n));
+    // Ten range deletes of three keys each: one applied twice would remove three more.
+    if (n % 10 == 0) ASSERT_OK(ranges_[leader]->DeleteRangeAndWait("d-", "d.", 3, &r));
+  }
   WaitApplied(r.index);
   const std::string before = Versions(follower, 0, 37);
   StopReplica(follower, /*power_loss=*/false);
@@ -414,6 +465,7 @@ TEST_F(ReplicatedRangeTest, AReplicaRestartedAfterSnapshotsGoesOnFromItsMark) {
   WaitApplied(r.index);
   EXPECT_EQ(AppliedMark(dbs_[follower].get(), ranges_[follower]->mark_name()), r.index);
   EXPECT_EQ(Versions(follower, 0, 37), before);
+  EXPECT_EQ(dbs_[follower]->GetStats().index.entries, 37u + 30u + 10u);
   ExpectSameContents();
 }
 

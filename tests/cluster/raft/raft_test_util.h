@@ -1,14 +1,16 @@
 #pragma once
 
-// Helpers of the Raft tests: a state machine that keeps the entries it applied, polling for a
-// condition with a limit, and finding the leader.
+// Helpers of the Raft tests: a state machine that keeps the entries it applied, a gRPC server on
+// loopback, polling for a condition with a limit, and finding the leader.
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "cluster/raft/raft_group.h"
@@ -76,6 +78,22 @@ inline GroupTransportOptions LoopbackTransport() {
   o.bind_address = "127.0.0.1:0";
   return o;
 }
+
+// Serves `service` on a free loopback port.
+struct TestServer {
+  TestServer(const TestServer&) = delete;
+  TestServer& operator=(const TestServer&) = delete;
+  explicit TestServer(grpc::Service* service) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service);
+    server = builder.BuildAndStart();
+  }
+  ~TestServer() { server->Shutdown(); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+  int port = 0;
+  std::unique_ptr<grpc::Server> server;
+};
 
 // Polls `done` every 10 ms for up to `limit`.
 inline bool WaitFor(const std::function<bool()>& done,

@@ -1,7 +1,8 @@
 // GroupTransport on loopback: two groups on the same three nodes, one port per node, each group
 // electing and committing its own entries; connections that do not greet properly (garbage, an
 // unknown group, silence) are closed and counted while the groups go on; a group may start long
-// after its peers dial it; Stop is refused while a group listens; bad options name the field.
+// after its peers dial it; a node that stops and comes back on its port is dialed again; Stop is
+// refused while a group listens; bad options name the field.
 
 #include "cluster/raft/group_transport.h"
 
@@ -52,7 +53,9 @@ class GroupTransportTest : public ::testing::Test {
       if (g) EXPECT_OK(g->Close());
     }
     groups_.clear();
-    for (auto& t : transports_) EXPECT_OK(t->Stop());
+    for (auto& t : transports_) {
+      if (t) EXPECT_OK(t->Stop());
+    }
     for (auto& l : loops_) l->Stop();
   }
 
@@ -187,6 +190,52 @@ TEST_F(GroupTransportTest, AGroupStartedLongAfterItsPeersDialItJoinsThem) {
   StartReplica(0, 2);
   EXPECT_TRUE(
       WaitFor([&] { return logs_[0][2]->entries() == std::vector<std::string>{"before"}; }));
+}
+
+// A node goes away, transport and all, and comes back on the same port: while it is away the
+// others' dials fail (and are counted); once it is back they reach it again and it catches up.
+TEST_F(GroupTransportTest, ANodeThatComesBackOnItsPortIsDialedAgain) {
+  for (int n = 0; n < kNodes; ++n) StartReplica(0, n);
+  CommitAll(0, {"one"});
+  const int leader = WaitForLeaderOf(members_[0]);
+  ASSERT_GE(leader, 0);
+  const int away = (leader + 1) % kNodes;
+  for (auto& g : groups_) {
+    if (g.get() == members_[0][away]) {
+      ASSERT_OK(g->Close());
+      g.reset();
+    }
+  }
+  members_[0][away] = nullptr;
+  ASSERT_OK(transports_[away]->Stop());
+  transports_[away].reset();
+  const uint64_t failures = transports_[leader]->stats().dial_failures;
+  ASSERT_OK(members_[0][leader]->ProposeAndWait("two").status());  // a majority is left
+  EXPECT_TRUE(WaitFor([&] { return transports_[leader]->stats().dial_failures > failures; }))
+      << "the leader's dials to the stopped node did not fail";
+
+  GroupTransportOptions o = LoopbackTransport();
+  o.bind_address = peers_[away].address;  // the same port
+  auto back = GroupTransport::Start(loops_[away].get(), o);
+  ASSERT_OK(back.status());
+  transports_[away] = std::move(*back);
+  RaftGroupOptions g;
+  g.group = kGroups[0];
+  g.id = peers_[away].id;
+  g.transport = transports_[away].get();
+  g.dir = dir_.Sub("g" + std::to_string(kGroups[0]) + "n" + std::to_string(away + 1));
+  g.bootstrap = peers_;
+  g.election_timeout_ms = 300;
+  g.heartbeat_ms = 50;
+  logs_[0][away] = std::make_unique<EntryLog>();
+  auto restarted = RaftGroup::Start(loops_[away].get(), g, logs_[0][away].get());
+  ASSERT_OK(restarted.status());
+  groups_.push_back(std::move(*restarted));
+  members_[0][away] = groups_.back().get();
+  EXPECT_TRUE(WaitFor([&] {
+    return logs_[0][away]->entries() == std::vector<std::string>{"one", "two"};
+  })) << "applied "
+      << logs_[0][away]->entries().size();
 }
 
 TEST_F(GroupTransportTest, StopIsRefusedWhileAGroupListensAndBadOptionsNameTheField) {

@@ -57,8 +57,8 @@ Status RangeCopier::Run(const RangeSink& sink) {
     const uint64_t expires = more ? it->expires_ms() : 0;
     const uint64_t version = more ? it->version() : 0;
     // Decided under mu_, handed to the sink outside it (the sink may be slow: a network).
-    std::string out_key, out_value;
-    uint64_t out_expires = 0, out_version = 0;
+    std::string out_key;
+    Saved out;
     bool emit = false, advance = false, done = false;
     {
       MutexLock lock(&mu_);
@@ -68,9 +68,7 @@ Status RangeCopier::Run(const RangeSink& sink) {
         out_key = next->first;
         if (next->second) {
           emit = true;
-          out_value = next->second->value;
-          out_expires = next->second->expires_ms;
-          out_version = next->second->version;
+          out = *next->second;
         }
       } else if (more) {
         out_key = key;
@@ -78,14 +76,10 @@ Status RangeCopier::Run(const RangeSink& sink) {
         auto saved = saved_.find(key);
         if (saved == saved_.end()) {
           emit = true;
-          out_value = value;
-          out_expires = expires;
-          out_version = version;
+          out = Saved{value, expires, version};
         } else if (saved->second) {
           emit = true;
-          out_value = saved->second->value;
-          out_expires = saved->second->expires_ms;
-          out_version = saved->second->version;
+          out = *saved->second;
         }
       } else {
         done = true;
@@ -98,7 +92,7 @@ Status RangeCopier::Run(const RangeSink& sink) {
       }
     }
     if (done) break;
-    if (emit) GROVE_RETURN_IF_ERROR(sink({out_key, out_value, out_expires, out_version}));
+    if (emit) GROVE_RETURN_IF_ERROR(sink({out_key, out.value, out.expires_ms, out.version}));
     if (advance) it->Next();
   }
   return it->status();

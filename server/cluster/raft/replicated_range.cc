@@ -99,15 +99,10 @@ Status ReplicatedRange::Close() { return group_ ? group_->Close() : Status::Ok()
 
 Status ReplicatedRange::CheckWrite(const WriteBatch& batch,
                                    const std::vector<WriteCondition>& conditions) const {
-  bool versioned = false;
-  GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) {
-    versioned = versioned || op.type == WriteBatch::OpType::kPutVersioned;
-    return Status::Ok();
-  }));
-  if (batch.MarkCount() > 0 || batch.HasRangeDelete() || versioned) {
+  if (batch.MarkCount() > 0 || batch.HasRangeDelete()) {
     return Status::InvalidArgument(
-        "batch: a replicated write holds puts and deletes only (marks and versions are the "
-        "range's own; range deletes go through DeleteRange)");
+        "batch: a replicated write holds puts and deletes only (marks are the range's own; "
+        "range deletes go through DeleteRange)");
   }
   if (batch.Count() > options_.max_batch_entries) {
     return Status::ResourceExhausted(
@@ -132,6 +127,10 @@ Status ReplicatedRange::CheckWrite(const WriteBatch& batch,
     const std::string prefix = single ? "" : fmt::format("operations[{}].", i);
     ++i;
     GROVE_RETURN_IF_ERROR(key_error(prefix + "key", op.key));
+    if (op.type == WriteBatch::OpType::kPutVersioned) {
+      return Status::InvalidArgument(fmt::format(
+          "{}version: a replicated write names no versions; they are the range's own", prefix));
+    }
     if (op.value.size() > options_.max_value_bytes) {
       return Status::InvalidArgument(
           fmt::format("{}value: {} bytes exceeds limits.max_value_bytes ({})", prefix,

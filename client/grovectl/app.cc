@@ -327,6 +327,17 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   cluster_init->add_option("--split", init_splits,
                            "KEY=NODE: a range from KEY to the next split owned by NODE "
                            "(repeatable; KEY in --key-format)");
+  std::vector<std::string> init_nodes;
+  uint32_t init_factor = 3;
+  cluster_init
+      ->add_option("--replicas", init_nodes,
+                   "NODE,NODE,...: replicate every range by Raft over these nodes: each range on "
+                   "its owner and the next nodes of the list (docs/cluster.md, \"Replicated "
+                   "ranges\")")
+      ->delimiter(',');
+  cluster_init
+      ->add_option("--replication-factor", init_factor, "Replicas per range with --replicas")
+      ->capture_default_str();
   std::string split_key;
   uint64_t split_expect = 0;
   CLI::App* cluster_split = cluster->add_subcommand(
@@ -406,7 +417,12 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
         }
         splits.emplace_back(std::move(key), spec.substr(eq + 1));
       }
-      return RunClusterInit(cluster_args, init_owner, splits, *key_format, out, err);
+      if (init_nodes.empty() && cluster_init->count("--replication-factor") > 0) {
+        err << "grovectl: cluster init: --replication-factor needs --replicas\n";
+        return kExitUsage;
+      }
+      return RunClusterInit(cluster_args, init_owner, splits, init_nodes, init_factor, *key_format,
+                            out, err);
     }
     if (*cluster_move) {
       if (!move_args.abort && move_args.node.empty()) {

@@ -53,6 +53,16 @@ std::unique_ptr<cluster::EtcdClient> Connect(const ClusterArgs& args, std::ostre
 
 }  // namespace
 
+// " (replicas a, b, c)" for a replicated range, "" otherwise.
+std::string ReplicaList(const cluster::ShardRange& r) {
+  if (!r.replicated()) return "";
+  std::string out = " (replicas";
+  for (size_t i = 0; i < r.replicas.size(); ++i) {
+    out += (i == 0 ? " " : ", ") + r.replicas[i].node;
+  }
+  return out + ")";
+}
+
 int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_format,
                      std::ostream& out, std::ostream& err) {
   std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
@@ -93,6 +103,13 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
           j["fenced"] = r.fenced;
         }
         if (!r.cleanup_node.empty()) j["cleanup_node"] = r.cleanup_node;
+        if (r.replicated()) {
+          nlohmann::json replicas = nlohmann::json::array();
+          for (const cluster::RangeReplica& replica : r.replicas) {
+            replicas.push_back({{"node", replica.node}, {"id", replica.id}});
+          }
+          j["replicas"] = replicas;
+        }
         out << j.dump() << "\n";
       }
     }
@@ -133,6 +150,8 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
              (r.fenced ? ", fenced: writes wait for the switch)" : ")");
     } else if (!r.cleanup_node.empty()) {
       move = "moved; " + r.cleanup_node + " still holds a copy";
+    } else if (r.replicated()) {
+      move = ReplicaList(r).substr(1);
     }
     out << Pad(std::to_string(r.id), 7) << Pad(Bound(key_format, r.start, false), ws + 2)
         << Pad(Bound(key_format, r.end, true), we + 2) << Pad(r.owner, wo + 2) << move << "\n";
@@ -142,6 +161,7 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
 
 int RunClusterInit(const ClusterArgs& args, const std::string& owner,
                    const std::vector<std::pair<std::string, std::string>>& splits,
+                   const std::vector<std::string>& replicas, uint32_t factor,
                    client::Format key_format, std::ostream& out, std::ostream& err) {
   std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
   if (etcd == nullptr) return kExitUsage;
@@ -149,7 +169,15 @@ int RunClusterInit(const ClusterArgs& args, const std::string& owner,
     err << "grovectl: cluster init: --owner: " << s.ToString() << "\n";
     return kExitUsage;
   }
-  auto created = cluster::CreateShardMap(etcd.get(), args.cluster, owner, splits);
+  auto layout = replicas.empty()
+                    ? cluster::ShardMap::Initial(owner, splits)
+                    : cluster::ShardMap::InitialReplicated(owner, splits, replicas, factor);
+  if (!layout.ok()) {
+    err << "grovectl: cluster init: " << (replicas.empty() ? "--split: " : "--replicas: ")
+        << layout.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  auto created = cluster::CreateShardMap(etcd.get(), args.cluster, std::move(*layout));
   if (!created.ok()) {
     err << "grovectl: cluster init: " << created.status().ToString() << "\n";
     return created.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailed;
@@ -158,7 +186,7 @@ int RunClusterInit(const ClusterArgs& args, const std::string& owner,
       << created->ranges().size() << (created->ranges().size() == 1 ? " range" : " ranges") << "\n";
   for (const cluster::ShardRange& r : created->ranges()) {
     out << "  [" << Bound(key_format, r.start, false) << ", " << Bound(key_format, r.end, true)
-        << ") " << r.owner << "\n";
+        << ") " << r.owner << ReplicaList(r) << "\n";
   }
   return kExitOk;
 }

@@ -128,9 +128,11 @@ struct ClusterArgs {
 int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_format,
                      std::ostream& out, std::ostream& err);
 // Creates the cluster's shard map: one range over every key, owned by `owner`, cut at each
-// split (decoded key, node) into a range of that node.
+// split (decoded key, node) into a range of that node. With `replicas` (node names), every range
+// is replicated on `factor` of them, starting at its owner (ShardMap::InitialReplicated).
 int RunClusterInit(const ClusterArgs& args, const std::string& owner,
                    const std::vector<std::pair<std::string, std::string>>& splits,
+                   const std::vector<std::string>& replicas, uint32_t factor,
                    client::Format key_format, std::ostream& out, std::ostream& err);
 // Splits the range holding `key` at `key` (decoded bytes); both halves keep the owner.
 // `expect_version` (0: any) refuses unless the map is at that version.

@@ -139,6 +139,32 @@ grpc::Status Router::NodeClient(const View& view, const std::string& owner, Clie
   return grpc::Status::OK;
 }
 
+std::string Router::Target(const cluster::ShardRange& range) {
+  if (!range.replicated()) return range.owner;
+  MutexLock lock(&mu_);
+  auto it = leaders_.find(range.id);
+  if (it != leaders_.end() && range.ReplicaOn(it->second) != nullptr) return it->second;
+  return range.owner;
+}
+
+void Router::Observe(const cluster::ShardRange& range, const std::string& tried,
+                     const grpc::Status& status) {
+  if (!range.replicated()) return;
+  const bool missed = status.error_code() == grpc::StatusCode::OUT_OF_RANGE ||
+                      status.error_code() == grpc::StatusCode::UNAVAILABLE;
+  MutexLock lock(&mu_);
+  if (!missed) {
+    leaders_[range.id] = tried;
+    return;
+  }
+  const std::vector<cluster::RangeReplica>& replicas = range.replicas;
+  size_t next = 0;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].node == tried) next = (i + 1) % replicas.size();
+  }
+  leaders_[range.id] = replicas[next].node;
+}
+
 grpc::Status Router::ForKey(std::string_view key,
                             const std::function<grpc::Status(Client*)>& call) {
   grpc::Status s;
@@ -147,8 +173,11 @@ grpc::Status Router::ForKey(std::string_view key,
     std::shared_ptr<const View> view;
     if (s = Current(&view); !s.ok()) return s;
     Client* c = nullptr;
-    if (s = NodeClient(*view, view->map->Find(key).owner, &c); !s.ok()) return s;
+    const cluster::ShardRange& range = view->map->Find(key);
+    const std::string target = Target(range);
+    if (s = NodeClient(*view, target, &c); !s.ok()) return s;
     s = call(c);
+    Observe(range, target, s);
     if (!NotOwner(s)) return s;
     if (grpc::Status r = Refresh(view); !r.ok()) return r;
   }
@@ -177,7 +206,9 @@ grpc::Status Router::BatchGet(const std::vector<std::string>& keys,
     std::shared_ptr<const View> view;
     if (s = Current(&view); !s.ok()) return s;
     std::map<std::string, std::vector<size_t>> by_owner;
-    for (size_t i = 0; i < keys.size(); ++i) by_owner[view->map->Find(keys[i]).owner].push_back(i);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      by_owner[Target(view->map->Find(keys[i]))].push_back(i);
+    }
     values->assign(keys.size(), std::nullopt);
     bool rerouted = false;
     for (const auto& [owner, indexes] : by_owner) {
@@ -187,6 +218,7 @@ grpc::Status Router::BatchGet(const std::vector<std::string>& keys,
       for (size_t i : indexes) part.push_back(keys[i]);
       std::vector<std::optional<std::string>> got;
       s = c->BatchGet(part, &got);
+      for (size_t i : indexes) Observe(view->map->Find(keys[i]), owner, s);
       if (NotOwner(s)) {
         rerouted = true;
         break;
@@ -246,12 +278,14 @@ grpc::Status Router::Scan(const ScanRange& range, const ScanEntryVisitor& visit)
       if (m.ranges()[i].start == part.end && i > 0) --i;
     }
     Client* c = nullptr;
-    if (grpc::Status s = NodeClient(*view, m.ranges()[i].owner, &c); !s.ok()) return s;
+    const std::string target = Target(m.ranges()[i]);
+    if (grpc::Status s = NodeClient(*view, target, &c); !s.ok()) return s;
     part.limit = range.limit == 0 ? 0 : range.limit - delivered;
     std::string stopped_at;
     bool visitor_stopped = false;
     any = false;
     grpc::Status s = c->ScanNode(part, counting, &stopped_at, &visitor_stopped);
+    Observe(m.ranges()[i], target, s);
     if (NotOwner(s)) {
       if (++attempt >= kRouteAttempts) return s;
       // Resume after what this node delivered before it refused (the range moved meanwhile).
@@ -297,11 +331,13 @@ grpc::Status Router::DeleteRange(std::string_view start, std::string_view end, u
       last_part = false;
     }
     Client* c = nullptr;
-    if (grpc::Status s = NodeClient(*view, r.owner, &c); !s.ok()) return s;
+    const std::string target = Target(r);
+    if (grpc::Status s = NodeClient(*view, target, &c); !s.ok()) return s;
     const uint32_t part_limit =
         limit == 0 ? 0 : static_cast<uint32_t>(limit - std::min<uint64_t>(limit, outcome->deleted));
     DeleteRangeOutcome part;
     grpc::Status s = c->DeleteRange(cursor, part_end, part_limit, &part);
+    Observe(r, target, s);
     if (NotOwner(s)) {
       if (++attempt >= kRouteAttempts) return s;
       if (grpc::Status rr = Refresh(view); !rr.ok()) return rr;

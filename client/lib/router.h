@@ -11,6 +11,12 @@
 // retried only on that refusal or on the node's own not-applied UNAVAILABLE, never after a
 // write whose outcome is unknown.
 //
+// A replicated range (docs/cluster.md, "Replicated ranges") is served by whichever of its
+// replicas leads its Raft group. The router sends its calls to the replica that last answered
+// for it (at first its owner); when that one refuses as not the leader (OUT_OF_RANGE) or cannot be
+// reached, the next call goes to the replica after it, so a router finds a new leader within
+// the range's replica count of refusals.
+//
 //   Get, Put, Delete     the owner of the key
 //   BatchGet             split per owner, answers put back in the request's order
 //   BatchInsert          atomic only within one range: keys of two ranges are INVALID_ARGUMENT
@@ -70,6 +76,13 @@ class Router {
   // The Client of node `owner` in `view`.
   grpc::Status NodeClient(const View& view, const std::string& owner, Client** client)
       GROVE_EXCLUDES(mu_);
+  // The node to send a call on `range` to: its owner, or for a replicated range the replica
+  // believed to lead it.
+  std::string Target(const cluster::ShardRange& range) GROVE_EXCLUDES(mu_);
+  // After `status` from `tried` for `range`: a replicated range's next call goes to the replica
+  // after `tried` when it refused as not the leader or could not be reached.
+  void Observe(const cluster::ShardRange& range, const std::string& tried,
+               const grpc::Status& status) GROVE_EXCLUDES(mu_);
   // Runs call(client of the owner of `key`), rerouting on OUT_OF_RANGE (see above).
   grpc::Status ForKey(std::string_view key, const std::function<grpc::Status(Client*)>& call);
 
@@ -81,6 +94,7 @@ class Router {
   Mutex mu_;
   std::shared_ptr<const View> view_ GROVE_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Client>> clients_ GROVE_GUARDED_BY(mu_);  // by address
+  std::map<uint64_t, std::string> leaders_ GROVE_GUARDED_BY(mu_);                 // by range id
 };
 
 }  // namespace grove::client

@@ -46,7 +46,8 @@ StatusOr<std::vector<NodeStatus>> ListNodes(EtcdClient* etcd, const std::string&
     if (!info.ParseFromString(kv.value)) {
       return Status::DataLoss("cluster: the record at '" + kv.key + "' does not parse");
     }
-    NodeStatus n{info.name(), info.address(), info.version(), info.started_unix_ms(), false};
+    NodeStatus n{info.name(), info.address(),     info.version(), info.started_unix_ms(),
+                 false,       info.raft_address()};
     for (const EtcdKv& a : up) n.alive |= a.key == alive + n.name;
     out.push_back(std::move(n));
   }

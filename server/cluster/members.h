@@ -24,6 +24,7 @@ struct NodeStatus {
   std::string name, address, version;
   int64_t started_unix_ms = 0;
   bool alive = false;
+  std::string raft_address;  // its Raft transport ("" : it hosts no replicated range)
 };
 
 // The prefix of a cluster's keys, and the keys of one node.

@@ -23,6 +23,7 @@ Membership::Membership(std::shared_ptr<EtcdClient> etcd, MembershipOptions optio
   grove::v1::NodeInfo info;
   info.set_name(options_.node_name);
   info.set_address(options_.advertise_address);
+  info.set_raft_address(options_.raft_address);
   info.set_version(options_.version);
   info.set_started_unix_ms(static_cast<int64_t>(NowUnixMillis()));
   info_ = info.SerializeAsString();

@@ -47,6 +47,7 @@ struct MembershipOptions {
   std::string cluster = "default";     // names the prefix /grove/<cluster>/
   std::string node_name = "";          // unique in the cluster: [a-z0-9_-]{1,63}
   std::string advertise_address = "";  // where clients reach this node's gRPC port (host:port)
+  std::string raft_address = "";       // where peers reach its Raft transport; "": none
   int64_t lease_ttl_seconds = 10;      // a node is down this long after it stopped answering
   std::string version = "";            // groved's version, shown by `grovectl cluster status`
 };

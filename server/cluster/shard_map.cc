@@ -29,6 +29,13 @@ std::string PrintableKey(std::string_view key, bool as_end) {
   return out;
 }
 
+const RangeReplica* ShardRange::ReplicaOn(std::string_view node) const {
+  for (const RangeReplica& r : replicas) {
+    if (r.node == node) return &r;
+  }
+  return nullptr;
+}
+
 std::string ShardRange::Describe() const {
   return "[" + PrintableKey(start) + ", " + PrintableKey(end, true) + ")";
 }
@@ -57,6 +64,40 @@ StatusOr<ShardMap> ShardMap::Initial(const std::string& owner,
   return m;
 }
 
+StatusOr<ShardMap> ShardMap::InitialReplicated(
+    const std::string& owner, std::vector<std::pair<std::string, std::string>> splits,
+    const std::vector<std::string>& nodes, uint32_t factor) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (Status s = CheckNames("default", nodes[i]); !s.ok()) {
+      return Status::InvalidArgument(fmt::format("nodes[{}]: {}", i, s.message()));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (nodes[j] == nodes[i]) {
+        return Status::InvalidArgument(fmt::format("nodes[{}]: '{}' is listed twice", i, nodes[i]));
+      }
+    }
+  }
+  if (factor == 0 || factor > nodes.size()) {
+    return Status::InvalidArgument(
+        fmt::format("replication factor: {} with {} nodes (it must be 1 to the number of nodes)",
+                    factor, nodes.size()));
+  }
+  GROVE_ASSIGN_OR_RETURN(ShardMap m, Initial(owner, std::move(splits)));
+  for (ShardRange& r : m.ranges_) {
+    const auto at = std::find(nodes.begin(), nodes.end(), r.owner);
+    if (at == nodes.end()) {
+      return Status::InvalidArgument(fmt::format(
+          "nodes: range {} is owned by '{}', which is not among the nodes", r.Describe(), r.owner));
+    }
+    const auto first = static_cast<size_t>(at - nodes.begin());
+    for (uint32_t k = 0; k < factor; ++k) {
+      r.replicas.push_back({nodes[(first + k) % nodes.size()], m.next_replica_id_++});
+    }
+  }
+  m.replication_factor_ = factor;
+  return m;
+}
+
 StatusOr<ShardMap> ShardMap::Decode(std::string_view bytes) {
   v1::ShardMap pb;
   if (!pb.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
@@ -65,9 +106,15 @@ StatusOr<ShardMap> ShardMap::Decode(std::string_view bytes) {
   ShardMap m;
   m.version_ = pb.version();
   m.next_range_id_ = pb.next_range_id();
+  m.next_replica_id_ = pb.next_replica_id();
+  m.replication_factor_ = pb.replication_factor();
   for (const v1::ShardRange& r : pb.ranges()) {
-    m.ranges_.push_back({r.start(), r.end(), r.owner(), r.id(), r.moving_to(), r.move_id(),
-                         r.fenced(), r.cleanup_node()});
+    ShardRange range{r.start(),   r.end(),    r.owner(),        r.id(), r.moving_to(),
+                     r.move_id(), r.fenced(), r.cleanup_node(), {}};
+    for (const v1::RangeReplica& replica : r.replicas()) {
+      range.replicas.push_back({replica.node(), replica.id()});
+    }
+    m.ranges_.push_back(std::move(range));
   }
   GROVE_RETURN_IF_ERROR(m.Validate());
   return m;
@@ -77,6 +124,8 @@ std::string ShardMap::Encode() const {
   v1::ShardMap pb;
   pb.set_version(version_);
   pb.set_next_range_id(next_range_id_);
+  pb.set_next_replica_id(next_replica_id_);
+  pb.set_replication_factor(replication_factor_);
   for (const ShardRange& r : ranges_) {
     v1::ShardRange* out = pb.add_ranges();
     out->set_start(r.start);
@@ -87,6 +136,11 @@ std::string ShardMap::Encode() const {
     out->set_move_id(r.move_id);
     out->set_fenced(r.fenced);
     out->set_cleanup_node(r.cleanup_node);
+    for (const RangeReplica& replica : r.replicas) {
+      v1::RangeReplica* to = out->add_replicas();
+      to->set_node(replica.node);
+      to->set_id(replica.id);
+    }
   }
   return pb.SerializeAsString();
 }
@@ -116,6 +170,7 @@ Status ShardMap::Validate() const {
       return Status::DataLoss(
           fmt::format("shard map: range {} has an inconsistent move", r.Describe()));
     }
+    GROVE_RETURN_IF_ERROR(ValidateReplicas(r));
     if (i + 1 < ranges_.size()) {
       if (r.end.empty() || r.end != ranges_[i + 1].start) {
         return Status::DataLoss(
@@ -133,6 +188,36 @@ Status ShardMap::Validate() const {
   return Status::Ok();
 }
 
+Status ShardMap::ValidateReplicas(const ShardRange& r) const {
+  if (!r.replicated()) return Status::Ok();
+  if (r.ReplicaOn(r.owner) == nullptr) {
+    return Status::DataLoss(
+        fmt::format("shard map: range {} is owned by '{}', not one of its "
+                    "replicas",
+                    r.Describe(), r.owner));
+  }
+  if (r.moving() || !r.cleanup_node.empty()) {
+    return Status::DataLoss(
+        fmt::format("shard map: replicated range {} has a move under way", r.Describe()));
+  }
+  for (size_t k = 0; k < r.replicas.size(); ++k) {
+    const RangeReplica& a = r.replicas[k];
+    if (a.node.empty() || a.id == 0 || a.id >= next_replica_id_) {
+      return Status::DataLoss(
+          fmt::format("shard map: range {} has a replica '{}' with id {} "
+                      "(next id {})",
+                      r.Describe(), a.node, a.id, next_replica_id_));
+    }
+    for (size_t j = 0; j < k; ++j) {
+      if (r.replicas[j].node == a.node || r.replicas[j].id == a.id) {
+        return Status::DataLoss(
+            fmt::format("shard map: range {} lists a replica twice ('{}')", r.Describe(), a.node));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 size_t ShardMap::IndexOf(std::string_view key) const {
   // The last range whose start is <= key; ranges_[0].start is "", so there is one.
   auto it = std::upper_bound(ranges_.begin(), ranges_.end(), key,
@@ -143,7 +228,7 @@ size_t ShardMap::IndexOf(std::string_view key) const {
 std::vector<ShardRange> ShardMap::OwnedBy(std::string_view owner) const {
   std::vector<ShardRange> out;
   for (const ShardRange& r : ranges_) {
-    if (r.owner == owner) out.push_back(r);
+    if (r.ServedBy(owner)) out.push_back(r);
   }
   return out;
 }
@@ -159,6 +244,11 @@ Status ShardMap::Split(const std::string& key) {
     return Status::FailedPrecondition(
         fmt::format("split key: range {} has a move under way; split it after the move",
                     ranges_[i].Describe()));
+  }
+  if (ranges_[i].replicated()) {
+    return Status::FailedPrecondition(fmt::format(
+        "split key: range {} is replicated; splitting a replicated range is not supported yet",
+        ranges_[i].Describe()));
   }
   ShardRange left = ranges_[i], right = ranges_[i];
   left.end = key;
@@ -178,6 +268,11 @@ Status ShardMap::Assign(const std::string& start, const std::string& owner) {
         fmt::format("range: no range starts at '{}'", PrintableKey(start)));
   }
   GROVE_RETURN_IF_ERROR(CheckNames("default", owner));
+  if (ranges_[i].replicated() && ranges_[i].ReplicaOn(owner) == nullptr) {
+    return Status::FailedPrecondition(
+        fmt::format("range {} is replicated and '{}' is not one of its replicas",
+                    ranges_[i].Describe(), owner));
+  }
   if (ranges_[i].moving()) {
     return Status::FailedPrecondition(
         fmt::format("range {} is moving to '{}'", ranges_[i].Describe(), ranges_[i].moving_to));
@@ -202,6 +297,12 @@ StatusOr<uint64_t> ShardMap::StartMove(const std::string& start, const std::stri
   GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
   GROVE_RETURN_IF_ERROR(CheckNames("default", to));
   ShardRange& r = ranges_[i];
+  if (r.replicated()) {
+    return Status::FailedPrecondition(fmt::format(
+        "range {} is replicated: its data is on {} replicas; moving a replicated range is not "
+        "supported yet",
+        r.Describe(), r.replicas.size()));
+  }
   if (r.owner == to) {
     return Status::InvalidArgument(
         fmt::format("node: '{}' owns range {} already", to, r.Describe()));
@@ -288,6 +389,11 @@ StatusOr<ShardMap> CreateShardMap(EtcdClient* etcd, const std::string& cluster,
                                   const std::vector<std::pair<std::string, std::string>>& splits) {
   GROVE_RETURN_IF_ERROR(CheckNames(cluster, owner));
   GROVE_ASSIGN_OR_RETURN(ShardMap m, ShardMap::Initial(owner, splits));
+  return CreateShardMap(etcd, cluster, std::move(m));
+}
+
+StatusOr<ShardMap> CreateShardMap(EtcdClient* etcd, const std::string& cluster, ShardMap m) {
+  GROVE_RETURN_IF_ERROR(m.Validate());
   GROVE_ASSIGN_OR_RETURN(bool created, etcd->PutIfUnchanged(ShardMapKey(cluster), m.Encode(), 0));
   if (!created) {
     return Status::FailedPrecondition(fmt::format("cluster '{}' has a shard map already", cluster));

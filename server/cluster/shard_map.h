@@ -12,6 +12,12 @@
 // owner and an id that no other range of the map's history had. The version grows by one at
 // every change; a change is written only if the map is still the one it was computed from.
 //
+// A replicated range (docs/cluster.md, "Replicated ranges") also lists its replicas: the voters
+// of its Raft group, whose id is the range's id. Its owner is one of them, the one clients try
+// first; whichever replica leads the group serves the range. Each replica has an id in the group
+// that no replica of the map's history had (a node removed and added again gets a new one, as
+// Raft needs for a replica that lost its state).
+//
 // Thread safety: a ShardMap is a value; share it as shared_ptr<const ShardMap>.
 
 #include <cstdint>
@@ -28,6 +34,13 @@
 
 namespace grove::cluster {
 
+struct RangeReplica {
+  std::string node;
+  uint64_t id = 0;  // its id in the range's Raft group
+
+  bool operator==(const RangeReplica&) const = default;
+};
+
 struct ShardRange {
   std::string start, end;  // end "" in the last range: no end
   std::string owner;
@@ -37,9 +50,15 @@ struct ShardRange {
   std::string moving_to;
   uint64_t move_id = 0;
   bool fenced = false;
-  std::string cleanup_node;  // a previous owner that may still hold the range's keys
+  std::string cleanup_node;            // a previous owner that may still hold the range's keys
+  std::vector<RangeReplica> replicas;  // empty: not replicated, the owner alone holds it
 
   bool moving() const { return !moving_to.empty(); }
+  bool replicated() const { return !replicas.empty(); }
+  // The replica on `node`, or null.
+  const RangeReplica* ReplicaOn(std::string_view node) const;
+  // Whether `node` serves the range: its owner, or one of its replicas.
+  bool ServedBy(std::string_view node) const { return owner == node || ReplicaOn(node) != nullptr; }
 
   bool Contains(std::string_view key) const { return key >= start && (end.empty() || key < end); }
   // "[start, end)" with keys printed for people (escapes non-printing bytes).
@@ -54,6 +73,13 @@ class ShardMap {
   // version 1. InvalidArgument for an empty or repeated key or a bad node name.
   static StatusOr<ShardMap> Initial(const std::string& owner,
                                     std::vector<std::pair<std::string, std::string>> splits);
+  // The same, replicated: each range's replicas are its owner and the `factor` - 1 nodes after
+  // it in `nodes` (taken as a ring), so the ranges' leaders and copies spread over the nodes.
+  // InvalidArgument (naming `nodes` or `replication factor`) when a name is bad or repeated,
+  // an owner is not in `nodes`, or `factor` is 0 or more than the nodes.
+  static StatusOr<ShardMap> InitialReplicated(
+      const std::string& owner, std::vector<std::pair<std::string, std::string>> splits,
+      const std::vector<std::string>& nodes, uint32_t factor);
   // Decodes and checks (Validate) the value of the shardmap key.
   static StatusOr<ShardMap> Decode(std::string_view bytes);
   std::string Encode() const;
@@ -61,11 +87,13 @@ class ShardMap {
   Status Validate() const;
 
   uint64_t version() const { return version_; }
+  // Replicas per range of a replicated cluster (0: unreplicated).
+  uint32_t replication_factor() const { return replication_factor_; }
   const std::vector<ShardRange>& ranges() const { return ranges_; }
   // The range holding `key` (there is always one).
   const ShardRange& Find(std::string_view key) const { return ranges_[IndexOf(key)]; }
   size_t IndexOf(std::string_view key) const;
-  // The ranges `owner` holds, in key order.
+  // The ranges `owner` holds, in key order: those it owns and those it is a replica of.
   std::vector<ShardRange> OwnedBy(std::string_view owner) const;
 
   // Edits. Each checks its arguments, changes the map and bumps the version.
@@ -90,8 +118,12 @@ class ShardMap {
   StatusOr<size_t> RangeAt(const std::string& start) const;
 
  private:
+  Status ValidateReplicas(const ShardRange& r) const;
+
   uint64_t version_ = 0;
   uint64_t next_range_id_ = 1;
+  uint64_t next_replica_id_ = 1;
+  uint32_t replication_factor_ = 0;
   std::vector<ShardRange> ranges_;
 };
 
@@ -113,6 +145,8 @@ StatusOr<std::optional<StoredShardMap>> ReadShardMap(EtcdClient* etcd, const std
 StatusOr<ShardMap> CreateShardMap(
     EtcdClient* etcd, const std::string& cluster, const std::string& owner,
     const std::vector<std::pair<std::string, std::string>>& splits = {});
+// Creates a map built by the caller (ShardMap::InitialReplicated, say), on the same terms.
+StatusOr<ShardMap> CreateShardMap(EtcdClient* etcd, const std::string& cluster, ShardMap map);
 
 // Reads the map, applies `edit` and writes the result only if the map is unchanged since it was
 // read (an etcd transaction on its mod revision). When another change came first, reads again

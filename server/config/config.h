@@ -64,6 +64,20 @@ struct TraceConfig {
   uint64_t max_bytes = 1ull << 30;  // the cap of one trace file (records past it are dropped)
 };
 
+// Replicated ranges (docs/cluster.md, "Replicated ranges"): the node's Raft transport, one port
+// for every range it replicates, and the groups' timing. Off when listen is empty: the node then
+// serves no replicated range (and refuses their keys as unavailable).
+struct RaftConfig {
+  std::string listen;                   // host:port the transport binds, e.g. 0.0.0.0:7402
+  std::string advertise_address;        // host:port other nodes dial; listen's when empty
+  uint32_t election_timeout_ms = 1000;  // randomised by libraft to 1-2x
+  uint32_t heartbeat_ms = 100;
+  uint32_t snapshot_threshold = 1024;  // entries applied between a replica's snapshots
+  uint32_t snapshot_trailing = 2048;   // entries kept in the log behind a snapshot
+
+  bool enabled() const { return !listen.empty(); }
+};
+
 // Cluster mode (docs/cluster.md): membership and metadata in etcd. Off when etcd_endpoints is
 // empty; then groved behaves as a single node.
 struct ClusterConfig {
@@ -76,6 +90,7 @@ struct ClusterConfig {
   // TLS to etcd: the CA that signed etcd's certificate; a client certificate and key when etcd
   // asks for one.
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
+  RaftConfig raft;
 
   bool enabled() const { return !etcd_endpoints.empty(); }
 };

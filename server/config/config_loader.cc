@@ -110,6 +110,14 @@ void ReadServer(YamlSection& top, ServerOptions* o) {
   cluster.String("etcd_ca_file", &o->cluster.etcd_ca_file);
   cluster.String("etcd_cert_file", &o->cluster.etcd_cert_file);
   cluster.String("etcd_key_file", &o->cluster.etcd_key_file);
+  YamlSection raft = cluster.Child("raft");
+  raft.String("listen", &o->cluster.raft.listen);
+  raft.String("advertise_address", &o->cluster.raft.advertise_address);
+  raft.Uint32("election_timeout_ms", &o->cluster.raft.election_timeout_ms);
+  raft.Uint32("heartbeat_ms", &o->cluster.raft.heartbeat_ms);
+  raft.Uint32("snapshot_threshold", &o->cluster.raft.snapshot_threshold);
+  raft.Uint32("snapshot_trailing", &o->cluster.raft.snapshot_trailing);
+  raft.Finish();
   cluster.Finish();
 
   YamlSection log = top.Child("logging");

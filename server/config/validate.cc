@@ -68,10 +68,44 @@ bool ClusterName(const std::string& n) {
   return n.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") == std::string::npos;
 }
 
+void CheckRaft(const RaftConfig& r, Problems* p) {
+  if (!r.enabled()) {
+    if (!r.advertise_address.empty()) {
+      p->Add("cluster.raft.listen", "must be set for cluster.raft.advertise_address to apply");
+    }
+    return;
+  }
+  StatusOr<HostPort> listen = ParseHostPort(r.listen, "cluster.raft.listen");
+  if (!listen.ok()) p->Add(listen.status());
+  if (!r.advertise_address.empty()) {
+    StatusOr<HostPort> hp = ParseHostPort(r.advertise_address, "cluster.raft.advertise_address");
+    if (!hp.ok()) {
+      p->Add(hp.status());
+    } else if (hp->port == 0) {
+      p->Add("cluster.raft.advertise_address", "needs a port other than 0");
+    }
+  } else if (listen.ok() && listen->port == 0) {
+    p->Add("cluster.raft.listen",
+           "needs a port other than 0 (other nodes dial it), or set advertise_address");
+  } else if (listen.ok() && (listen->host == "0.0.0.0" || listen->host == "::")) {
+    p->Add("cluster.raft.advertise_address",
+           "must be set when cluster.raft.listen binds every interface ('" + r.listen +
+               "'): other nodes need an address they can dial");
+  }
+  p->Range("cluster.raft.election_timeout_ms", r.election_timeout_ms, 100, 60000, " ms");
+  p->Range("cluster.raft.heartbeat_ms", r.heartbeat_ms, 10, 10000, " ms");
+  if (r.heartbeat_ms * 2 > r.election_timeout_ms) {
+    p->Add("cluster.raft.heartbeat_ms", "must be at most half of election_timeout_ms (" +
+                                            std::to_string(r.election_timeout_ms) + ")");
+  }
+  p->Range("cluster.raft.snapshot_threshold", r.snapshot_threshold, 16, 1u << 24, "");
+  p->Range("cluster.raft.snapshot_trailing", r.snapshot_trailing, 0, 1u << 24, "");
+}
+
 void CheckCluster(const ClusterConfig& c, Problems* p) {
   const bool other = !c.node_name.empty() || !c.advertise_address.empty() ||
                      !c.etcd_ca_file.empty() || !c.etcd_cert_file.empty() ||
-                     !c.etcd_key_file.empty();
+                     !c.etcd_key_file.empty() || c.raft.enabled();
   if (!c.enabled()) {
     if (other)
       p->Add("cluster.etcd_endpoints", "must be set for the other cluster fields to apply");
@@ -113,6 +147,19 @@ void CheckCluster(const ClusterConfig& c, Problems* p) {
   if (!c.etcd_ca_file.empty()) p->Readable("cluster.etcd_ca_file", c.etcd_ca_file);
   if (!c.etcd_cert_file.empty()) p->Readable("cluster.etcd_cert_file", c.etcd_cert_file);
   if (!c.etcd_key_file.empty()) p->Readable("cluster.etcd_key_file", c.etcd_key_file);
+  CheckRaft(c.raft, p);
+}
+
+// Replicas copy ranges from each other over the gRPC port (grove.v1.Replication), as a client
+// with neither certificate nor token: not yet possible beside TLS or token auth.
+void CheckRaftBesideSecurity(const ServerOptions& s, Problems* p) {
+  if (!s.cluster.enabled() || !s.cluster.raft.enabled()) return;
+  if (s.tls.enabled()) {
+    p->Add("cluster.raft.listen", "replicated ranges do not run with server.tls yet");
+  }
+  if (s.auth.enabled()) {
+    p->Add("cluster.raft.listen", "replicated ranges do not run with server.auth yet");
+  }
 }
 
 void CheckServer(const ServerOptions& s, Problems* p) {
@@ -144,6 +191,7 @@ void CheckServer(const ServerOptions& s, Problems* p) {
   if (!t.client_ca_file.empty()) p->Readable("tls.client_ca_file", t.client_ca_file);
   if (s.auth.enabled()) p->Readable("auth.tokens_file", s.auth.tokens_file);
   CheckCluster(s.cluster, p);
+  CheckRaftBesideSecurity(s, p);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 //   Put, Delete,       checked at once (a refusal is answered at once); then deferred
 //   BatchInsert
 //   DeleteRange        the deferred writes are logged first, then it runs
+//   a replicated       the deferred writes are logged first, then it is proposed to its
+//   range's write      range's Raft group and answered once applied (kv_replicated.cc)
 //   end of message     the deferred writes are logged
 //   (and whenever kMaxDeferredWrites are deferred)
 //
@@ -165,6 +167,12 @@ class KvService::MessageRun {
       prepared = service_->PrepareBatchInsert(call, r.batch_insert(), &sub->write);
     }
     if (!prepared.ok()) return Answer(sub, prepared);
+    if (sub->write.replica.range != nullptr) {
+      // A replicated range's write is its own Raft entry, after the message's earlier writes.
+      LogDeferred();
+      if (!sent_ok_) return;
+      return AnswerWrite(sub, service_->RunWrite(call, &sub->write));
+    }
     deferred_.push_back(sub);
     deferred_keys_.insert(sub->write.keys.begin(), sub->write.keys.end());
     if (deferred_.size() >= kMaxDeferredWrites) LogDeferred();
@@ -184,27 +192,31 @@ class KvService::MessageRun {
     deferred_.front()->call->db()->WriteMany(writes);
     for (size_t k = 0; k < deferred_.size(); ++k) {
       SubCall* sub = deferred_[k];
-      grpc::Status s = service_->FinishWrite(*sub->call, &sub->write, writes[k].status);
-      if (s.ok()) {
-        const uint64_t version = sub->write.result.version;
-        switch (sub->request->call_case()) {
-          case v1::SubRequest::kPut:
-            sub->result.mutable_put()->set_version(version);
-            break;
-          case v1::SubRequest::kDelete:
-            sub->result.mutable_delete_()->set_version(version);
-            break;
-          default:
-            sub->result.mutable_batch_insert()->set_applied(
-                static_cast<uint32_t>(sub->request->batch_insert().mutations_size()));
-            sub->result.mutable_batch_insert()->set_version(version);
-            break;
-        }
-      }
-      Answer(sub, s);
+      AnswerWrite(sub, service_->FinishWrite(*sub->call, &sub->write, writes[k].status));
     }
     deferred_.clear();
     deferred_keys_.clear();
+  }
+
+  // Answers a write with its outcome, and its version when it applied.
+  void AnswerWrite(SubCall* sub, const grpc::Status& s) {
+    if (s.ok()) {
+      const uint64_t version = sub->write.result.version;
+      switch (sub->request->call_case()) {
+        case v1::SubRequest::kPut:
+          sub->result.mutable_put()->set_version(version);
+          break;
+        case v1::SubRequest::kDelete:
+          sub->result.mutable_delete_()->set_version(version);
+          break;
+        default:
+          sub->result.mutable_batch_insert()->set_applied(
+              static_cast<uint32_t>(sub->request->batch_insert().mutations_size()));
+          sub->result.mutable_batch_insert()->set_version(version);
+          break;
+      }
+    }
+    Answer(sub, s);
   }
 
   // Sets the sub-request's status, ends its call and queues its result; a response message that

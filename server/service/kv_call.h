@@ -89,6 +89,8 @@ class KvService::Call {
                     std::chrono::milliseconds(0));
   }
 
+  // Cluster mode: the shard map deciding the call; null otherwise.
+  const cluster::ShardMap* map() const { return ticket_.map(); }
   // Cluster mode: OK when this node owns `key` (see service/ownership.h); always OK otherwise.
   grpc::Status Owns(std::string_view key, std::string_view field) const {
     if (ticket_.map() == nullptr) return grpc::Status::OK;
@@ -144,6 +146,7 @@ struct KvService::PendingWrite {
   bool return_current = false;
   std::vector<std::string_view> keys;  // the request's keys (it outlives the write)
   const char* what = "";               // "put", "delete", "batch_insert"
+  ReplicaBinding replica;              // a replicated range's write: its replica here
   WriteResult result;
 };
 

@@ -45,7 +45,8 @@ WriteCondition ToCondition(const std::string& key, const v1::Precondition& p) {
 
 KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
                      metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership,
-                     metrics::GrpcMetrics* grpc_metrics, trace::Tracer* tracer)
+                     metrics::GrpcMetrics* grpc_metrics, trace::Tracer* tracer,
+                     ReplicaHost* replicas)
     : options_(std::move(options)),
       engine_(engine),
       auth_(auth),
@@ -53,7 +54,8 @@ KvService::KvService(KvServiceOptions options, EngineHandle* engine, const Autho
       log_(log),
       ownership_(ownership),
       grpc_metrics_(grpc_metrics),
-      tracer_(tracer) {
+      tracer_(tracer),
+      replicas_(replicas) {
   if (grpc_metrics_ == nullptr) return;
   for (size_t i = 0; i < batched_metrics_.size(); ++i) {
     batched_metrics_[i] =
@@ -103,6 +105,7 @@ grpc::Status KvService::FinishWrite(const Call& call, PendingWrite* w, const Sta
 }
 
 grpc::Status KvService::RunWrite(const Call& call, PendingWrite* w) {
+  if (w->replica.range != nullptr) return RunReplicatedWrite(call, w);
   return FinishWrite(call, w, call.db()->Write(w->batch, w->options, &w->result));
 }
 
@@ -119,6 +122,9 @@ grpc::Status KvService::DoGet(const Call& call, const v1::GetRequest& request,
                               v1::GetResponse* response) {
   if (CheckResult r = CheckGet(request, options_.limits); !r.ok()) return Reject(r);
   if (grpc::Status o = call.Owns(request.key(), "key"); !o.ok()) return o;
+  ReplicaBinding binding;
+  if (grpc::Status r = ReplicaOf(call, request.key(), &binding); !r.ok()) return r;
+  if (grpc::Status r = LeaderRead(call, binding); !r.ok()) return r;
   ValueMeta meta;
   StatusOr<bool> found = call.db()->GetWithMeta(request.key(), response->mutable_value(), &meta);
   if (!found.ok()) return EngineError(found.status(), "get");
@@ -145,6 +151,7 @@ grpc::Status KvService::DoBatchGet(const Call& call, const v1::BatchGetRequest& 
     grpc::Status o = call.Owns(request.keys(i), "keys[" + std::to_string(i) + "]");
     if (!o.ok()) return o;
   }
+  if (grpc::Status r = LeaderReadOfKeys(call, request.keys()); !r.ok()) return r;
 
   uint64_t bytes = 0;
   std::vector<Slice> keys;
@@ -210,7 +217,7 @@ grpc::Status KvService::PreparePut(const Call& call, const v1::PutRequest& reque
   w->return_current = request.return_current();
   w->keys = {request.key()};
   w->what = "put";
-  return grpc::Status::OK;
+  return BindReplica(call, w);
 }
 
 grpc::Status KvService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
@@ -241,7 +248,7 @@ grpc::Status KvService::PrepareDelete(const Call& call, const v1::DeleteRequest&
   w->return_current = request.return_current();
   w->keys = {request.key()};
   w->what = "delete";
-  return grpc::Status::OK;
+  return BindReplica(call, w);
 }
 
 grpc::Status KvService::BatchInsert(grpc::ServerContext* context,
@@ -291,7 +298,7 @@ grpc::Status KvService::PrepareBatchInsert(const Call& call, const v1::BatchInse
   }
   w->return_current = request.return_current();
   w->what = "batch_insert";
-  return grpc::Status::OK;
+  return BindReplica(call, w);
 }
 
 grpc::Status KvService::Scan(grpc::ServerContext* context, const v1::ScanRequest* request,
@@ -317,6 +324,11 @@ grpc::Status KvService::DoScan(const Call& call, grpc::ServerContext* context,
   scan.keys_only = request->keys_only();
   std::string stopped_at;  // cluster mode: where the scan goes on at the next range's owner
   if (grpc::Status o = call.ClipScan(&scan, &stopped_at); !o.ok()) return o;
+  {
+    ReplicaBinding binding;  // the scan is within one range now: the range of its lower bound
+    if (grpc::Status r = ReplicaOf(call, scan.lower, &binding); !r.ok()) return r;
+    if (grpc::Status r = LeaderRead(call, binding); !r.ok()) return r;
+  }
   // The limit's entries and one more, which tells `more`; no limit given: unknown.
   scan.expected_entries = request->limit() == 0 ? 0 : uint64_t{request->limit()} + 1;
   StatusOr<std::unique_ptr<Iterator>> it = call.db()->NewIterator(scan);
@@ -469,8 +481,18 @@ grpc::Status KvService::DoDeleteRange(const Call& call, const v1::DeleteRangeReq
   if (CheckResult r = CheckDeleteRange(request, options_.limits); !r.ok()) return Reject(r);
   if (grpc::Status o = call.OwnsSpan(request.start(), request.end()); !o.ok()) return o;
   DeleteRangeResult result;
-  Status s = call.db()->DeleteRange(request.start(), request.end(), request.limit(), &result);
-  if (!s.ok()) return EngineError(s, "delete_range");
+  ReplicaBinding binding;
+  if (grpc::Status r = ReplicaOf(call, request.start(), &binding); !r.ok()) return r;
+  if (grpc::Status r = SpanInOneReplicatedRange(call, binding, request); !r.ok()) return r;
+  if (binding.range != nullptr) {
+    if (grpc::Status r = RunReplicatedDeleteRange(call, binding, request, &result); !r.ok()) {
+      return r;
+    }
+  } else if (Status s =
+                 call.db()->DeleteRange(request.start(), request.end(), request.limit(), &result);
+             !s.ok()) {
+    return EngineError(s, "delete_range");
+  }
   response->set_deleted(result.deleted);
   response->set_more(result.more);
   response->set_resume_key(result.resume_key);

@@ -14,6 +14,9 @@
 //                                                                      RESOURCE_EXHAUSTED)
 //   7. cluster mode: this node owns every key of the call             (OUT_OF_RANGE,
 //                                                                      service/ownership.h)
+//   8. replicated ranges: this node's replica leads the range's group  (OUT_OF_RANGE naming
+//      (a write is proposed there, a read waits for a barrier)         the leader;
+//                                                                      kv_replicated.cc)
 // Long calls (Scan, BatchGet) check the deadline and cancellation again between units of work.
 // Each sub-request of a Batch stream passes the same gate on its own (kv_batch.cc).
 //
@@ -36,6 +39,7 @@
 #include "service/deadline.h"
 #include "service/engine_handle.h"
 #include "service/ownership.h"
+#include "service/replica_host.h"
 #include "service/request_checks.h"
 #include "trace/tracer.h"
 #include "util/mutex.h"
@@ -57,7 +61,8 @@ class KvService final : public v1::KV::Service {
   // (grpc_type="batched").
   KvService(KvServiceOptions options, EngineHandle* engine, const Authorizer* auth,
             metrics::ServerMetrics* metrics, spdlog::logger* log, Ownership* ownership = nullptr,
-            metrics::GrpcMetrics* grpc_metrics = nullptr, trace::Tracer* tracer = nullptr);
+            metrics::GrpcMetrics* grpc_metrics = nullptr, trace::Tracer* tracer = nullptr,
+            ReplicaHost* replicas = nullptr);
 
   grpc::Status Get(grpc::ServerContext* context, const v1::GetRequest* request,
                    v1::GetResponse* response) override;
@@ -93,6 +98,12 @@ class KvService final : public v1::KV::Service {
  private:
   class Call;
   struct PendingWrite;
+  // A call's key in a replicated range: the range (null: not replicated) and this node's
+  // running replica of it.
+  struct ReplicaBinding {
+    const cluster::ShardRange* range = nullptr;
+    std::shared_ptr<raft::ReplicatedRange> replica;
+  };
   struct SubCall;
   class MessageRun;
 
@@ -125,6 +136,35 @@ class KvService final : public v1::KV::Service {
   grpc::Status FinishWrite(const Call& call, PendingWrite* w, const Status& s);
   grpc::Status RunWrite(const Call& call, PendingWrite* w);
 
+  // Replicated ranges (kv_replicated.cc). ReplicaOf binds a key's range and this node's replica
+  // of it (UNAVAILABLE, not applied, when the range is replicated and the replica is not running);
+  // BindReplica does it for a prepared write, whose keys must then share one range.
+  grpc::Status ReplicaOf(const Call& call, std::string_view key, ReplicaBinding* out) const;
+  grpc::Status BindReplica(const Call& call, PendingWrite* w) const;
+  // The refusal of a replica that does not lead: OUT_OF_RANGE naming the leader, or UNAVAILABLE
+  // (not applied) during an election.
+  grpc::Status NotLeader(const Call& call, const ReplicaBinding& binding,
+                         const Status& refusal) const;
+  // Proposes through `propose` and waits for the outcome up to the call's deadline.
+  static Status WaitForReplicated(const Call& call,
+                                  const std::function<void(raft::ReplicatedRange::Done)>& propose,
+                                  raft::RangeWriteResult* result);
+  // Refusals a replicated write may meet before it applies (*decided: the returned status is the
+  // answer).
+  grpc::Status ReplicatedOutcome(const Call& call, const ReplicaBinding& binding, const Status& s,
+                                 const raft::RangeWriteResult& result, bool* decided) const;
+  grpc::Status RunReplicatedWrite(const Call& call, PendingWrite* w);
+  grpc::Status RunReplicatedDeleteRange(const Call& call, const ReplicaBinding& binding,
+                                        const v1::DeleteRangeRequest& request,
+                                        DeleteRangeResult* deleted);
+  // A linearizable read: a barrier on the leader first (nothing for an unreplicated range).
+  grpc::Status LeaderRead(const Call& call, const ReplicaBinding& binding) const;
+  // A DeleteRange on a replicated range must stay within it (one group).
+  grpc::Status SpanInOneReplicatedRange(const Call& call, const ReplicaBinding& binding,
+                                        const v1::DeleteRangeRequest& request) const;
+  grpc::Status LeaderReadOfKeys(const Call& call,
+                                const google::protobuf::RepeatedPtrField<std::string>& keys) const;
+
   // Batch streams: marks the stream waiting for a message, or back at work; false when the drain
   // closed the streams.
   void StreamWaiting() GROVE_EXCLUDES(streams_mu_);
@@ -138,6 +178,7 @@ class KvService final : public v1::KV::Service {
   Ownership* const ownership_;
   metrics::GrpcMetrics* const grpc_metrics_;
   trace::Tracer* const tracer_;
+  ReplicaHost* const replicas_;
   // The methods a Batch sub-request can call, by SubRequest::CallCase - kGet (get = 10 ..
   // delete_range = 15), and their series (grpc_type="batched"; null without grpc_metrics_).
   static constexpr std::array<const char*, 6> kBatchedMethods = {

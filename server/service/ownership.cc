@@ -27,7 +27,7 @@ bool Loses(const cluster::ShardMap& previous, const cluster::ShardMap& next,
     for (size_t i = next.IndexOf(r.start); i < next.ranges().size(); ++i) {
       const cluster::ShardRange& n = next.ranges()[i];
       if (!r.end.empty() && n.start >= r.end) break;
-      if (n.owner != node || n.fenced) return true;
+      if (!n.ServedBy(node) || n.fenced) return true;
     }
   }
   return false;
@@ -90,6 +90,17 @@ grpc::Status Ownership::Ticket::NotOwner(CallMetadata* md, const cluster::ShardR
   md->AddTrailer(v1::kNotOwnerMetadata, "1");
   md->AddTrailer(v1::kMapVersionMetadata, std::to_string(version));
   if (owner_->metrics_ != nullptr) owner_->metrics_->NotOwner();
+  if (range.replicated()) {
+    std::string nodes;
+    for (const cluster::RangeReplica& r : range.replicas) {
+      nodes += (nodes.empty() ? "'" : ", '") + r.node + "'";
+    }
+    return grpc::Status(
+        grpc::StatusCode::OUT_OF_RANGE,
+        fmt::format("not owner: {} is in range {} replicated on {} (owner '{}') at shard map "
+                    "version {}, not on '{}'; refresh the map and send it there",
+                    what, range.Describe(), nodes, range.owner, version, owner_->node_));
+  }
   return grpc::Status(
       grpc::StatusCode::OUT_OF_RANGE,
       fmt::format("not owner: {} is in range {} owned by node '{}' at shard map version {}, not "
@@ -100,7 +111,7 @@ grpc::Status Ownership::Ticket::NotOwner(CallMetadata* md, const cluster::ShardR
 grpc::Status Ownership::Ticket::CheckKey(CallMetadata* md, std::string_view key,
                                          std::string_view field) const {
   const cluster::ShardRange& r = generation_->map->Find(key);
-  if (r.owner == owner_->node_) {
+  if (r.ServedBy(owner_->node_)) {
     if (write_ && r.fenced) return Switching(md, r);
     return grpc::Status::OK;
   }
@@ -129,15 +140,15 @@ grpc::Status Ownership::Ticket::CheckSpan(CallMetadata* md, std::string_view sta
     const cluster::ShardRange& r = m.ranges()[i];
     if (!end.empty() && r.start >= end) break;
     if (drop_foreign_) {
-      if (r.owner == me || r.moving_to == me) {
+      if (r.ServedBy(me) || r.moving_to == me) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                             fmt::format("grove-drop-foreign: {} is in range {}, which this node "
                                         "{}; it drops only keys it neither owns nor receives",
-                                        what, r.Describe(), r.owner == me ? "owns" : "receives"));
+                                        what, r.Describe(), r.ServedBy(me) ? "owns" : "receives"));
       }
       continue;
     }
-    if (r.owner == me) {
+    if (r.ServedBy(me)) {
       if (r.fenced) return Switching(md, r);
       if (r.moving()) {
         md->AddTrailer(v1::kNotAppliedMetadata, "1");
@@ -161,7 +172,7 @@ grpc::Status Ownership::Ticket::ClipScan(CallMetadata* md, bool reverse, std::st
   stopped_at->clear();
   if (!reverse) {
     const cluster::ShardRange& r = m.Find(*lower);
-    if (r.owner != owner_->node_) {
+    if (!r.ServedBy(owner_->node_)) {
       return NotOwner(md, r, fmt::format("scan start '{}'", cluster::PrintableKey(*lower)));
     }
     if (!r.end.empty() && (!*has_upper || *upper > r.end)) {
@@ -179,7 +190,7 @@ grpc::Status Ownership::Ticket::ClipScan(CallMetadata* md, bool reverse, std::st
     if (m.ranges()[i].start == *upper && i > 0) --i;
   }
   const cluster::ShardRange& r = m.ranges()[i];
-  if (r.owner != owner_->node_) {
+  if (!r.ServedBy(owner_->node_)) {
     return NotOwner(md, r,
                     fmt::format("reverse scan end '{}'", cluster::PrintableKey(*upper, true)));
   }

@@ -59,6 +59,7 @@ GroveServer::GroveServer(config::Config config, std::shared_ptr<spdlog::logger> 
 GroveServer::~GroveServer() {
   // Run() normally drained already; this covers a failed or skipped Run().
   if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now());
+  if (replicas_) replicas_->Stop();  // before the engine its replicas write
   engine_.Close().IgnoreError();
 }
 
@@ -97,7 +98,7 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
   });
   s->kv_ = std::make_unique<KvService>(
       ServiceOptions(s->config_), &s->engine_, s->authorizer_.get(), s->server_metrics_.get(),
-      s->log_.get(), s->ownership_.get(), s->grpc_metrics_.get(), tracer);
+      s->log_.get(), s->ownership_.get(), s->grpc_metrics_.get(), tracer, s->replicas_.get());
   s->admin_ = std::make_unique<AdminService>(so.backup.dir, &s->engine_, s->authorizer_.get(),
                                              s->log_.get(), s->ownership_.get(), tracer);
 
@@ -130,6 +131,7 @@ Status GroveServer::BuildGrpcServer() {
   builder.RegisterService(kv_.get());
   builder.RegisterService(admin_.get());
   builder.RegisterService(&health_);
+  if (replicas_ != nullptr) builder.RegisterService(replicas_->service());
   // gRPC adds reflection through a process-wide plugin list; the call is idempotent.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
@@ -208,6 +210,21 @@ Status GroveServer::PrepareCluster() {
   ownership_ =
       std::make_unique<Ownership>(map_watcher_.get(), c.name, c.node_name, cluster_metrics_.get());
   map_watcher_->set_listener(ownership_.get());
+  if (c.raft.enabled()) {
+    ReplicaHostOptions ro;
+    ro.cluster = c.name;
+    ro.node = c.node_name;
+    ro.raft = c.raft;
+    ro.dir = config_.engine.data_dir + "/raft";
+    ro.max_key_bytes = config_.engine.max_key_bytes;
+    ro.max_value_bytes = config_.engine.max_value_bytes;
+    ro.max_batch_bytes = config_.engine.max_batch_bytes;
+    ro.max_batch_entries = config_.engine.max_batch_entries;
+    GROVE_ASSIGN_OR_RETURN(replicas_, ReplicaHost::Start(std::move(ro), etcd_, map_watcher_.get(),
+                                                         cluster_logger_.get()));
+    log_->info("raft transport listening on {} (advertised as {})", c.raft.listen,
+               replicas_->raft_address());
+  }
   return Status::Ok();
 }
 
@@ -219,6 +236,7 @@ Status GroveServer::JoinCluster() {
   mo.advertise_address = c.advertise_address;
   mo.lease_ttl_seconds = c.lease_ttl_seconds;
   mo.version = kVersion;
+  if (replicas_ != nullptr) mo.raft_address = replicas_->raft_address();
   std::string endpoints;
   for (const std::string& e : c.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
   log_->info("joining cluster '{}' as node '{}' (etcd {})", c.name, c.node_name, endpoints);
@@ -259,6 +277,11 @@ Status GroveServer::Run() {
       grpc_->Shutdown(std::chrono::system_clock::now());
       engine_.Close().IgnoreError();
       return joined;
+    }
+    if (replicas_ != nullptr) {
+      // The engine stays open until Drain has stopped the replicas.
+      EngineHandle::Lease lease(&engine_);
+      replicas_->Open(lease.db());
     }
   }
 
@@ -307,6 +330,10 @@ Status GroveServer::Drain() {
   drained = true;
   idle_closer.join();
   log_->info("gRPC drained in {:.3f}s", SecondsSince(start));
+  if (replicas_ != nullptr) {
+    replicas_->Stop();  // no call holds a replica any more; the engine keeps what they applied
+    log_->info("replicas closed");
+  }
   if (map_watcher_) map_watcher_->Stop();
 
   Status closed = engine_.Close();

@@ -42,6 +42,7 @@
 #include "service/engine_handle.h"
 #include "service/health_service.h"
 #include "service/kv_service.h"
+#include "service/replica_host.h"
 #include "service/token_store.h"
 #include "util/mutex.h"
 
@@ -108,6 +109,9 @@ class GroveServer {
   std::unique_ptr<Ownership> ownership_;
   std::unique_ptr<cluster::ShardMapWatcher> map_watcher_;
   std::unique_ptr<cluster::Membership> membership_;
+  // Cluster mode with cluster.raft: the replicas of replicated ranges. Before kv_ is built;
+  // stopped in Drain after gRPC, before the engine closes.
+  std::unique_ptr<ReplicaHost> replicas_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
 

@@ -139,5 +139,40 @@ TEST(ClusterConfigTest, EveryProblemNamesItsField) {
   EXPECT_EQ(check(base + "  node_name: n1\n  advertise_address: 127.0.0.1:7400\n"), "OK");
 }
 
+TEST(ClusterConfigTest, EveryRaftProblemNamesItsField) {
+  auto check = [](const std::string& yaml) {
+    auto c = config::ParseConfig(yaml, "test");
+    if (!c.ok()) return c.status().ToString();
+    return config::ValidateConfig(*c).ToString();
+  };
+  const std::string base =
+      "cluster:\n  etcd_endpoints: [\"127.0.0.1:2379\"]\n  node_name: n1\n"
+      "  advertise_address: 127.0.0.1:7400\n  raft:\n";
+  EXPECT_EQ(check(base + "    listen: 127.0.0.1:7402\n"), "OK");
+  EXPECT_NE(check(base + "    listen: nohost\n").find("cluster.raft.listen"), std::string::npos);
+  EXPECT_NE(check(base + "    listen: 0.0.0.0:7402\n").find("cluster.raft.advertise_address"),
+            std::string::npos);
+  EXPECT_EQ(check(base + "    listen: 0.0.0.0:7402\n    advertise_address: node-1:7402\n"), "OK");
+  EXPECT_NE(check(base + "    listen: 127.0.0.1:0\n").find("cluster.raft.listen"),
+            std::string::npos);
+  EXPECT_NE(check(base + "    advertise_address: node-1:7402\n").find("cluster.raft.listen"),
+            std::string::npos);
+  EXPECT_NE(check(base + "    listen: 127.0.0.1:7402\n    heartbeat_ms: 600\n")
+                .find("cluster.raft.heartbeat_ms"),
+            std::string::npos);
+  EXPECT_NE(check(base + "    listen: 127.0.0.1:7402\n    election_timeout_ms: 10\n")
+                .find("cluster.raft.election_timeout_ms"),
+            std::string::npos);
+  EXPECT_NE(check(base + "    listen: 127.0.0.1:7402\n    snapshot_threshold: 1\n")
+                .find("cluster.raft.snapshot_threshold"),
+            std::string::npos);
+  EXPECT_NE(check(base + "    listen: 127.0.0.1:7402\n    bogus: 1\n").find("bogus"),
+            std::string::npos);
+  // Replicas copy ranges from each other without credentials: not beside token auth.
+  EXPECT_NE(check(base + "    listen: 127.0.0.1:7402\nauth:\n  tokens_file: /dev/null\n")
+                .find("server.auth"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace grove::testing

@@ -3,6 +3,7 @@
 
 #include "cluster/shard_map.h"
 
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -119,6 +120,87 @@ TEST(ShardMapTest, AssignNeedsARangeStartAndAValidNode) {
   ASSERT_OK(m.Assign("m", "node-2"));
   ASSERT_EQ(m.OwnedBy("node-2").size(), 1u);
   EXPECT_EQ(m.OwnedBy("node-2")[0].start, "m");
+}
+
+std::vector<std::string> Nodes(const ShardRange& r) {
+  std::vector<std::string> out;
+  for (const RangeReplica& replica : r.replicas) out.push_back(replica.node);
+  return out;
+}
+
+TEST(ShardMapTest, AReplicatedLayoutSpreadsReplicasFromEachOwnerOnward) {
+  auto m =
+      ShardMap::InitialReplicated("n1", {{"g", "n2"}, {"p", "n4"}}, {"n1", "n2", "n3", "n4"}, 3);
+  ASSERT_OK(m.status());
+  EXPECT_EQ(m->replication_factor(), 3u);
+  ASSERT_EQ(m->ranges().size(), 3u);
+  EXPECT_EQ(Nodes(m->ranges()[0]), (std::vector<std::string>{"n1", "n2", "n3"}));
+  EXPECT_EQ(Nodes(m->ranges()[1]), (std::vector<std::string>{"n2", "n3", "n4"}));
+  EXPECT_EQ(Nodes(m->ranges()[2]), (std::vector<std::string>{"n4", "n1", "n2"}));
+  // Replica ids are unique over the map.
+  std::vector<uint64_t> ids;
+  for (const ShardRange& r : m->ranges()) {
+    for (const RangeReplica& replica : r.replicas) ids.push_back(replica.id);
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+  EXPECT_EQ(ids.size(), 9u);
+
+  // n3 holds two ranges (as a replica), owns none; n1 serves the first and the last.
+  EXPECT_EQ(m->OwnedBy("n3").size(), 2u);
+  EXPECT_TRUE(m->ranges()[2].ServedBy("n1"));
+  EXPECT_FALSE(m->ranges()[1].ServedBy("n1"));
+  ASSERT_NE(m->ranges()[2].ReplicaOn("n2"), nullptr);
+  EXPECT_EQ(m->ranges()[2].ReplicaOn("n3"), nullptr);
+
+  auto back = ShardMap::Decode(m->Encode());
+  ASSERT_OK(back.status());
+  EXPECT_EQ(back->replication_factor(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(back->ranges()[i].replicas, m->ranges()[i].replicas);
+}
+
+TEST(ShardMapTest, AReplicatedLayoutRefusesBadNodesAndFactors) {
+  const auto code = [](const StatusOr<ShardMap>& m) { return m.status().code(); };
+  const auto message = [](const StatusOr<ShardMap>& m) { return m.status().ToString(); };
+  auto twice = ShardMap::InitialReplicated("a", {}, {"a", "b", "a"}, 2);
+  EXPECT_EQ(code(twice), StatusCode::kInvalidArgument);
+  EXPECT_NE(message(twice).find("nodes[2]"), std::string::npos) << message(twice);
+  auto bad = ShardMap::InitialReplicated("a", {}, {"a", "B C"}, 2);
+  EXPECT_NE(message(bad).find("nodes[1]"), std::string::npos) << message(bad);
+  auto big = ShardMap::InitialReplicated("a", {}, {"a", "b"}, 3);
+  EXPECT_EQ(code(big), StatusCode::kInvalidArgument);
+  EXPECT_NE(message(big).find("replication factor"), std::string::npos) << message(big);
+  EXPECT_EQ(code(ShardMap::InitialReplicated("a", {}, {"a"}, 0)), StatusCode::kInvalidArgument);
+  auto stranger = ShardMap::InitialReplicated("a", {{"m", "z"}}, {"a", "b"}, 2);
+  EXPECT_NE(message(stranger).find("'z'"), std::string::npos) << message(stranger);
+}
+
+TEST(ShardMapTest, AReplicatedRangeIsNeitherSplitNorMovedAndKeepsItsOwnerAmongItsReplicas) {
+  auto m = ShardMap::InitialReplicated("a", {}, {"a", "b", "c"}, 3);
+  ASSERT_OK(m.status());
+  EXPECT_EQ(m->Split("m").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m->StartMove("", "b").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m->Assign("", "d").code(), StatusCode::kFailedPrecondition);
+  ASSERT_OK(m->Assign("", "c"));  // another replica first
+  EXPECT_EQ(m->ranges()[0].owner, "c");
+  EXPECT_EQ(m->ranges()[0].replicas.size(), 3u);
+
+  // Damage: an owner outside the replicas, a repeated replica, an id past the counter.
+  v1::ShardMap pb;
+  ASSERT_TRUE(pb.ParseFromString(m->Encode()));
+  v1::ShardMap outside = pb;
+  outside.mutable_ranges(0)->set_owner("d");
+  EXPECT_EQ(ShardMap::Decode(outside.SerializeAsString()).status().code(), StatusCode::kDataLoss);
+  v1::ShardMap repeated = pb;
+  repeated.mutable_ranges(0)->mutable_replicas(1)->set_node("a");
+  EXPECT_EQ(ShardMap::Decode(repeated.SerializeAsString()).status().code(), StatusCode::kDataLoss);
+  v1::ShardMap past = pb;
+  past.mutable_ranges(0)->mutable_replicas(2)->set_id(pb.next_replica_id());
+  EXPECT_EQ(ShardMap::Decode(past.SerializeAsString()).status().code(), StatusCode::kDataLoss);
+  v1::ShardMap moving = pb;
+  moving.mutable_ranges(0)->set_moving_to("d");
+  moving.mutable_ranges(0)->set_move_id(1);
+  EXPECT_EQ(ShardMap::Decode(moving.SerializeAsString()).status().code(), StatusCode::kDataLoss);
 }
 
 class ShardMapStoreTest : public ::testing::Test {

@@ -24,5 +24,9 @@ inline constexpr char kMoveIngestMetadata[] = "grove-move-ingest";
 // A DeleteRange with this (value "1") drops keys of ranges this node neither owns nor receives:
 // what a previous owner still holds after a move, or a receiver after an aborted one.
 inline constexpr char kDropForeignMetadata[] = "grove-drop-foreign";
+// On OUT_OF_RANGE from a replica of a replicated range that does not lead its Raft group (value
+// "1"; nothing was applied), with kLeaderMetadata naming the node that leads it: resend there.
+inline constexpr char kNotLeaderMetadata[] = "grove-not-leader";
+inline constexpr char kLeaderMetadata[] = "grove-leader";
 
 }  // namespace grove::v1

@@ -1,0 +1,270 @@
+// Three groved nodes replicating one range by Raft (docs/cluster.md, "Replicated ranges"): the
+// leader serves it and the others refuse naming the leader, routing clients find the leader,
+// a kill -9 of the leader leaves every acknowledged write readable at the next one, and a
+// replica that comes back catches up and can carry the majority. grovectl lays the map out.
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "grove/client/client.h"
+#include "grove/v1/kv.grpc.pb.h"
+#include "grove/v1/metadata.h"
+
+#include "cluster/etcd_process.h"
+#include "cluster/grovectl_runner.h"
+#include "cluster/shard_map.h"
+#include "service/integration.h"
+#include "testutil/status_macros.h"
+
+namespace grove::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kCluster[] = "rep";
+
+class GrovedReplicatedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    etcd_ = EtcdProcess::Start(dir_.Sub(""));
+    ASSERT_NE(etcd_, nullptr);
+  }
+
+  struct Node {
+    std::string name;
+    int grpc_port = 0, metrics_port = 0, raft_port = 0;
+    std::unique_ptr<GrovedProcess> process;
+  };
+
+  void AddNode(const std::string& name) {
+    Node n;
+    n.name = name;
+    n.grpc_port = PickFreePort();
+    n.metrics_port = PickFreePort();
+    n.raft_port = PickFreePort();
+    nodes_[name] = std::move(n);
+  }
+
+  void StartNode(const std::string& name) {
+    Node& n = nodes_[name];
+    GrovedConfig c;
+    c.data_dir = dir_.Sub("data-" + name);
+    c.grpc_port = n.grpc_port;
+    c.metrics_port = n.metrics_port;
+    c.yaml =
+        "cluster:\n  etcd_endpoints: [\"" + etcd_->endpoint() + "\"]\n  name: " + kCluster +
+        "\n  node_name: " + name +
+        "\n  advertise_address: 127.0.0.1:" + std::to_string(n.grpc_port) +
+        "\n  lease_ttl_seconds: 2\n  raft:\n    listen: 127.0.0.1:" + std::to_string(n.raft_port) +
+        "\n    election_timeout_ms: 500\n    heartbeat_ms: 50\n";
+    n.process = GrovedProcess::Start(dir_.path(), c);
+    ASSERT_NE(n.process, nullptr);
+  }
+
+  int Grovectl(std::vector<std::string> args, std::string* out) {
+    args.insert(args.begin(), {"cluster", "--etcd", etcd_->endpoint(), "--cluster", kCluster});
+    return RunGrovectlInProcess(args, out);
+  }
+
+  std::unique_ptr<client::Client> Router() {
+    client::ClientOptions o;
+    o.address = "etcd://" + etcd_->endpoint() + "/" + kCluster;
+    o.timeout = std::chrono::seconds(3);
+    std::unique_ptr<client::Client> c;
+    EXPECT_TRUE(client::Client::Create(o, &c).ok());
+    return c;
+  }
+
+  static std::string Trailer(const grpc::ClientContext& ctx, const std::string& key) {
+    const auto& md = ctx.GetServerTrailingMetadata();
+    auto it = md.find(key);
+    return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+  }
+
+  // A Get of `key` straight at node `name`, with the refusal's leader (if any).
+  grpc::Status DirectGet(const std::string& name, const std::string& key, std::string* value,
+                         std::string* leader) {
+    auto channel =
+        grpc::CreateChannel(nodes_[name].process->address(), grpc::InsecureChannelCredentials());
+    auto kv = v1::KV::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::GetRequest req;
+    req.set_key(key);
+    v1::GetResponse resp;
+    grpc::Status s = kv->Get(&ctx, req, &resp);
+    *value = resp.value();
+    *leader = Trailer(ctx, v1::kLeaderMetadata);
+    if (!s.ok()) {
+      EXPECT_EQ(Trailer(ctx, v1::kNotAppliedMetadata), "1") << s.error_message();
+    }
+    return s;
+  }
+
+  // The node whose direct Get succeeds, once the others name it as the leader; "" when none
+  // settles by the deadline.
+  std::string FindLeader(const std::vector<std::string>& up, std::chrono::seconds within) {
+    const auto deadline = Clock::now() + within;
+    while (Clock::now() < deadline) {
+      std::string leader;
+      int refusals_naming_it = 0;
+      for (const std::string& name : up) {
+        std::string value, named;
+        grpc::Status s = DirectGet(name, "probe", &value, &named);
+        if (s.ok()) {
+          leader = name;
+        } else if (s.error_code() == grpc::StatusCode::OUT_OF_RANGE) {
+          EXPECT_NE(s.error_message().find("not leader"), std::string::npos) << s.error_message();
+          refusals_naming_it += named.empty() ? 0 : 1;
+        }
+      }
+      if (!leader.empty() && refusals_naming_it == static_cast<int>(up.size()) - 1) return leader;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return "";
+  }
+
+  // Puts through the router until one is acknowledged (an election may be under way).
+  grpc::Status PutEventually(client::Client* c, const std::string& key, const std::string& value,
+                             std::chrono::seconds within) {
+    const auto deadline = Clock::now() + within;
+    grpc::Status s;
+    while (Clock::now() < deadline) {
+      s = c->Put(key, value);
+      if (s.ok()) return s;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return s;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<EtcdProcess> etcd_;
+  std::map<std::string, Node> nodes_;
+};
+
+TEST_F(GrovedReplicatedTest, GrovectlLaysOutReplicasAndRefusesBadLayouts) {
+  std::string out;
+  EXPECT_EQ(Grovectl({"init", "--owner", "a", "--replicas", "a,b,a"}, &out), 2) << out;
+  EXPECT_NE(out.find("nodes[2]"), std::string::npos) << out;
+  EXPECT_EQ(
+      Grovectl({"init", "--owner", "a", "--replicas", "a,b", "--replication-factor", "3"}, &out), 2)
+      << out;
+  EXPECT_NE(out.find("replication factor"), std::string::npos) << out;
+  EXPECT_EQ(Grovectl({"init", "--owner", "a", "--replication-factor", "2"}, &out), 2) << out;
+  EXPECT_EQ(Grovectl({"init", "--owner", "z", "--replicas", "a,b,c"}, &out), 2) << out;
+  ASSERT_EQ(Grovectl({"init", "--owner", "a", "--split", "m=b", "--replicas", "a,b,c",
+                      "--replication-factor", "2"},
+                     &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("(replicas a, b)"), std::string::npos) << out;
+  EXPECT_NE(out.find("(replicas b, c)"), std::string::npos) << out;
+  ASSERT_EQ(Grovectl({"status"}, &out), 0) << out;
+  EXPECT_NE(out.find("replicas b, c"), std::string::npos) << out;
+  // A replicated range is not split or moved (not built yet), and says so.
+  EXPECT_EQ(Grovectl({"split", "x"}, &out), 1) << out;
+  EXPECT_NE(out.find("replicated"), std::string::npos) << out;
+}
+
+TEST_F(GrovedReplicatedTest, TheLeaderServesAndAKilledLeaderLosesNoAcknowledgedWrite) {
+  for (const char* name : {"a", "b", "c"}) AddNode(name);
+  std::string out;
+  ASSERT_EQ(Grovectl({"init", "--owner", "a", "--replicas", "a,b,c"}, &out), 0) << out;
+  for (const char* name : {"a", "b", "c"}) ASSERT_NO_FATAL_FAILURE(StartNode(name));
+
+  std::string leader = FindLeader({"a", "b", "c"}, std::chrono::seconds(30));
+  ASSERT_FALSE(leader.empty()) << nodes_["a"].process->Log();
+
+  std::unique_ptr<client::Client> router = Router();
+  std::map<std::string, std::string> acknowledged;
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    ASSERT_TRUE(
+        PutEventually(router.get(), key, "v" + std::to_string(i), std::chrono::seconds(10)).ok());
+    acknowledged[key] = "v" + std::to_string(i);
+  }
+  // A compare-and-set decided at apply time: the version read is the one a second set fails on.
+  std::string value;
+  bool found = false;
+  client::ValueInfo info;
+  ASSERT_TRUE(router->Get("k7", &value, &found, &info).ok());
+  ASSERT_TRUE(found);
+  client::WriteOptions cas;
+  cas.precondition = client::Precondition::VersionEquals(info.version);
+  ASSERT_TRUE(router->Put("k7", "cas-1", cas).ok());
+  client::WriteOutcome lost;
+  grpc::Status second = router->Put("k7", "cas-2", cas, &lost);
+  EXPECT_EQ(second.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << second.error_message();
+  EXPECT_GT(lost.failure.version, info.version);
+  acknowledged["k7"] = "cas-1";
+  // A batch and a range delete go through the group too.
+  ASSERT_TRUE(router
+                  ->BatchInsert({{client::Mutation::Type::kPut, "b1", "x"},
+                                 {client::Mutation::Type::kPut, "b2", "y"},
+                                 {client::Mutation::Type::kPut, "d1", "gone"},
+                                 {client::Mutation::Type::kPut, "d2", "gone"}})
+                  .ok());
+  acknowledged["b1"] = "x";
+  acknowledged["b2"] = "y";
+  client::DeleteRangeOutcome deleted;
+  ASSERT_TRUE(router->DeleteRange("d", "e", 0, &deleted).ok());
+  EXPECT_EQ(deleted.deleted, 2u);
+
+  // Kill -9 the leader: a new one is elected and the acknowledged writes are all there.
+  nodes_[leader].process->Signal(SIGKILL);
+  ASSERT_TRUE(nodes_[leader].process->Wait(std::chrono::seconds(10)).has_value());
+  std::vector<std::string> up;
+  for (const char* name : {"a", "b", "c"}) {
+    if (name != leader) up.push_back(name);
+  }
+  const auto lost_at = Clock::now();
+  ASSERT_TRUE(PutEventually(router.get(), "after", "failover", std::chrono::seconds(20)).ok());
+  const auto failover =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - lost_at);
+  acknowledged["after"] = "failover";
+  std::cout << "first acknowledged write " << failover.count() << " ms after the leader's kill\n";
+  for (const auto& [key, expected] : acknowledged) {
+    ASSERT_TRUE(router->Get(key, &value, &found).ok()) << key;
+    ASSERT_TRUE(found) << key;
+    EXPECT_EQ(value, expected) << key;
+  }
+  ASSERT_TRUE(router->Get("d1", &value, &found).ok());
+  EXPECT_FALSE(found);
+  const std::string second_leader = FindLeader(up, std::chrono::seconds(10));
+  ASSERT_FALSE(second_leader.empty());
+
+  // The old leader comes back and catches up; then the second leader is killed: the old one and
+  // the third now make the majority, so it must hold every acknowledged write.
+  ASSERT_NO_FATAL_FAILURE(StartNode(leader));
+  for (int i = 0; i < 50; ++i) {
+    const std::string key = "r" + std::to_string(i);
+    ASSERT_TRUE(PutEventually(router.get(), key, "back", std::chrono::seconds(10)).ok());
+    acknowledged[key] = "back";
+  }
+  // Wait until the returned node names the leader: it has heard from it, and been sent the log.
+  const auto caught_up_deadline = Clock::now() + std::chrono::seconds(20);
+  std::string named;
+  while (Clock::now() < caught_up_deadline) {
+    std::string v;
+    grpc::Status s = DirectGet(leader, "probe", &v, &named);
+    if (s.error_code() == grpc::StatusCode::OUT_OF_RANGE && named == second_leader) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(named, second_leader);
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // heartbeats carry the commit index
+  nodes_[second_leader].process->Signal(SIGKILL);
+  ASSERT_TRUE(nodes_[second_leader].process->Wait(std::chrono::seconds(10)).has_value());
+  ASSERT_TRUE(PutEventually(router.get(), "last", "write", std::chrono::seconds(20)).ok());
+  acknowledged["last"] = "write";
+  for (const auto& [key, expected] : acknowledged) {
+    ASSERT_TRUE(router->Get(key, &value, &found).ok()) << key;
+    ASSERT_TRUE(found) << key;
+    EXPECT_EQ(value, expected) << key;
+  }
+}
+
+}  // namespace
+}  // namespace grove::testing

@@ -249,11 +249,15 @@ grpc::Status Client::Retry(const std::function<grpc::Status(bool* not_applied)>&
       s = grpc::Status(grpc::StatusCode::UNAVAILABLE,
                        "no connection to " + options_.address +
                            " (server down or unreachable, or the TLS handshake failed); the write "
-                           "was not sent");
+                           "was not sent",
+                       kNotAppliedDetails);
       continue;
     }
     bool not_applied = false;
     s = attempt(&not_applied);
+    if (not_applied && !s.ok()) {
+      s = grpc::Status(s.error_code(), s.error_message(), kNotAppliedDetails);
+    }
     if (!Retryable(s)) return s;
     if (write && !not_applied) {
       return grpc::Status(s.error_code(), s.error_message() +

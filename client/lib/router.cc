@@ -128,6 +128,11 @@ grpc::Status Router::NodeClient(const View& view, const std::string& owner, Clie
     // Unary: each call carries the map version it was routed by (a stream's metadata is fixed
     // when it opens).
     o.transport = ClientOptions::Transport::kUnary;
+    if (view.map->replication_factor() > 0) {
+      // Replicated ranges: the router tries the next replica rather than the same one again.
+      o.max_attempts = 1;
+      o.connect_timeout = std::min(o.connect_timeout, std::chrono::milliseconds(250));
+    }
     grpc::Status s = Client::Create(o, &c);
     if (!s.ok()) {
       clients_.erase(it->second);
@@ -165,11 +170,14 @@ void Router::Observe(const cluster::ShardRange& range, const std::string& tried,
   leaders_[range.id] = replicas[next].node;
 }
 
-grpc::Status Router::ForKey(std::string_view key,
+grpc::Status Router::ForKey(std::string_view key, bool read,
                             const std::function<grpc::Status(Client*)>& call) {
   grpc::Status s;
-  for (int attempt = 0; attempt < kRouteAttempts; ++attempt) {
-    Pause(attempt > 1 ? attempt - 1 : 0);
+  // A replicated range's calls go on from replica to replica while its leader is being found
+  // (an election, a replica down), for up to one call timeout.
+  const auto replicated_deadline = std::chrono::steady_clock::now() + node_options_.timeout;
+  int replicated_misses = 0;
+  for (int attempt = 0; attempt < kRouteAttempts;) {
     std::shared_ptr<const View> view;
     if (s = Current(&view); !s.ok()) return s;
     Client* c = nullptr;
@@ -178,24 +186,39 @@ grpc::Status Router::ForKey(std::string_view key,
     if (s = NodeClient(*view, target, &c); !s.ok()) return s;
     s = call(c);
     Observe(range, target, s);
+    if (range.replicated() && s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        (read || NotApplied(s)) && std::chrono::steady_clock::now() < replicated_deadline) {
+      // Another replica may lead; past the first round, give an election time.
+      if (++replicated_misses >= static_cast<int>(range.replicas.size())) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(
+            200, 10 << std::min(replicated_misses - static_cast<int>(range.replicas.size()), 4))));
+      }
+      continue;
+    }
     if (!NotOwner(s)) return s;
+    if (range.replicated() && ++replicated_misses < 2 * static_cast<int>(range.replicas.size())) {
+      continue;  // not the leader: the next replica, without reading the map
+    }
+    ++attempt;
+    Pause(attempt > 1 ? attempt - 1 : 0);
     if (grpc::Status r = Refresh(view); !r.ok()) return r;
   }
   return s;
 }
 
 grpc::Status Router::Get(std::string_view key, std::string* value, bool* found, ValueInfo* info) {
-  return ForKey(key, [&](Client* c) { return c->Get(key, value, found, info); });
+  return ForKey(key, /*read=*/true, [&](Client* c) { return c->Get(key, value, found, info); });
 }
 
 grpc::Status Router::Put(std::string_view key, std::string_view value, const WriteOptions& options,
                          WriteOutcome* outcome) {
-  return ForKey(key, [&](Client* c) { return c->Put(key, value, options, outcome); });
+  return ForKey(key, /*read=*/false,
+                [&](Client* c) { return c->Put(key, value, options, outcome); });
 }
 
 grpc::Status Router::Delete(std::string_view key, const WriteOptions& options,
                             WriteOutcome* outcome) {
-  return ForKey(key, [&](Client* c) { return c->Delete(key, options, outcome); });
+  return ForKey(key, /*read=*/false, [&](Client* c) { return c->Delete(key, options, outcome); });
 }
 
 grpc::Status Router::BatchGet(const std::vector<std::string>& keys,
@@ -234,7 +257,7 @@ grpc::Status Router::BatchGet(const std::vector<std::string>& keys,
 
 grpc::Status Router::BatchInsert(const std::vector<Mutation>& mutations, WriteOutcome* outcome) {
   const std::string first = mutations.empty() ? std::string() : mutations[0].key;
-  return ForKey(first, [&](Client* c) -> grpc::Status {
+  return ForKey(first, /*read=*/false, [&](Client* c) -> grpc::Status {
     std::shared_ptr<const View> view;
     if (grpc::Status s = Current(&view); !s.ok()) return s;
     const cluster::ShardMap& m = *view->map;

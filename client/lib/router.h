@@ -84,7 +84,9 @@ class Router {
   void Observe(const cluster::ShardRange& range, const std::string& tried,
                const grpc::Status& status) GROVE_EXCLUDES(mu_);
   // Runs call(client of the owner of `key`), rerouting on OUT_OF_RANGE (see above).
-  grpc::Status ForKey(std::string_view key, const std::function<grpc::Status(Client*)>& call);
+  // `read`: the call may be resent after any UNAVAILABLE (a write only after a not-applied one).
+  grpc::Status ForKey(std::string_view key, bool read,
+                      const std::function<grpc::Status(Client*)>& call);
 
   const ClientOptions node_options_;  // options of each node's Client (address set per node)
   const std::string cluster_;

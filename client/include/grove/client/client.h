@@ -25,7 +25,10 @@
 // across ranges in key order. A node's OUT_OF_RANGE (not the owner) makes it read the map again
 // and resend; Stats, Backup and Health are per node (NodeStats gives every node's figures).
 //
-// Errors are grpc::Status values with the server's message (the field is named there).
+// Errors are grpc::Status values with the server's message (the field is named there). A
+// status whose call certainly applied nothing (not sent, or refused by the server before it
+// applied anything: trailing metadata grove-not-applied) carries error_details() equal to
+// kNotAppliedDetails: resending it, even a write, is safe.
 //
 // Thread safety: a Client may be shared by many threads.
 
@@ -50,6 +53,12 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace grove::client {
+
+// error_details() of a status whose call applied nothing (see above).
+inline constexpr char kNotAppliedDetails[] = "grove-not-applied";
+inline bool NotApplied(const grpc::Status& s) {
+  return !s.ok() && s.error_details() == kNotAppliedDetails;
+}
 
 class Router;
 class Batcher;

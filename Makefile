@@ -58,7 +58,7 @@ CTEST_ARGS ?=
 CXX_FILES = $(shell git ls-files '*.cc' '*.h' 2>/dev/null)
 
 .PHONY: deps configure build test run format check-format check-tsa test-asan test-tsan clean
-.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor bench-scale bench-scale-get bench-write-tails fuzz torture conformance-all
+.PHONY: bench-build bench bench-reference bench-treeline bench-treeline-cache bench-treeline-split bench-aulid bench-aha bench-scan bench-cluster bench-advisor bench-scale bench-scale-get bench-write-tails fuzz torture conformance-all test-replicated-faults
 
 deps:
 	bash scripts/install-deps.sh
@@ -116,6 +116,12 @@ torture: deps build
 conformance-all: deps build
 	GROVE_CONFORMANCE=all $(BUILD_DIR)/tests/conformance/conformance_test
 	GROVE_CONFORMANCE=all GROVE_CRASH_POINTS=all $(BUILD_DIR)/tests/reliability/crash_points_test
+
+# Replicated ranges under 100 faults (docs/reliability.md, "Replicated ranges under faults");
+# CI runs 4 of them. FAULTS=N sets the number.
+FAULTS ?= 100
+test-replicated-faults: deps build
+	GROVE_REPLICATED_FAULTS=$(FAULTS) $(BUILD_DIR)/tests/cluster/replicated_faults_test
 
 clean:
 	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz

@@ -229,7 +229,12 @@ StatusOr<std::string> ReplicaHost::CopySource(uint64_t range_id) {
   GROVE_ASSIGN_OR_RETURN(std::vector<cluster::NodeStatus> nodes,
                          cluster::ListNodes(etcd_.get(), options_.cluster));
   for (const cluster::NodeStatus& n : nodes) {
-    if (n.name == node && !n.address.empty()) return n.address;
+    if (n.name == node && !n.address.empty()) {
+      Log(LogLevel::kInfo, fmt::format("replica of range {} is behind a snapshot: installing "
+                                       "the range from node '{}' at {}",
+                                       range_id, node, n.address));
+      return n.address;
+    }
   }
   return Status::Unavailable(fmt::format("range copy: node '{}' has no address in etcd", node));
 }

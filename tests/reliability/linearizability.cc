@@ -53,7 +53,9 @@ void Unlift(Entry* call) {
 
 std::string Describe(const RegisterOp& op, int id, int value_id) {
   std::string s = "op " + std::to_string(id) + " (client " + std::to_string(op.client) + ", " +
-                  (op.kind == RegisterOp::Kind::kWrite ? "write " : "read ");
+                  (op.kind == RegisterOp::Kind::kWrite ? "write "
+                   : op.kind == RegisterOp::Kind::kCas ? "compare-and-set to "
+                                                       : "read ");
   s += !op.value                   ? std::string("absent")
        : value_id == kNeverWritten ? "a value never written"
                                    : "value #" + std::to_string(value_id);
@@ -72,7 +74,7 @@ LinearizabilityResult CheckRegisterHistory(const std::vector<RegisterOp>& ops,
   // Values as small integers; a read of a value nobody wrote can never be placed.
   std::map<std::string, int> ids;
   for (const RegisterOp& op : ops) {
-    if (op.kind == RegisterOp::Kind::kWrite && op.value) ids.emplace(*op.value, ids.size());
+    if (op.kind != RegisterOp::Kind::kRead && op.value) ids.emplace(*op.value, ids.size());
   }
   if (initial) ids.emplace(*initial, ids.size());
   auto id_of = [&](const std::optional<std::string>& v) {
@@ -80,8 +82,11 @@ LinearizabilityResult CheckRegisterHistory(const std::vector<RegisterOp>& ops,
     auto it = ids.find(*v);
     return it == ids.end() ? kNeverWritten : it->second;
   };
-  std::vector<int> value(n);
-  for (int i = 0; i < n; ++i) value[i] = id_of(ops[i].value);
+  std::vector<int> value(n), expected(n);
+  for (int i = 0; i < n; ++i) {
+    value[i] = id_of(ops[i].value);
+    expected[i] = id_of(ops[i].expected);
+  }
   int state = id_of(initial);
 
   // The event list, by time; at equal times calls come first (the more permissive reading).
@@ -122,8 +127,10 @@ LinearizabilityResult CheckRegisterHistory(const std::vector<RegisterOp>& ops,
   while (entry != nullptr) {
     if (entry->is_call) {
       const int i = entry->op;
-      const bool write = ops[i].kind == RegisterOp::Kind::kWrite;
-      const bool fits = write || value[i] == state;
+      const RegisterOp::Kind kind = ops[i].kind;
+      const bool write = kind != RegisterOp::Kind::kRead;
+      const bool fits = kind == RegisterOp::Kind::kWrite ||
+                        (kind == RegisterOp::Kind::kCas ? expected[i] == state : value[i] == state);
       if (fits) {
         const int next_state = write ? value[i] : state;
         linearized[i / 64] |= uint64_t{1} << (i % 64);

@@ -61,6 +61,32 @@ TEST(WglCheckerTest, AcceptsLinearizableHistories) {
   EXPECT_TRUE(CheckRegisterHistory({R("x", 0, 1)}, std::string("x")).ok);
 }
 
+RegisterOp Cas(std::optional<std::string> expected, std::string v, int64_t a, int64_t b,
+               bool known = true) {
+  RegisterOp op{Kind::kCas, std::move(v), a, b, known};
+  op.expected = std::move(expected);
+  return op;
+}
+
+TEST(WglCheckerTest, CompareAndSetAppliesOnlyOnWhatItExpects) {
+  EXPECT_TRUE(
+      CheckRegisterHistory({W("a", 0, 1), Cas("a", "b", 2, 3), R("b", 4, 5)}, std::nullopt).ok);
+  EXPECT_TRUE(CheckRegisterHistory({Cas(std::nullopt, "a", 0, 1), R("a", 2, 3)}, std::nullopt).ok);
+  // Two sets expecting the same value cannot both apply.
+  EXPECT_FALSE(
+      CheckRegisterHistory({W("a", 0, 1), Cas("a", "b", 2, 3), Cas("a", "c", 4, 5)}, std::nullopt)
+          .ok);
+  // A set that expected an old value after a newer write was acknowledged.
+  EXPECT_FALSE(
+      CheckRegisterHistory({W("a", 0, 1), W("x", 2, 3), Cas("a", "b", 4, 5)}, std::nullopt).ok);
+  // Concurrent with the write it expects, it may follow it; of unknown outcome, it may never apply.
+  EXPECT_TRUE(
+      CheckRegisterHistory({W("a", 0, 5), Cas("a", "b", 1, 6), R("b", 7, 8)}, std::nullopt).ok);
+  EXPECT_TRUE(
+      CheckRegisterHistory({W("a", 0, 1), Cas("a", "b", 2, 0, false), R("a", 5, 6)}, std::nullopt)
+          .ok);
+}
+
 TEST(WglCheckerTest, RejectsViolations) {
   // A stale read: "b" was written and acknowledged before the read began.
   auto r = CheckRegisterHistory({W("a", 0, 1), W("b", 2, 3), R("a", 4, 5)}, std::nullopt);

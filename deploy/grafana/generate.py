@@ -367,6 +367,24 @@ def build():
                  "in rounds, then fences the range and switches.", "short",
                  [(f"sum(grove_cluster_moves_recording{{{SEL}}})", "moves under way"),
                   (f"sum(grove_cluster_move_recorded_keys{{{SEL}}})", "keys to catch up")], w=8)
+    d.timeseries("Raft leaders", "Replicated ranges whose group each node leads (a range has "
+                 "one leader; a range with none is electing).", "short",
+                 [(f"sum by (instance) (grove_raft_leader{{{SEL}}})", "{{instance}}"),
+                  (f"count(count by (range) (grove_raft_leader{{{SEL}}}))", "ranges")], w=6)
+    d.timeseries("Raft elections", "Elections per range over 5 minutes: the increase of its "
+                 "term (a leader lost, paused or cut off).", "short",
+                 [(f"max by (range) (delta(grove_raft_term{{{SEL}}}[5m]))", "range {{range}}")],
+                 w=6)
+    d.timeseries("Raft follower lag", "On each leader: the entries its followers do not hold "
+                 "yet. A follower that stays behind is slow, down, or installing a snapshot.",
+                 "short",
+                 [(f"max by (range, replica) (grove_raft_follower_lag_entries{{{SEL}}})",
+                   "range {{range}} replica {{replica}}"),
+                  (f"max(grove_raft_commit_index{{{SEL}}} - grove_raft_applied_index{{{SEL}}})",
+                   "commit - applied (worst replica)")], w=6)
+    d.timeseries("Raft proposals/s", "Writes proposed to the ranges' groups, by outcome; failed "
+                 "ones were refused (not leader) or lost their leader mid-way.", "ops",
+                 [(rate("grove_raft_proposals_total", by="result"), "{{result}}")], w=6)
 
     # ---- TreeLine (variant-specific figures; empty for other variants) ----
     def tl(name):

@@ -163,6 +163,12 @@ grpc::Status KvService::ReplicatedOutcome(const Call& call, const ReplicaBinding
 }
 
 grpc::Status KvService::RunReplicatedWrite(const Call& call, PendingWrite* w) {
+  // A call whose client gave up (a node paused or slow to get here) is not proposed late.
+  if (call.Expired()) {
+    call.metadata()->AddTrailer(v1::kNotAppliedMetadata, "1");
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "deadline exceeded before the write was proposed; nothing was applied");
+  }
   raft::ReplicatedRange* replica = w->replica.replica.get();
   raft::RangeWriteResult result;
   const Status s = WaitForReplicated(

@@ -84,6 +84,33 @@ std::shared_ptr<raft::ReplicatedRange> ReplicaHost::Find(uint64_t range_id) cons
   return it == replicas_.end() ? nullptr : it->second.range;
 }
 
+std::vector<metrics::RaftGroupFigures> ReplicaHost::Figures() const {
+  std::vector<std::pair<uint64_t, std::shared_ptr<raft::ReplicatedRange>>> running;
+  {
+    MutexLock lock(&mu_);
+    for (const auto& [id, hosted] : replicas_) running.emplace_back(id, hosted.range);
+  }
+  std::vector<metrics::RaftGroupFigures> out;
+  for (const auto& [id, range] : running) {
+    const raft::RaftStatus s = range->GetStatus();
+    metrics::RaftGroupFigures f;
+    f.range = id;
+    f.leader = s.role == raft::RaftRole::kLeader;
+    f.term = s.term;
+    f.commit_index = s.commit_index;
+    f.applied_index = range->applied();
+    f.last_index = s.last_index;
+    for (const auto& [replica, match] : s.follower_match) {
+      f.follower_lag.emplace_back(replica, s.last_index > match ? s.last_index - match : 0);
+    }
+    f.proposals_committed = range->proposals_committed();
+    f.proposals_failed = range->proposals_failed();
+    f.failed = !s.failure.ok();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::string ReplicaHost::StartProblem(uint64_t range_id) const {
   MutexLock lock(&mu_);
   auto it = problems_.find(range_id);

@@ -45,6 +45,7 @@
 #include "cluster/raft/range_copy_rpc.h"
 #include "cluster/raft/replicated_range.h"
 #include "config/config.h"
+#include "metrics/raft_metrics.h"
 #include "util/mutex.h"
 
 namespace grove::service {
@@ -80,6 +81,9 @@ class ReplicaHost {
   std::shared_ptr<raft::ReplicatedRange> Find(uint64_t range_id) const GROVE_EXCLUDES(mu_);
   // Why the replica of `range_id` is not running (empty: it runs, or the host never tried).
   std::string StartProblem(uint64_t range_id) const GROVE_EXCLUDES(mu_);
+
+  // The metrics of every running replica (metrics/raft_metrics.h).
+  std::vector<metrics::RaftGroupFigures> Figures() const GROVE_EXCLUDES(mu_);
 
   // Serves copies of this node's replicas to the others; register it on groved's gRPC server.
   raft::ReplicationService* service() { return &service_; }

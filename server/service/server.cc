@@ -57,7 +57,9 @@ GroveServer::GroveServer(config::Config config, std::shared_ptr<spdlog::logger> 
     : config_(std::move(config)), log_(std::move(log)) {}
 
 GroveServer::~GroveServer() {
-  // Run() normally drained already; this covers a failed or skipped Run().
+  // Run() normally drained already; this covers a failed or skipped Run(). The metrics server
+  // goes first: its scrapes read the replicas.
+  http_.reset();
   if (grpc_) grpc_->Shutdown(std::chrono::system_clock::now());
   if (replicas_) replicas_->Stop();  // before the engine its replicas write
   engine_.Close().IgnoreError();
@@ -88,6 +90,10 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
         std::make_unique<trace::Tracer>(trace::TracerOptions{so.trace.dir, so.trace.max_bytes});
   }
   trace::Tracer* tracer = s->tracer_.get();
+  ReplicaHost* replicas = s->replicas_.get();
+  s->raft_collector_ = std::make_shared<metrics::RaftCollector>([replicas] {
+    return replicas == nullptr ? std::vector<metrics::RaftGroupFigures>() : replicas->Figures();
+  });
   s->trace_collector_ = std::make_shared<metrics::TraceCollector>([tracer] {
     metrics::TraceTotals t;
     if (tracer == nullptr) return t;
@@ -106,7 +112,8 @@ StatusOr<std::unique_ptr<GroveServer>> GroveServer::Start(config::Config config,
   HealthService* health = &s->health_;
   GROVE_ASSIGN_OR_RETURN(
       s->http_, metrics::HttpServer::Start(
-                    so.metrics_listen, {s->registry_, s->engine_collector_, s->trace_collector_},
+                    so.metrics_listen,
+                    {s->registry_, s->engine_collector_, s->trace_collector_, s->raft_collector_},
                     [health] { return health->serving(); }));
   s->metrics_port_ = s->http_->port();
   GROVE_RETURN_IF_ERROR(s->BuildGrpcServer());

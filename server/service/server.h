@@ -35,6 +35,7 @@
 #include "metrics/engine_metrics.h"
 #include "metrics/grpc_metrics.h"
 #include "metrics/http_server.h"
+#include "metrics/raft_metrics.h"
 #include "metrics/server_metrics.h"
 #include "metrics/trace_metrics.h"
 #include "service/admin_service.h"
@@ -88,6 +89,7 @@ class GroveServer {
   std::shared_ptr<metrics::EngineCollector> engine_collector_;
   std::unique_ptr<trace::Tracer> tracer_;  // trace.dir set
   std::shared_ptr<metrics::TraceCollector> trace_collector_;
+  std::shared_ptr<metrics::RaftCollector> raft_collector_;  // replicated ranges (may be none)
   std::unique_ptr<TokenStore> tokens_;
   std::unique_ptr<Authorizer> authorizer_;
 

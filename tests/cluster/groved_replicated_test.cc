@@ -200,6 +200,24 @@ TEST_F(GrovedReplicatedTest, TheLeaderServesAndAKilledLeaderLosesNoAcknowledgedW
   EXPECT_EQ(second.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << second.error_message();
   EXPECT_GT(lost.failure.version, info.version);
   acknowledged["k7"] = "cas-1";
+
+  // Per-group metrics: the leader leads range 1 and sees both followers; the others do not lead,
+  // and every replica's engine holds the entries committed.
+  const std::string leader_metrics =
+      HttpGet(nodes_[leader].process->metrics_port(), "/metrics").body;
+  EXPECT_NE(leader_metrics.find("grove_raft_leader{range=\"1\"} 1"), std::string::npos)
+      << leader_metrics;
+  EXPECT_NE(leader_metrics.find("grove_raft_follower_lag_entries{range=\"1\",replica=\""),
+            std::string::npos);
+  EXPECT_NE(leader_metrics.find("grove_raft_proposals_total{range=\"1\",result=\"committed\"}"),
+            std::string::npos);
+  for (const char* name : {"a", "b", "c"}) {
+    if (name == leader) continue;
+    const std::string m = HttpGet(nodes_[name].process->metrics_port(), "/metrics").body;
+    EXPECT_NE(m.find("grove_raft_leader{range=\"1\"} 0"), std::string::npos) << m;
+    EXPECT_EQ(m.find("grove_raft_follower_lag_entries{"), std::string::npos)
+        << "only the leader reports followers' lag";
+  }
   // A batch and a range delete go through the group too.
   ASSERT_TRUE(router
                   ->BatchInsert({{client::Mutation::Type::kPut, "b1", "x"},

@@ -399,6 +399,13 @@ RaftStatus RaftGroup::GetStatus() {
     s.commit_index = raft_->commit_index;
     s.last_applied = raft_last_applied(raft_.get());
     s.last_index = raft_last_index(raft_.get());
+    if (raft_->state == RAFT_LEADER && raft_->leader_state.progress != nullptr) {
+      for (unsigned i = 0; i < raft_->configuration.n; ++i) {
+        const raft_id peer = raft_->configuration.servers[i].id;
+        if (peer == raft_->id) continue;
+        s.follower_match.emplace_back(peer, raft_->leader_state.progress[i].match_index);
+      }
+    }
     s.failure = failure_.ok() ? restore_failure_ : failure_;
   });
   return s;

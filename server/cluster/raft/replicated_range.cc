@@ -190,6 +190,7 @@ void ReplicatedRange::Submit(RangeCommand command, Done done) {
       p = std::move(it->second);
       pending_.erase(it);
     }
+    (s.ok() ? proposals_committed_ : proposals_failed_).fetch_add(1, std::memory_order_relaxed);
     if (!s.ok()) {
       p.done(s, RangeWriteResult());
     } else if (!p.applied) {

@@ -149,6 +149,9 @@ class ReplicatedRange {
   // The last entry the engine holds.
   uint64_t applied() const { return applied_.load(std::memory_order_acquire); }
   RaftStatus GetStatus() { return group_->GetStatus(); }
+  // Writes this replica proposed that committed, and that failed (not leader, leadership lost).
+  uint64_t proposals_committed() const { return proposals_committed_.load(); }
+  uint64_t proposals_failed() const { return proposals_failed_.load(); }
   const std::string& mark_name() const { return mark_name_; }
 
   Status Close();
@@ -196,6 +199,7 @@ class ReplicatedRange {
   std::unique_ptr<RaftGroup> group_;
   std::atomic<uint64_t> applied_;
   std::atomic<uint64_t> next_sequence_{1};
+  std::atomic<uint64_t> proposals_committed_{0}, proposals_failed_{0};
   Mutex pending_mu_;
   std::map<uint64_t, Pending> pending_ GROVE_GUARDED_BY(pending_mu_);  // by sequence
 };

@@ -32,7 +32,7 @@ RUN case "$GROVED_FROM" in \
              build-essential cmake ninja-build ccache pkg-config \
              liburing-dev libspdlog-dev libfmt-dev libyaml-cpp-dev \
              libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev \
-             prometheus-cpp-dev libcli11-dev nlohmann-json3-dev \
+             prometheus-cpp-dev libcli11-dev nlohmann-json3-dev libraft-dev libuv1-dev \
         && rm -rf /var/lib/apt/lists/* ;; \
       *) echo "GROVED_FROM must be source or prebuilt, not '$GROVED_FROM'" >&2; exit 1 ;; \
     esac
@@ -55,12 +55,12 @@ RUN --mount=type=cache,target=/root/.cache/ccache \
 # ---- runtime -----------------------------------------------------------------------------------
 FROM debian:bookworm-slim
 # The shared libraries groved and grovectl link against (ldd), nothing else: gRPC and protobuf,
-# prometheus-cpp and civetweb (the metrics port), spdlog/fmt, yaml-cpp, liburing. bash, which the
-# health check uses, is part of every Debian image.
+# prometheus-cpp and civetweb (the metrics port), spdlog/fmt, yaml-cpp, liburing, libraft and libuv
+# (replicated ranges). bash, which the health check uses, is part of every Debian image.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       libgrpc++1.51 libprotobuf32 libprometheus-cpp-core1.0 libcivetweb1 \
-      libspdlog1.10 libfmt9 libyaml-cpp0.7 liburing2 \
+      libspdlog1.10 libfmt9 libyaml-cpp0.7 liburing2 libraft2 libuv1 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \
  && groupadd --system --gid 10001 grove \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/grove --no-create-home \

@@ -162,9 +162,10 @@ Status DbImpl::CheckpointLocked(CheckpointReason reason, bool gate_paused) {
   maps = epochs_.StagedImages(ids);
   // The checkpoint holds state it does not write (writes only the index's memory holds) or holds
   // part of a batch: the records from its redo point on must be durable before it is (with
-  // wal.sync always they already are). This holds for a checkpoint that finds nothing to write
+  // wal.sync always they are, but for writes that opted out: WriteOptions::sync; Sync returns at
+  // once when nothing is unsynced). This holds for a checkpoint that finds nothing to write
   // too: the state it stands for lives in those records alone.
-  if (redo < snapshot_next_lsn && wal_ && options_.wal.sync != SyncMode::kAlways) {
+  if (redo < snapshot_next_lsn && wal_) {
     if (Status ws = wal_->Sync(); !ws.ok()) return abort(ws);
   }
   if (ids.empty() && maps.empty() && redo == redo_lsn_.load() &&

@@ -164,8 +164,9 @@ class DbImpl final : public Db, private IndexServices {
   // With the stripes of the batch's keys held: reserves `first_pages` of room (the whole batch's,
   // or its first operation's when `stepwise`), logs the batch and applies it; *lsn_out receives
   // its LSN. A failure after the append fail-stops the Db.
+  // `sync`: WriteOptions::sync.
   Status LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
-                     Clock::time_point room_deadline, Lsn* lsn_out);
+                     Clock::time_point room_deadline, Lsn* lsn_out, bool sync = true);
   // Operations replaced by a later one of the same key are skipped.
   Status ApplyBatch(Lsn lsn, const WriteBatch& batch, Room* room, bool stepwise, bool in_gate);
   // Sets the batch's marks as of record `lsn`.

@@ -269,7 +269,7 @@ Status DbImpl::CommitWrite(const WriteBatch& batch, const WriteOptions& options,
   if (s.ok() && !batch.Empty()) {
     Lsn lsn = 0;
     s = LogAndApply(batch, w.stepwise, w.stepwise ? w.need.first : w.need.total,
-                    RoomDeadline(options), &lsn);
+                    RoomDeadline(options), &lsn, options.sync);
     if (s.ok() && result != nullptr) result->version = lsn;
   }
   key_locks_.Unlock(stripes);
@@ -285,13 +285,13 @@ DbImpl::Clock::time_point DbImpl::RoomDeadline(const WriteOptions& options) {
 }
 
 Status DbImpl::LogAndApply(const WriteBatch& batch, bool stepwise, uint64_t first_pages,
-                           Clock::time_point room_deadline, Lsn* lsn_out) {
+                           Clock::time_point room_deadline, Lsn* lsn_out, bool sync) {
   Room room(this);
   GROVE_RETURN_IF_ERROR(dirty_room_->Reserve(first_pages, room_deadline));
   room.Add(first_pages);
   GatePass pass(&gate_);
   GROVE_RETURN_IF_ERROR(CheckWritable());
-  StatusOr<Lsn> lsn = wal_->Append(batch.Encoded());
+  StatusOr<Lsn> lsn = wal_->Append(batch.Encoded(), sync);
   if (!lsn.ok()) {
     // The log fail-stops on EIO and fsync failures; mirror that here. A full disk or an invalid
     // record leaves the log (and the Db) usable.

@@ -82,9 +82,13 @@ void DbImpl::CommitWriteGroup(std::vector<GroupedWrite>* group) {
       s = CheckWritable();
       if (s.ok()) {
         std::vector<Slice> payloads;
+        std::vector<bool> no_sync;
         payloads.reserve(logged.size());
-        for (const GroupedWrite* g : logged) payloads.push_back(g->request->batch->Encoded());
-        const std::vector<StatusOr<Lsn>> lsns = wal_->AppendMany(payloads);
+        for (const GroupedWrite* g : logged) {
+          payloads.push_back(g->request->batch->Encoded());
+          no_sync.push_back(!g->options->sync);
+        }
+        const std::vector<StatusOr<Lsn>> lsns = wal_->AppendMany(payloads, &no_sync);
         Status failed;  // after a failed apply the Db is fail-stopped: apply nothing more
         for (size_t k = 0; k < logged.size(); ++k) {
           WriteRequest* w = logged[k]->request;

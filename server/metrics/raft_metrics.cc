@@ -22,26 +22,27 @@ std::vector<prometheus::MetricFamily> RaftCollector::Collect() const {
   using prometheus::MetricType;
   auto leader = Family("grove_raft_leader", "1 while this node's replica leads the range's group.",
                        MetricType::Gauge);
-  auto term = Family("grove_raft_term", "The Raft term of the range's group (each election "
-                                        "raises it).",
+  auto term = Family("grove_raft_term",
+                     "The Raft term of the range's group (each election "
+                     "raises it).",
                      MetricType::Gauge);
-  auto commit = Family("grove_raft_commit_index",
-                       "The last entry of the range's log this replica knows committed.",
-                       MetricType::Gauge);
-  auto applied = Family("grove_raft_applied_index",
-                        "The last entry of the range's log this node's engine holds.",
-                        MetricType::Gauge);
-  auto last = Family("grove_raft_last_index", "The last entry of this replica's log.",
-                     MetricType::Gauge);
+  auto commit =
+      Family("grove_raft_commit_index",
+             "The last entry of the range's log this replica knows committed.", MetricType::Gauge);
+  auto applied =
+      Family("grove_raft_applied_index",
+             "The last entry of the range's log this node's engine holds.", MetricType::Gauge);
+  auto last =
+      Family("grove_raft_last_index", "The last entry of this replica's log.", MetricType::Gauge);
   auto lag = Family("grove_raft_follower_lag_entries",
                     "On the leader: entries of its log each follower does not hold yet.",
                     MetricType::Gauge);
-  auto proposals = Family("grove_raft_proposals_total",
-                          "Writes this replica proposed to the range's group, by outcome.",
-                          MetricType::Counter);
-  auto failed = Family("grove_raft_replica_failed",
-                       "1 when this replica stopped applying or refused a snapshot.",
-                       MetricType::Gauge);
+  auto proposals =
+      Family("grove_raft_proposals_total",
+             "Writes this replica proposed to the range's group, by outcome.", MetricType::Counter);
+  auto failed =
+      Family("grove_raft_replica_failed",
+             "1 when this replica stopped applying or refused a snapshot.", MetricType::Gauge);
   for (const RaftGroupFigures& g : source_()) {
     leader.metric.push_back(Gauge(g.range, g.leader ? 1 : 0));
     term.metric.push_back(Gauge(g.range, static_cast<double>(g.term)));
@@ -63,8 +64,8 @@ std::vector<prometheus::MetricFamily> RaftCollector::Collect() const {
       proposals.metric.push_back(std::move(m));
     }
   }
-  return {std::move(leader),  std::move(term), std::move(commit),    std::move(applied),
-          std::move(last),    std::move(lag),  std::move(proposals), std::move(failed)};
+  return {std::move(leader), std::move(term), std::move(commit),    std::move(applied),
+          std::move(last),   std::move(lag),  std::move(proposals), std::move(failed)};
 }
 
 }  // namespace grove::metrics

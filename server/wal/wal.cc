@@ -36,6 +36,7 @@ const char* SyncModeName(SyncMode mode) {
 struct Wal::Writer {
   explicit Writer(Mutex* mu) : cv(mu) {}
   Slice payload;
+  bool sync = true;  // under kAlways, the group carrying it syncs before it is answered
   Lsn lsn = 0;
   Status status;
   bool done = false;
@@ -57,6 +58,7 @@ struct Wal::GroupPlan {
   uint64_t offset = 0;    // where the group goes in `segment`
   uint64_t unsynced = 0;  // log bytes unsynced when the plan was made (an upper bound)
   bool roll = false;      // a new segment is due
+  bool sync = false;      // a writer of the group waits for a sync (kAlways)
 
   bool synced_before = false;  // everything written before this group is durable
   std::shared_ptr<Segment> new_segment;
@@ -149,7 +151,7 @@ StatusOr<std::unique_ptr<Wal>> Wal::Open(IoBackend* io, const std::string& dir,
   return wal;
 }
 
-StatusOr<Lsn> Wal::Append(Slice payload) {
+StatusOr<Lsn> Wal::Append(Slice payload, bool sync) {
   if (payload.size() > MaxPayloadBytes(options_)) {
     return Status::InvalidArgument(fmt::format(
         "wal: record of {} bytes exceeds the limit of {} bytes (wal.max_unsynced_bytes / 2)",
@@ -157,6 +159,7 @@ StatusOr<Lsn> Wal::Append(Slice payload) {
   }
   Writer w(&mu_);
   w.payload = payload;
+  w.sync = sync;
 
   MutexLock lock(&mu_);
   if (closed_) return Status::Unavailable("wal: closed");
@@ -168,7 +171,8 @@ StatusOr<Lsn> Wal::Append(Slice payload) {
   return w.lsn;
 }
 
-std::vector<StatusOr<Lsn>> Wal::AppendMany(const std::vector<Slice>& payloads) {
+std::vector<StatusOr<Lsn>> Wal::AppendMany(const std::vector<Slice>& payloads,
+                                           const std::vector<bool>* no_sync) {
   std::vector<StatusOr<Lsn>> out(payloads.size(), StatusOr<Lsn>(Lsn{0}));
   std::deque<Writer> writers;  // a deque: queued writers must not move
   std::vector<size_t> index;   // writers[k] carries payloads[index[k]]
@@ -179,7 +183,9 @@ std::vector<StatusOr<Lsn>> Wal::AppendMany(const std::vector<Slice>& payloads) {
           payloads[i].size(), MaxPayloadBytes(options_)));
       continue;
     }
-    writers.emplace_back(&mu_).payload = payloads[i];
+    Writer& w = writers.emplace_back(&mu_);
+    w.payload = payloads[i];
+    w.sync = no_sync == nullptr || !(*no_sync)[i];
     index.push_back(i);
   }
   if (writers.empty()) return out;
@@ -215,6 +221,7 @@ void Wal::CommitGroup() {
     const uint64_t b = MaxFramedSize(kLsnSize + w->payload.size());
     if (!plan.writers.empty() && bound + b > group_limit_) break;
     plan.writers.push_back(w);
+    plan.sync |= w->sync;
     bound += b;
   }
 
@@ -341,7 +348,7 @@ Status Wal::WriteGroup(GroupPlan* plan) {
     return s;
   }
   plan->written = true;
-  if (options_.sync == SyncMode::kAlways) {
+  if (options_.sync == SyncMode::kAlways && plan->sync) {
     s = SyncFile(plan->segment->file.get());
     if (!s.ok()) {
       plan->failed = "fdatasync of " + plan->segment->path;

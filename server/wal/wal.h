@@ -15,6 +15,8 @@
 //   kBatch   Append returns after the write; a background thread owned by the Wal fdatasyncs every
 //            batch_interval_us while there are unsynced bytes.
 //   kNone    Append returns after the write; syncs happen at segment roll, Sync() and Close().
+// Under kAlways a record may opt out (Append's `sync` false): a group none of whose records asks
+// for a sync is written without one, and is made durable by the next sync.
 // In every mode the leader syncs before writing a group that would leave more than
 // max_unsynced_bytes unsynced, which is what lets Replay tell a torn tail from corruption.
 //
@@ -126,13 +128,20 @@ class Wal {
   Wal& operator=(const Wal&) = delete;
 
   // Appends one record and returns its LSN once it is as durable as options.sync requires.
-  // kInvalidArgument if the payload exceeds max_unsynced_bytes / 2.
-  StatusOr<Lsn> Append(Slice payload) GROVE_EXCLUDES(mu_);
+  // kInvalidArgument if the payload exceeds max_unsynced_bytes / 2. `sync` false: return once
+  // written, without waiting for a sync under kAlways (for a record durable elsewhere, such as
+  // a replicated write held by a synced Raft log); the next group that syncs, Sync(), a roll,
+  // Close, or max_unsynced_bytes piling up makes it durable. A group syncs under kAlways only
+  // when one of its records asks to.
+  StatusOr<Lsn> Append(Slice payload, bool sync = true) GROVE_EXCLUDES(mu_);
   // Appends `payloads` as consecutive records, in order, sharing group commits (one fdatasync
   // under kAlways unless they exceed one group's bytes), and returns once all are as durable as
   // options.sync requires. Each record has its own outcome: its LSN, or the error of the group
   // that carried it (or kInvalidArgument for an oversized payload, which is not appended).
-  std::vector<StatusOr<Lsn>> AppendMany(const std::vector<Slice>& payloads) GROVE_EXCLUDES(mu_);
+  // `no_sync[i]` (when given) opts record i out of the sync as Append's `sync` does.
+  std::vector<StatusOr<Lsn>> AppendMany(const std::vector<Slice>& payloads,
+                                        const std::vector<bool>* no_sync = nullptr)
+      GROVE_EXCLUDES(mu_);
 
   // Makes everything appended so far durable.
   Status Sync() GROVE_EXCLUDES(mu_);

@@ -464,6 +464,37 @@ TEST_F(WalApiTest, ReplayStopsWithTheCallbacksError) {
 }
 
 // kBatch: the background thread makes appended records durable on its own.
+// Under kAlways a record may opt out of the sync (a replicated write, durable in the Raft log): a
+// group of such records is written without an fdatasync, and the next record that syncs, or
+// Sync(), makes them durable with it.
+TEST_F(WalApiTest, RecordsThatOptOutOfTheSyncRideOnTheNextSync) {
+  StatusOr<std::unique_ptr<Wal>> opened = Wal::Open(io_.get(), dir_.path(), options_, 1, nullptr);
+  ASSERT_TRUE(opened.ok());
+  Wal& wal = **opened;
+  const uint64_t at_open = wal.GetStats().syncs;
+  ASSERT_TRUE(wal.Append("one", /*sync=*/false).ok());
+  const std::vector<bool> no_sync = {true, true};
+  for (const StatusOr<Lsn>& lsn : wal.AppendMany({"two", "three"}, &no_sync)) {
+    ASSERT_TRUE(lsn.ok());
+  }
+  EXPECT_EQ(wal.GetStats().syncs, at_open) << "no record asked for a sync";
+  ASSERT_TRUE(wal.Append("four").ok());  // syncs, and the three before it with it
+  EXPECT_EQ(wal.GetStats().syncs, at_open + 1);
+  ASSERT_TRUE(wal.Sync().ok());
+  EXPECT_EQ(wal.GetStats().syncs, at_open + 1) << "nothing was left to sync";
+  ASSERT_TRUE(wal.Append("five", /*sync=*/false).ok());
+  ASSERT_TRUE(wal.Sync().ok());
+  EXPECT_EQ(wal.GetStats().syncs, at_open + 2);
+  // A group mixing both syncs once, for the one that asked.
+  const std::vector<bool> mixed = {true, false};
+  for (const StatusOr<Lsn>& lsn : wal.AppendMany({"six", "seven"}, &mixed)) ASSERT_TRUE(lsn.ok());
+  EXPECT_EQ(wal.GetStats().syncs, at_open + 3);
+  ASSERT_TRUE(wal.Close().ok());
+  Replayed all = ReplayAll(io_.get(), dir_.path(), 1, options_);
+  ASSERT_TRUE(all.status.ok()) << all.status.ToString();
+  EXPECT_EQ(all.result.next_lsn, 8u);
+}
+
 TEST_F(WalApiTest, BatchModeSyncsInTheBackground) {
   options_.sync = SyncMode::kBatch;
   StatusOr<std::unique_ptr<Wal>> wal = Wal::Open(io_.get(), dir_.path(), options_, 1, nullptr);

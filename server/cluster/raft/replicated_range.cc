@@ -283,6 +283,7 @@ Status ReplicatedRange::ApplyWrite(uint64_t index, const RangeCommand& command, 
   options.conditions = command.conditions;
   // Every replica must apply the entry: waiting for dirty-page room is not a reason to refuse.
   options.room_wait = std::chrono::hours(1);
+  options.sync = false;  // the entry is in the synced Raft log: one synced log per write
   if (copier_.active()) {
     std::vector<Slice> keys;
     GROVE_RETURN_IF_ERROR(command.batch.ForEachOp([&](const WriteBatch::Op& op) {
@@ -311,7 +312,9 @@ Status ReplicatedRange::ApplyWrite(uint64_t index, const RangeCommand& command, 
   // limits the proposer did not share): the entry is applied as a refusal, its index recorded.
   if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kInvalidArgument) {
     *outcome = s;
-    return WriteMarked(index, WriteBatch(), WriteOptions(), nullptr);
+    WriteOptions refusal;
+    refusal.sync = false;
+    return WriteMarked(index, WriteBatch(), refusal, nullptr);
   }
   return s;  // the engine cannot write: this replica stops
 }
@@ -348,6 +351,7 @@ Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& com
   if (!keys.empty()) GROVE_RETURN_IF_ERROR(copier_.Preserve({keys.begin(), keys.end()}));
   WriteOptions options;
   options.room_wait = std::chrono::hours(1);
+  options.sync = false;
   GROVE_RETURN_IF_ERROR(WriteMarked(index, std::move(batch), options, nullptr));
   d.version = d.deleted > 0 ? ReplicatedVersion(options_.raft.group, index) : 0;
   *outcome = Status::Ok();

@@ -13,10 +13,11 @@
 // replayed at start is applied from the entry after that mark: nothing twice, nothing lost.
 //
 // Who syncs what: the Raft log is durable on its own (libraft writes it with O_DSYNC) before an
-// entry commits, so the engine's log need not be synced for a replicated write (wal.sync: none
-// loses nothing a majority acknowledged; a power loss costs replaying entries from the Raft
-// log). Before libraft takes a snapshot, and may then drop log entries behind it, the engine's
-// log is synced: the entries it drops must be durable in the engine.
+// entry commits, so the engine's log is not synced for a replicated write, whatever wal.sync
+// says (WriteOptions::sync false): a power loss costs replaying entries from the Raft log, not
+// data. Installs write synced batches. Before libraft takes a snapshot, and may then drop log
+// entries behind it, the engine's log is synced: the entries it drops must be durable in the
+// engine.
 //
 // A snapshot is a small descriptor (the range's name and applied index), not the range's data.
 // Restore from one finds the engine already at or past it after a restart (the usual case: every

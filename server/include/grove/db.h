@@ -60,6 +60,11 @@ struct WriteOptions {
   // refused with kResourceExhausted, nothing written. groved passes what is left of the call's
   // deadline.
   std::chrono::milliseconds room_wait{60000};
+  // false: acknowledge once the write is in the log, without waiting for its sync even under
+  // wal.sync: always; it becomes durable with the next write that syncs, a checkpoint or a
+  // Db::SyncWal. For writes held durably elsewhere: a replicated range's entries are in the
+  // Raft log (synced) before they apply, so the engine need not sync them too.
+  bool sync = true;
 };
 
 // What a read returns besides the value (Db::GetWithMeta); zeros when the key is absent.

@@ -482,6 +482,12 @@ def check_cluster_compose(src, grove_cfg, image):
               cl.get("etcd_endpoints") == ["etcd:2379"] and
               cl.get("advertise_address") == f"{n}:{image['grpc_port']}",
               f"{n}: cluster section names it, etcd and its Compose address ({cl})")
+        raft = cl.get("raft", {})
+        check(raft.get("listen") == "0.0.0.0:7402" and
+              raft.get("advertise_address") == f"{n}:7402" and
+              not any(p[-1] == "7402" for p in ports),
+              f"{n}: Raft on port 7402 of the Compose network, advertised by name, not "
+              f"published ({raft})")
         check(any(t in image["volumes"] and v in compose.get("volumes", {})
                   for t, v in mounts.items()), f"{n}: a named volume on the image's VOLUME")
         seccomp = [o.split("=", 1)[1] for o in g.get("security_opt", [])
@@ -493,7 +499,8 @@ def check_cluster_compose(src, grove_cfg, image):
     check(len(host_ports) == len(set(host_ports)), f"host ports are distinct ({host_ports})")
     init = " ".join(services["init"].get("command", []))
     check("init --owner node-1" in init and "--split 55=node-2" in init and
-          "--split aa=node-3" in init, "init lays the key space out over the three nodes")
+          "--split aa=node-3" in init and "--replicas node-1,node-2,node-3" in init,
+          "init lays the key space out over the three nodes, each range replicated on all three")
     p = services["prometheus"]
     pmounts = {v.split(":")[1]: v.split(":")[0] for v in p.get("volumes", [])}
     for target, source in pmounts.items():

@@ -66,7 +66,8 @@ class UnsyncedWriteTest : public ::testing::Test {
 
 TEST_F(UnsyncedWriteTest, APowerLossTakesOnlyTheWritesThatOptedOut) {
   uint64_t syncs = 0;
-  std::unique_ptr<Db> db = RunThenLosePower(20, [](Db*) {}, &syncs);
+  std::unique_ptr<Db> db = RunThenLosePower(
+      20, [](Db*) {}, &syncs);
   ASSERT_NE(db, nullptr);
   EXPECT_EQ(syncs, 0u) << "no write asked for a sync";
   EXPECT_TRUE(Has(db.get(), "synced"));
@@ -90,8 +91,8 @@ TEST_F(UnsyncedWriteTest, TheNextSyncedWriteMakesThemDurable) {
 
 TEST_F(UnsyncedWriteTest, SyncWalMakesThemDurable) {
   uint64_t syncs = 0;
-  std::unique_ptr<Db> db =
-      RunThenLosePower(10, [](Db* d) { EXPECT_OK(d->SyncWal()); }, &syncs);
+  std::unique_ptr<Db> db = RunThenLosePower(
+      10, [](Db* d) { EXPECT_OK(d->SyncWal()); }, &syncs);
   ASSERT_NE(db, nullptr);
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(Has(db.get(), "u" + std::to_string(i))) << i;
 }
@@ -99,8 +100,8 @@ TEST_F(UnsyncedWriteTest, SyncWalMakesThemDurable) {
 // A checkpoint stands for the log up to its redo point: it syncs the records it holds first.
 TEST_F(UnsyncedWriteTest, ACheckpointMakesThemDurable) {
   uint64_t syncs = 0;
-  std::unique_ptr<Db> db =
-      RunThenLosePower(10, [](Db* d) { EXPECT_OK(d->Checkpoint()); }, &syncs);
+  std::unique_ptr<Db> db = RunThenLosePower(
+      10, [](Db* d) { EXPECT_OK(d->Checkpoint()); }, &syncs);
   ASSERT_NE(db, nullptr);
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(Has(db.get(), "u" + std::to_string(i))) << i;
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Cluster figures of docs/benchmarks.md ("Cluster: routing through etcd://"): YCSB C and A
-# through the client's etcd:// routing against a cluster of 1 and of 3 groved nodes, beside one
-# groved without cluster mode at grpc:// (the ratio is the routing's cost); then a range of
+# through the client's etcd:// routing against a cluster of 1 and of 3 groved nodes, and of 3
+# nodes replicating every range by Raft on all three, beside one groved without cluster mode at
+# grpc:// (the ratio is the routing's and the replication's cost); on the replicated cluster, the
+# time from a leader's kill -9 to the first write acknowledged by the next (FAILOVERS times) and
+# the time a replica whose data was deleted takes to install its ranges again; then a range of
 # MOVE_RECORDS keys moved from one node to another (grovectl cluster move) while YCSB A runs
 # against it, with the clients' per-second p99 before, during and after the move. Every groved is
 # the Release build with the same cache; etcd (Debian's etcd-server) and all nodes run on this
@@ -28,6 +31,7 @@ MOVE_RECORDS=${MOVE_RECORDS:-1000000}  # keys of the moved range
 MOVE_THREADS=${MOVE_THREADS:-8}        # client threads running YCSB A during the move
 MOVE_START=${MOVE_START:-15}           # seconds of the workload before the move starts
 MOVE_WORKLOAD=${MOVE_WORKLOAD:-120}    # seconds the workload runs in all
+FAILOVERS=${FAILOVERS:-5}              # leader kills on the replicated cluster
 PARTS=${PARTS:-routing move}          # which parts to run (the report keeps the other's rows)
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
@@ -39,11 +43,12 @@ ROUTING_COMMANDS=$OUT/cluster-commands.txt
 MOVE_RESULTS=$OUT/cluster-move.jsonl
 MOVE_COMMANDS=$OUT/cluster-move-commands.txt
 MOVE_REPORT=$OUT/cluster-move.txt
+FAILOVER_REPORT=$OUT/cluster-failover.txt
 mkdir -p "$OUT"
 rm -rf "$DATA"
 mkdir -p "$DATA"
 has_part() { [[ " $PARTS " == *" $1 "* ]]; }
-if has_part routing; then rm -f "$ROUTING_RESULTS"; : >"$ROUTING_COMMANDS"; fi
+if has_part routing; then rm -f "$ROUTING_RESULTS" "$FAILOVER_REPORT"; : >"$ROUTING_COMMANDS"; fi
 if has_part move; then rm -f "$MOVE_RESULTS" "$MOVE_REPORT"; : >"$MOVE_COMMANDS"; fi
 RESULTS=$ROUTING_RESULTS
 COMMANDS=$ROUTING_COMMANDS
@@ -54,12 +59,12 @@ run() {
   "$@"
 }
 
-# Nine free loopback ports: etcd client and peer, then gRPC and metrics of up to 3 nodes... and
-# one spare pair for the plain groved.
+# Free loopback ports: etcd client and peer, then gRPC and metrics of groved 0 (the plain one)
+# and of nodes 1-3, then the Raft ports of nodes 1-3.
 read -r -a ports < <("$PYTHON" - <<'PY'
 import socket
 socks = []
-for _ in range(10):
+for _ in range(13):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
 print(*[s.getsockname()[1] for s in socks])
 PY
@@ -86,10 +91,10 @@ start_etcd() {
   exit 1
 }
 
-# start_node INDEX NAME CLUSTER: groved number INDEX (ports from the list) as node NAME of
-# CLUSTER ("" = no cluster mode).
+# start_node INDEX NAME CLUSTER [raft]: groved number INDEX (ports from the list) as node NAME of
+# CLUSTER ("" = no cluster mode); with "raft", it hosts replicated ranges.
 start_node() {
-  local i=$1 name=$2 cluster=$3
+  local i=$1 name=$2 cluster=$3 raft=${4:-}
   local port=${ports[$((2 + 2 * i))]} mport=${ports[$((3 + 2 * i))]}
   local dir="$DATA/$cluster-$name"
   mkdir -p "$dir"
@@ -109,9 +114,16 @@ cluster:
   advertise_address: 127.0.0.1:$port
 YAML
   fi
+  if [ -n "$raft" ]; then
+    cat >>"$dir/groved.yaml" <<YAML
+  raft:
+    listen: 127.0.0.1:${ports[$((9 + i))]}
+YAML
+  fi
   echo "$GROVED --config $dir/groved.yaml" >>"$COMMANDS"
-  "$GROVED" --config "$dir/groved.yaml" >"$dir/groved.log" 2>&1 &
+  "$GROVED" --config "$dir/groved.yaml" >>"$dir/groved.log" 2>&1 &
   pids+=($!)
+  node_pid[$i]=$!
   for _ in $(seq 150); do
     curl -sf "http://127.0.0.1:$mport/readyz" >/dev/null 2>&1 && return 0
     sleep 0.2
@@ -166,6 +178,75 @@ start_node 2 n2 three
 start_node 3 n3 three
 measure "etcd://127.0.0.1:$etcd_port/three" "cluster, 3 nodes"
 stop_all_nodes
+
+# 4. The same three ranges, each replicated by Raft on all three nodes (one synced log per write:
+#    the Raft log's).
+run "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster rep --key-format u64 init \
+  --owner n1 --split "$((third + 1))=n2" --split "$((2 * third + 1))=n3" --replicas n1,n2,n3
+start_node 1 n1 rep raft
+start_node 2 n2 rep raft
+start_node 3 n3 rep raft
+measure "etcd://127.0.0.1:$etcd_port/rep" "replicated, 3 nodes"
+
+# metric NODE NAME RANGE: the value of NAME{range="RANGE"} at node NODE's metrics port ("" if none).
+metric() {
+  { curl -sf "http://127.0.0.1:${ports[$((3 + 2 * $1))]}/metrics" 2>/dev/null || true; } |
+    awk -v m="$2{range=\"$3\"}" '$1 == m {print $2}'
+}
+leader_of() {  # the node index leading range $1, or nothing
+  for n in 1 2 3; do
+    if [ "$(metric "$n" grove_raft_leader "$1")" = "1" ]; then echo "$n"; return 0; fi
+  done
+  return 0
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# Failover: kill -9 the leader of the first range (it holds key 1), then put until one is acknowledged
+# (each a grovectl through etcd://, which finds the new leader); restart the node and wait until it
+# holds the range again.
+echo "FAILOVER election_timeout_ms=1000" >>"$FAILOVER_REPORT"
+# The id of the first range (the one holding key 1): ranges are listed in key order.
+first_range=$("$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster rep -o json status |
+  "$PYTHON" -c 'import json, sys
+print(next(j["range"] for j in map(json.loads, sys.stdin) if "range" in j))')
+for f in $(seq "$FAILOVERS"); do
+  l=""; for _ in $(seq 100); do l=$(leader_of "$first_range"); [ -n "$l" ] && break; sleep 0.1; done
+  [ -n "$l" ] || { echo "no leader of range $first_range" >&2; exit 1; }
+  kill -9 "${node_pid[$l]}"; wait "${node_pid[$l]}" 2>/dev/null || true
+  t0=$(now_ms)
+  for _ in $(seq 1000); do
+    "$GROVECTL" --addr "etcd://127.0.0.1:$etcd_port/rep" --key-format u64 put 1 "failover-$f" \
+      >/dev/null 2>&1 && break
+  done
+  echo "FAILOVER kill_to_first_write_ms=$(($(now_ms) - t0)) killed=n$l" >>"$FAILOVER_REPORT"
+  start_node "$l" "n$l" rep raft
+  sleep 3
+done
+echo "$GROVECTL --addr etcd://127.0.0.1:$etcd_port/rep --key-format u64 put 1 ...  # after kill -9 of the first range's leader, until acknowledged ($FAILOVERS times)" >>"$COMMANDS"
+# Install: kill -9 node 3, delete its data, start it again: it installs each range from the others
+# (its own snapshots and logs are gone). Timed until its engine holds every range to the
+# leader's commit index, by the metrics.
+kill -9 "${node_pid[3]}"; wait "${node_pid[3]}" 2>/dev/null || true
+rm -rf "$DATA/rep-n3/data"
+t_start=$(now_ms)
+start_node 3 n3 rep raft
+# Serving again (its restart waited for its previous etcd lease to expire): the installs begin.
+t0=$(now_ms)
+for _ in $(seq 3000); do
+  done_ranges=0
+  for r in $({ curl -sf "http://127.0.0.1:${ports[5]}/metrics" || true; } |
+      awk -F'"' '/^grove_raft_leader\{/ {print $2}'); do
+    l=$(leader_of "$r"); [ -n "$l" ] || continue
+    c=$(metric "$l" grove_raft_commit_index "$r"); a=$(metric 3 grove_raft_applied_index "$r")
+    [ -n "$a" ] && [ -n "$c" ] && awk -v a="$a" -v c="$c" 'BEGIN { exit !(a + 0 >= c + 0) }' &&
+      done_ranges=$((done_ranges + 1))
+  done
+  [ "$done_ranges" -ge 3 ] && break
+  sleep 0.1
+done
+echo "INSTALL ms=$(($(now_ms) - t0)) ranges=$done_ranges restart_ms=$((t0 - t_start)) records=$RECORDS value_bytes=$VALUE" >>"$FAILOVER_REPORT"
+echo "kill -9 n3; rm -rf its data_dir; $GROVED --config $DATA/rep-n3/groved.yaml  # timed until its ranges are applied to the leaders' commit index" >>"$COMMANDS"
+cat "$FAILOVER_REPORT" >&2
+stop_all_nodes
 fi
 
 if has_part move; then
@@ -202,7 +283,7 @@ cleanup
 trap - EXIT
 
 "$PYTHON" - "$ROUTING_RESULTS" "$ROUTING_COMMANDS" "$MOVE_RESULTS" "$MOVE_COMMANDS" \
-  "$MOVE_REPORT" >"$OUT/cluster.md" <<'PY'
+  "$MOVE_REPORT" "$FAILOVER_REPORT" >"$OUT/cluster.md" <<'PY'
 import json, os, sys
 def lines(path):
     return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
@@ -223,7 +304,8 @@ base = {}
 for r in runs:
     if r.get("label") == "single groved" and r["workload"] != "load":
         base[(r["workload"], r["config"]["threads"])] = r["throughput"]
-order = {"single groved": 0, "cluster, 1 node": 1, "cluster, 3 nodes": 2}
+order = {"single groved": 0, "cluster, 1 node": 1, "cluster, 3 nodes": 2,
+         "replicated, 3 nodes": 3}
 rows = sorted((r for r in runs if r["workload"] != "load" and r.get("label") in order),
               key=lambda r: (r["workload"], r["config"]["threads"], order[r["label"]]))
 for r in rows:
@@ -233,6 +315,32 @@ for r in rows:
     print(f"| {r['label']} | {r['workload'].upper()} | {k[1]} | {r['throughput']:,.0f} | "
           f"{lat['p50_us']:.0f} | {lat['p99_us']:.0f} | {ratio} |")
 print()
+import re
+failover = open(sys.argv[6]).read() if os.path.exists(sys.argv[6]) else ""
+kills = [int(x) for x in re.findall(r"kill_to_first_write_ms=(\d+)", failover)]
+install = re.search(r"INSTALL ms=(\d+) ranges=(\d+) restart_ms=(\d+) records=(\d+) "
+                    r"value_bytes=(\d+)", failover)
+if kills:
+    kills_sorted = sorted(kills)
+    print(f"**Replicated cluster.** The `replicated, 3 nodes` rows run the same three ranges, each "
+          f"replicated by Raft on all three nodes (election timeout 1000 ms, randomised to "
+          f"1-2 s): a write is acknowledged once a majority's Raft logs hold it (synced) and the "
+          f"leader applied it, and every read waits for a barrier at the leader. After the "
+          f"workloads, the leader of the first range was killed with kill -9 {len(kills)} times; the "
+          f"first write acknowledged by the next leader came "
+          f"{', '.join(f'{k / 1000:.2f}' for k in kills)} s after the kill (median "
+          f"{kills_sorted[len(kills) // 2] / 1000:.2f} s, target at most 3 election timeouts, "
+          f"3 s; each try is a grovectl process through `etcd://`, about 30 ms).")
+    if install:
+        ms, ranges, restart, records, value = (int(install.group(i)) for i in range(1, 6))
+        size = records * (8 + value)
+        print(f" Then node n3 was killed, its data directory deleted and the node started "
+              f"again (it served after {restart / 1000:.1f} s, most of it waiting for its "
+              f"previous etcd lease to expire): from then it installed its {ranges} ranges "
+              f"({records:,} keys, {size / 1e6:.0f} MB of keys and values) from the other "
+              f"replicas over gRPC in **{ms / 1000:.1f} s** ({size / 1e6 / max(ms / 1000, 1e-3):.0f} "
+              f"MB/s), timed until its log was applied up to each leader's commit index.")
+    print()
 print("Commands (from the repository root, after `make bench-build`):")
 print()
 print("```")

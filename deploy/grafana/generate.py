@@ -375,8 +375,9 @@ def build():
                  "term (a leader lost, paused or cut off).", "short",
                  [(f"max by (range) (delta(grove_raft_term{{{SEL}}}[5m]))", "range {{range}}")],
                  w=6)
-    d.timeseries("Raft follower lag", "On each leader: the entries its followers do not hold "
-                 "yet. A follower that stays behind is slow, down, or installing a snapshot.",
+    d.timeseries("Raft follower lag", "On each leader: the entries each replica does not hold "
+                 "yet (the leader's own series reads 0). A follower that stays behind is slow, "
+                 "down, or installing a snapshot.",
                  "short",
                  [(f"max by (range, replica) (grove_raft_follower_lag_entries{{{SEL}}})",
                    "range {{range}} replica {{replica}}"),

@@ -30,12 +30,12 @@ std::vector<prometheus::MetricFamily> RaftCollector::Collect() const {
       Family("grove_raft_commit_index",
              "The last entry of the range's log this replica knows committed.", MetricType::Gauge);
   auto applied =
-      Family("grove_raft_applied_index",
-             "The last entry of the range's log this node's engine holds.", MetricType::Gauge);
+      Family("grove_raft_applied_index", "The last entry of the range's log this replica applied.",
+             MetricType::Gauge);
   auto last =
       Family("grove_raft_last_index", "The last entry of this replica's log.", MetricType::Gauge);
   auto lag = Family("grove_raft_follower_lag_entries",
-                    "On the leader: entries of its log each follower does not hold yet.",
+                    "On the leader: entries of its log each replica does not hold yet.",
                     MetricType::Gauge);
   auto proposals =
       Family("grove_raft_proposals_total",

@@ -6,10 +6,11 @@
 //   grove_raft_leader                        gauge, 1 while this node's replica leads the group
 //   grove_raft_term                          gauge, the group's term (elections: its increase)
 //   grove_raft_commit_index                  gauge, the last entry known committed
-//   grove_raft_applied_index                 gauge, the last entry this node's engine holds
+//   grove_raft_applied_index                 gauge, the last entry this replica applied (its
+//                                            engine's writes, and the barriers between them)
 //   grove_raft_last_index                    gauge, the last entry of this replica's log
 //   grove_raft_follower_lag_entries{replica} gauge, on the leader: its last index minus what
-//                                            each follower holds
+//                                            each replica holds (its own series reads 0)
 //   grove_raft_proposals_total{result}       counter, writes this replica proposed:
 //                                            committed | failed
 //   grove_raft_replica_failed                gauge, 1 when the replica stopped applying or

@@ -98,7 +98,7 @@ std::vector<metrics::RaftGroupFigures> ReplicaHost::Figures() const {
     f.leader = s.role == raft::RaftRole::kLeader;
     f.term = s.term;
     f.commit_index = s.commit_index;
-    f.applied_index = range->applied();
+    f.applied_index = s.last_applied;  // barriers included: it meets the commit index
     f.last_index = s.last_index;
     for (const auto& [replica, match] : s.follower_match) {
       f.follower_lag.emplace_back(replica, s.last_index > match ? s.last_index - match : 0);

@@ -85,6 +85,7 @@ def main():
 
 def run(args, src, prometheus, promtool, etcd, work, procs, start):
     grpc_port, metrics_port, prom_port = dc.free_port(), dc.free_port(), dc.free_port()
+    raft_port = dc.free_port()
     etcd_port, etcd_peer = dc.free_port(), dc.free_port()
 
     # ---- etcd, so that groved runs in cluster mode and the Cluster row has series -------------
@@ -101,8 +102,10 @@ def run(args, src, prometheus, promtool, etcd, work, procs, start):
     dc.wait_for("etcd answers", lambda: subprocess.run(
         [args.grovectl, "cluster", "--etcd", etcd_ep, "--cluster", "mon", "status"],
         capture_output=True).returncode == 0, 60, proc=procs["etcd"])
+    # One range, replicated by Raft on this node alone: the Raft panels have series too.
     r = subprocess.run([args.grovectl, "cluster", "--etcd", etcd_ep, "--cluster", "mon", "init",
-                        "--owner", "mon-1"], capture_output=True, text=True)
+                        "--owner", "mon-1", "--replicas", "mon-1", "--replication-factor", "1"],
+                       capture_output=True, text=True)
     check(r.returncode == 0, "grovectl cluster init: " + (r.stdout + r.stderr).strip())
     grpc_addr = f"127.0.0.1:{grpc_port}"
     metrics_addr = f"127.0.0.1:{metrics_port}"
@@ -123,9 +126,11 @@ def run(args, src, prometheus, promtool, etcd, work, procs, start):
                     "params": {"prefetch": "shortcut", "shortcut_min_uncached": 1}}
     cfg["server"].update({"listen": grpc_addr, "metrics_listen": metrics_addr,
                           "shutdown_delay_seconds": 0, "drain_seconds": 5})
-    # Cluster mode: one node that owns every key (the map made above).
+    # Cluster mode: one node that owns every key (the map made above), its replica of the range
+    # on a Raft transport of its own.
     cfg["cluster"] = {"etcd_endpoints": [etcd_ep], "name": "mon", "node_name": "mon-1",
-                      "advertise_address": grpc_addr, "lease_ttl_seconds": 5}
+                      "advertise_address": grpc_addr, "lease_ttl_seconds": 5,
+                      "raft": {"listen": f"127.0.0.1:{raft_port}"}}
     grove_cfg = os.path.join(work, "grove.yaml")
     with open(grove_cfg, "w") as f:
         yaml.safe_dump(cfg, f)

@@ -402,8 +402,8 @@ RaftStatus RaftGroup::GetStatus() {
     if (raft_->state == RAFT_LEADER && raft_->leader_state.progress != nullptr) {
       for (unsigned i = 0; i < raft_->configuration.n; ++i) {
         const raft_id peer = raft_->configuration.servers[i].id;
-        if (peer == raft_->id) continue;
-        s.follower_match.emplace_back(peer, raft_->leader_state.progress[i].match_index);
+        s.follower_match.emplace_back(
+            peer, peer == raft_->id ? s.last_index : raft_->leader_state.progress[i].match_index);
       }
     }
     s.failure = failure_.ok() ? restore_failure_ : failure_;

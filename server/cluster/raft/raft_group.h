@@ -99,7 +99,8 @@ struct RaftStatus {
   uint64_t commit_index = 0;
   uint64_t last_applied = 0;
   uint64_t last_index = 0;
-  // On the leader: each follower's id and the last entry it is known to hold.
+  // On the leader: each replica's id and the last entry it is known to hold (its own: its last
+  // index).
   std::vector<std::pair<uint64_t, uint64_t>> follower_match;
   // Why this replica stopped applying (an entry it could not apply), or why it refused the
   // last snapshot it was sent (it stays behind until one is restored), or OK.

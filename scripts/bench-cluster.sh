@@ -32,7 +32,7 @@ MOVE_THREADS=${MOVE_THREADS:-8}        # client threads running YCSB A during th
 MOVE_START=${MOVE_START:-15}           # seconds of the workload before the move starts
 MOVE_WORKLOAD=${MOVE_WORKLOAD:-120}    # seconds the workload runs in all
 FAILOVERS=${FAILOVERS:-5}              # leader kills on the replicated cluster
-PARTS=${PARTS:-routing move}          # which parts to run (the report keeps the other's rows)
+PARTS=${PARTS:-routing failover move}          # which parts to run (the report keeps the other's rows)
 PYTHON=${PYTHON:-/usr/bin/python3}
 [ -x "$PYTHON" ] || PYTHON=python3
 
@@ -44,11 +44,14 @@ MOVE_RESULTS=$OUT/cluster-move.jsonl
 MOVE_COMMANDS=$OUT/cluster-move-commands.txt
 MOVE_REPORT=$OUT/cluster-move.txt
 FAILOVER_REPORT=$OUT/cluster-failover.txt
+FAILOVER_RESULTS=$OUT/cluster-failover.jsonl
+FAILOVER_COMMANDS=$OUT/cluster-failover-commands.txt
 mkdir -p "$OUT"
 rm -rf "$DATA"
 mkdir -p "$DATA"
 has_part() { [[ " $PARTS " == *" $1 "* ]]; }
-if has_part routing; then rm -f "$ROUTING_RESULTS" "$FAILOVER_REPORT"; : >"$ROUTING_COMMANDS"; fi
+if has_part routing; then rm -f "$ROUTING_RESULTS"; : >"$ROUTING_COMMANDS"; fi
+if has_part failover; then rm -f "$FAILOVER_RESULTS" "$FAILOVER_REPORT"; : >"$FAILOVER_COMMANDS"; fi
 if has_part move; then rm -f "$MOVE_RESULTS" "$MOVE_REPORT"; : >"$MOVE_COMMANDS"; fi
 RESULTS=$ROUTING_RESULTS
 COMMANDS=$ROUTING_COMMANDS
@@ -153,7 +156,9 @@ measure() {
 }
 
 start_etcd
-for c in $(has_part routing && echo "$ROUTING_COMMANDS") $(has_part move && echo "$MOVE_COMMANDS"); do
+third=$((RECORDS / 3))  # the 3-node layouts cut the keys in thirds
+for c in $(has_part routing && echo "$ROUTING_COMMANDS") $(has_part failover && echo "$FAILOVER_COMMANDS") \
+  $(has_part move && echo "$MOVE_COMMANDS"); do
   echo "$ETCD --data-dir $DATA/etcd ...  # single member on loopback" >>"$c"
 done
 
@@ -170,7 +175,6 @@ measure "etcd://127.0.0.1:$etcd_port/one" "cluster, 1 node"
 stop_all_nodes
 
 # 3. A cluster of three nodes, the key space cut in thirds.
-third=$((RECORDS / 3))
 run "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster three --key-format u64 init \
   --owner n1 --split "$((third + 1))=n2" --split "$((2 * third + 1))=n3"
 start_node 1 n1 three
@@ -187,6 +191,21 @@ start_node 1 n1 rep raft
 start_node 2 n2 rep raft
 start_node 3 n3 rep raft
 measure "etcd://127.0.0.1:$etcd_port/rep" "replicated, 3 nodes"
+stop_all_nodes
+fi
+
+if has_part failover; then
+RESULTS=$FAILOVER_RESULTS
+COMMANDS=$FAILOVER_COMMANDS
+# 5. Failovers and an install on a replicated cluster laid out as in 4, holding RECORDS keys.
+run "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster fail --key-format u64 init \
+  --owner n1 --split "$((third + 1))=n2" --split "$((2 * third + 1))=n3" --replicas n1,n2,n3
+start_node 1 n1 fail raft
+start_node 2 n2 fail raft
+start_node 3 n3 fail raft
+run "$BENCH" --target "etcd://127.0.0.1:$etcd_port/fail" --dir "$DATA/bench" --records "$RECORDS" \
+  --value-size "$VALUE" --json "$RESULTS" --progress off --insert-budget 0 --workloads load \
+  --load-method put --load-threads 16 --label "failover load"
 
 # metric NODE NAME RANGE: the value of NAME{range="RANGE"} at node NODE's metrics port ("" if none).
 metric() {
@@ -205,7 +224,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # holds the range again.
 echo "FAILOVER election_timeout_ms=1000" >>"$FAILOVER_REPORT"
 # The id of the first range (the one holding key 1): ranges are listed in key order.
-first_range=$("$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster rep -o json status |
+first_range=$("$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster fail --key-format u64 -o json status |
   "$PYTHON" -c 'import json, sys
 print(next(j["range"] for j in map(json.loads, sys.stdin) if "range" in j))')
 for f in $(seq "$FAILOVERS"); do
@@ -214,21 +233,21 @@ for f in $(seq "$FAILOVERS"); do
   kill -9 "${node_pid[$l]}"; wait "${node_pid[$l]}" 2>/dev/null || true
   t0=$(now_ms)
   for _ in $(seq 1000); do
-    "$GROVECTL" --addr "etcd://127.0.0.1:$etcd_port/rep" --key-format u64 put 1 "failover-$f" \
+    "$GROVECTL" --addr "etcd://127.0.0.1:$etcd_port/fail" --key-format u64 put 1 "failover-$f" \
       >/dev/null 2>&1 && break
   done
   echo "FAILOVER kill_to_first_write_ms=$(($(now_ms) - t0)) killed=n$l" >>"$FAILOVER_REPORT"
-  start_node "$l" "n$l" rep raft
+  start_node "$l" "n$l" fail raft
   sleep 3
 done
-echo "$GROVECTL --addr etcd://127.0.0.1:$etcd_port/rep --key-format u64 put 1 ...  # after kill -9 of the first range's leader, until acknowledged ($FAILOVERS times)" >>"$COMMANDS"
+echo "$GROVECTL --addr etcd://127.0.0.1:$etcd_port/fail --key-format u64 put 1 ...  # after kill -9 of the first range's leader, until acknowledged ($FAILOVERS times)" >>"$COMMANDS"
 # Install: kill -9 node 3, delete its data, start it again: it installs each range from the others
 # (its own snapshots and logs are gone). Timed until its engine holds every range to the
 # leader's commit index, by the metrics.
 kill -9 "${node_pid[3]}"; wait "${node_pid[3]}" 2>/dev/null || true
-rm -rf "$DATA/rep-n3/data"
+rm -rf "$DATA/fail-n3/data"
 t_start=$(now_ms)
-start_node 3 n3 rep raft
+start_node 3 n3 fail raft
 # Serving again (its restart waited for its previous etcd lease to expire): the installs begin.
 t0=$(now_ms)
 for _ in $(seq 3000); do
@@ -244,7 +263,7 @@ for _ in $(seq 3000); do
   sleep 0.1
 done
 echo "INSTALL ms=$(($(now_ms) - t0)) ranges=$done_ranges restart_ms=$((t0 - t_start)) records=$RECORDS value_bytes=$VALUE" >>"$FAILOVER_REPORT"
-echo "kill -9 n3; rm -rf its data_dir; $GROVED --config $DATA/rep-n3/groved.yaml  # timed until its ranges are applied to the leaders' commit index" >>"$COMMANDS"
+echo "kill -9 n3; rm -rf its data_dir; $GROVED --config $DATA/fail-n3/groved.yaml  # timed until its ranges are applied to the leaders' commit index" >>"$COMMANDS"
 cat "$FAILOVER_REPORT" >&2
 stop_all_nodes
 fi
@@ -283,7 +302,7 @@ cleanup
 trap - EXIT
 
 "$PYTHON" - "$ROUTING_RESULTS" "$ROUTING_COMMANDS" "$MOVE_RESULTS" "$MOVE_COMMANDS" \
-  "$MOVE_REPORT" "$FAILOVER_REPORT" >"$OUT/cluster.md" <<'PY'
+  "$MOVE_REPORT" "$FAILOVER_REPORT" "$FAILOVER_COMMANDS" >"$OUT/cluster.md" <<'PY'
 import json, os, sys
 def lines(path):
     return [json.loads(l) for l in open(path) if l.strip()] if os.path.exists(path) else []
@@ -325,8 +344,10 @@ if kills:
     print(f"**Replicated cluster.** The `replicated, 3 nodes` rows run the same three ranges, each "
           f"replicated by Raft on all three nodes (election timeout 1000 ms, randomised to "
           f"1-2 s): a write is acknowledged once a majority's Raft logs hold it (synced) and the "
-          f"leader applied it, and every read waits for a barrier at the leader. After the "
-          f"workloads, the leader of the first range was killed with kill -9 {len(kills)} times; the "
+          f"leader applied it, and every read waits for a barrier at the leader (a Raft entry "
+          f"of its own, synced by a majority, for now). In a second run of the script (part "
+          f"`failover`) the same layout was loaded with the same keys; then the leader of the "
+          f"first range was killed with kill -9 {len(kills)} times; the "
           f"first write acknowledged by the next leader came "
           f"{', '.join(f'{k / 1000:.2f}' for k in kills)} s after the kill (median "
           f"{kills_sorted[len(kills) // 2] / 1000:.2f} s, target at most 3 election timeouts, "
@@ -340,6 +361,12 @@ if kills:
               f"({records:,} keys, {size / 1e6:.0f} MB of keys and values) from the other "
               f"replicas over gRPC in **{ms / 1000:.1f} s** ({size / 1e6 / max(ms / 1000, 1e-3):.0f} "
               f"MB/s), timed until its log was applied up to each leader's commit index.")
+    print()
+    print("Commands of the failovers and the install:")
+    print()
+    print("```")
+    print(open(sys.argv[7]).read().strip())
+    print("```")
     print()
 print("Commands (from the repository root, after `make bench-build`):")
 print()

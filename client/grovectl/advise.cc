@@ -161,7 +161,7 @@ int RunAdvise(const bench::AdvisorOptions& options, Output output, std::ostream&
     j["why"] = advice->why;
     j["config"] = advice->config;
     j["seconds"] = advice->seconds;
-    out << j.dump() << "\n";
+    out << Dump(j) << "\n";
   } else {
     PrintText(options, *advice, out);
   }

@@ -85,7 +85,7 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
                           {"address", n.address},
                           {"version", n.version},
                           {"started_unix_ms", n.started_unix_ms}};
-      out << j.dump() << "\n";
+      out << Dump(j) << "\n";
     }
     if (*stored) {
       for (const cluster::ShardRange& r : (*stored)->map.ranges()) {
@@ -110,7 +110,7 @@ int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_
           }
           j["replicas"] = replicas;
         }
-        out << j.dump() << "\n";
+        out << Dump(j) << "\n";
       }
     }
     return kExitOk;

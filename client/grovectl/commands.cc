@@ -48,12 +48,11 @@ bool DecodeArg(const Context& ctx, client::Format format, const char* what, cons
   return false;
 }
 
-// JSON strings must be UTF-8; text-format bytes that are not are replaced (use hex or base64).
+}  // namespace
+
 std::string Dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
-
-}  // namespace
 
 bool ParseDuration(const std::string& text, std::chrono::milliseconds* out, std::string* why) {
   size_t used = 0;

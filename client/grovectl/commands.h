@@ -18,7 +18,13 @@
 #include "grove/client/codec.h"
 #include "grove/client/record_reader.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace grove::grovectl {
+
+// One JSON line of -o json output. JSON strings must be UTF-8: text-format bytes that are not
+// are replaced (ask for --key-format hex or base64 to keep them).
+std::string Dump(const nlohmann::json& j);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;

@@ -1,8 +1,11 @@
 #include "lib/router.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
+
+#include "grove/v1/metadata.h"
 
 #include "cluster/members.h"
 
@@ -73,7 +76,10 @@ Router::Router(ClientOptions node_options, std::string cluster,
                std::unique_ptr<cluster::EtcdClient> etcd)
     : node_options_(std::move(node_options)),
       cluster_(std::move(cluster)),
-      etcd_(std::move(etcd)) {}
+      etcd_(std::move(etcd)),
+      stale_reads_(
+          std::any_of(node_options_.metadata.begin(), node_options_.metadata.end(),
+                      [](const auto& kv) { return kv.first == v1::kMaxStalenessMetadata; })) {}
 
 grpc::Status Router::Current(std::shared_ptr<const View>* view) {
   {
@@ -144,8 +150,13 @@ grpc::Status Router::NodeClient(const View& view, const std::string& owner, Clie
   return grpc::Status::OK;
 }
 
-std::string Router::Target(const cluster::ShardRange& range) {
+std::string Router::Target(const cluster::ShardRange& range, bool read) {
   if (!range.replicated()) return range.owner;
+  if (read && stale_reads_) {
+    return range
+        .replicas[read_turn_.fetch_add(1, std::memory_order_relaxed) % range.replicas.size()]
+        .node;
+  }
   MutexLock lock(&mu_);
   auto it = leaders_.find(range.id);
   if (it != leaders_.end() && range.ReplicaOn(it->second) != nullptr) return it->second;
@@ -153,8 +164,8 @@ std::string Router::Target(const cluster::ShardRange& range) {
 }
 
 void Router::Observe(const cluster::ShardRange& range, const std::string& tried,
-                     const grpc::Status& status) {
-  if (!range.replicated()) return;
+                     const grpc::Status& status, bool read) {
+  if (!range.replicated() || (read && stale_reads_ && status.ok())) return;
   const bool missed = status.error_code() == grpc::StatusCode::OUT_OF_RANGE ||
                       status.error_code() == grpc::StatusCode::UNAVAILABLE;
   MutexLock lock(&mu_);
@@ -182,10 +193,10 @@ grpc::Status Router::ForKey(std::string_view key, bool read,
     if (s = Current(&view); !s.ok()) return s;
     Client* c = nullptr;
     const cluster::ShardRange& range = view->map->Find(key);
-    const std::string target = Target(range);
+    const std::string target = Target(range, read);
     if (s = NodeClient(*view, target, &c); !s.ok()) return s;
     s = call(c);
-    Observe(range, target, s);
+    Observe(range, target, s, read);
     if (range.replicated() && s.error_code() == grpc::StatusCode::UNAVAILABLE &&
         (read || NotApplied(s)) && std::chrono::steady_clock::now() < replicated_deadline) {
       // Another replica may lead; past the first round, give an election time.
@@ -230,7 +241,7 @@ grpc::Status Router::BatchGet(const std::vector<std::string>& keys,
     if (s = Current(&view); !s.ok()) return s;
     std::map<std::string, std::vector<size_t>> by_owner;
     for (size_t i = 0; i < keys.size(); ++i) {
-      by_owner[Target(view->map->Find(keys[i]))].push_back(i);
+      by_owner[Target(view->map->Find(keys[i]), /*read=*/true)].push_back(i);
     }
     values->assign(keys.size(), std::nullopt);
     bool rerouted = false;
@@ -241,7 +252,7 @@ grpc::Status Router::BatchGet(const std::vector<std::string>& keys,
       for (size_t i : indexes) part.push_back(keys[i]);
       std::vector<std::optional<std::string>> got;
       s = c->BatchGet(part, &got);
-      for (size_t i : indexes) Observe(view->map->Find(keys[i]), owner, s);
+      for (size_t i : indexes) Observe(view->map->Find(keys[i]), owner, s, /*read=*/true);
       if (NotOwner(s)) {
         rerouted = true;
         break;
@@ -301,14 +312,14 @@ grpc::Status Router::Scan(const ScanRange& range, const ScanEntryVisitor& visit)
       if (m.ranges()[i].start == part.end && i > 0) --i;
     }
     Client* c = nullptr;
-    const std::string target = Target(m.ranges()[i]);
+    const std::string target = Target(m.ranges()[i], /*read=*/true);
     if (grpc::Status s = NodeClient(*view, target, &c); !s.ok()) return s;
     part.limit = range.limit == 0 ? 0 : range.limit - delivered;
     std::string stopped_at;
     bool visitor_stopped = false;
     any = false;
     grpc::Status s = c->ScanNode(part, counting, &stopped_at, &visitor_stopped);
-    Observe(m.ranges()[i], target, s);
+    Observe(m.ranges()[i], target, s, /*read=*/true);
     if (NotOwner(s)) {
       if (++attempt >= kRouteAttempts) return s;
       // Resume after what this node delivered before it refused (the range moved meanwhile).

@@ -26,6 +26,7 @@
 //
 // Thread safety: every method may be called concurrently.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -77,12 +78,14 @@ class Router {
   grpc::Status NodeClient(const View& view, const std::string& owner, Client** client)
       GROVE_EXCLUDES(mu_);
   // The node to send a call on `range` to: its owner, or for a replicated range the replica
-  // believed to lead it.
-  std::string Target(const cluster::ShardRange& range) GROVE_EXCLUDES(mu_);
+  // believed to lead it; a `read` of a client that accepts stale reads (the metadata
+  // grove-max-staleness-ms in ClientOptions::metadata) goes to each replica in turn.
+  std::string Target(const cluster::ShardRange& range, bool read = false) GROVE_EXCLUDES(mu_);
   // After `status` from `tried` for `range`: a replicated range's next call goes to the replica
-  // after `tried` when it refused as not the leader or could not be reached.
+  // after `tried` when it refused as not the leader or could not be reached. A stale read that
+  // succeeded says nothing of the leader.
   void Observe(const cluster::ShardRange& range, const std::string& tried,
-               const grpc::Status& status) GROVE_EXCLUDES(mu_);
+               const grpc::Status& status, bool read = false) GROVE_EXCLUDES(mu_);
   // Runs call(client of the owner of `key`), rerouting on OUT_OF_RANGE (see above).
   // `read`: the call may be resent after any UNAVAILABLE (a write only after a not-applied one).
   grpc::Status ForKey(std::string_view key, bool read,
@@ -97,6 +100,8 @@ class Router {
   std::shared_ptr<const View> view_ GROVE_GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<Client>> clients_ GROVE_GUARDED_BY(mu_);  // by address
   std::map<uint64_t, std::string> leaders_ GROVE_GUARDED_BY(mu_);                 // by range id
+  const bool stale_reads_;  // reads accept staleness: spread over the replicas
+  std::atomic<uint64_t> read_turn_{0};
 };
 
 }  // namespace grove::client

@@ -9,12 +9,16 @@
 //             UNAVAILABLE with grove-not-applied.
 //   reads     on the leader only, after a barrier: every write committed before the read began
 //             is applied here first, so the read is linearizable. The same refusals elsewhere.
+//             A read that accepts staleness (grove-max-staleness-ms: N) is served by any
+//             replica that heard from its group within N ms and applied what it knows
+//             committed, without a barrier, with the bound in grove-staleness-ms.
 //
 // A write's keys must all be in one replicated range (one Raft group); a DeleteRange likewise
 // covers one range (routing clients send it range by range).
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -203,8 +207,41 @@ grpc::Status KvService::RunReplicatedDeleteRange(const Call& call, const Replica
   return grpc::Status::OK;
 }
 
+// A stale read (kMaxStalenessMetadata) is served here when this replica heard from its group
+// within the bound the client gave and has applied every entry it knows committed: what it may
+// miss is what committed since that contact. Otherwise the read goes the linearizable way.
+grpc::Status KvService::StaleRead(const Call& call, const ReplicaBinding& binding,
+                                  bool* served) const {
+  *served = false;
+  const std::optional<std::string_view> asked = call.metadata()->Client(v1::kMaxStalenessMetadata);
+  if (!asked) return grpc::Status::OK;
+  uint64_t bound_ms = 0;
+  bool number = !asked->empty() && asked->size() <= 12;
+  for (const char c : *asked) {
+    number = number && c >= '0' && c <= '9';
+    if (number) bound_ms = bound_ms * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (!number) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        fmt::format("metadata {}: '{}' is not a number of milliseconds (0 to "
+                                    "999999999999)",
+                                    v1::kMaxStalenessMetadata, *asked));
+  }
+  const raft::RaftStatus s = binding.replica->GetStatus();
+  const bool member = s.role == raft::RaftRole::kLeader || s.role == raft::RaftRole::kFollower;
+  if (!member || s.leader_id == 0 || s.last_applied < s.commit_index ||
+      s.contact_age_ms > bound_ms) {
+    return grpc::Status::OK;
+  }
+  call.metadata()->AddTrailer(v1::kStalenessMetadata, std::to_string(s.contact_age_ms));
+  *served = true;
+  return grpc::Status::OK;
+}
+
 grpc::Status KvService::LeaderRead(const Call& call, const ReplicaBinding& binding) const {
   if (binding.replica == nullptr) return grpc::Status::OK;
+  bool stale = false;
+  if (grpc::Status s = StaleRead(call, binding, &stale); !s.ok() || stale) return s;
   StatusOr<uint64_t> barrier = binding.replica->ReadBarrier();
   if (barrier.ok()) return grpc::Status::OK;
   if (barrier.status().code() == StatusCode::kFailedPrecondition) {

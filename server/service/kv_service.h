@@ -157,7 +157,12 @@ class KvService final : public v1::KV::Service {
   grpc::Status RunReplicatedDeleteRange(const Call& call, const ReplicaBinding& binding,
                                         const v1::DeleteRangeRequest& request,
                                         DeleteRangeResult* deleted);
-  // A linearizable read: a barrier on the leader first (nothing for an unreplicated range).
+  // Whether a read that accepts staleness (grove-max-staleness-ms) may be served by this replica
+  // as it is (*served; the bound then goes into grove-staleness-ms); INVALID_ARGUMENT for a
+  // value that is not a number of milliseconds.
+  grpc::Status StaleRead(const Call& call, const ReplicaBinding& binding, bool* served) const;
+  // A linearizable read: a barrier on the leader first (nothing for an unreplicated range), or a
+  // stale one the client accepts (StaleReadServed).
   grpc::Status LeaderRead(const Call& call, const ReplicaBinding& binding) const;
   // A DeleteRange on a replicated range must stay within it (one group).
   grpc::Status SpanInOneReplicatedRange(const Call& call, const ReplicaBinding& binding,

@@ -104,6 +104,16 @@ class GrovedReplicatedTest : public ::testing::Test {
     return s;
   }
 
+  grpc::Status Get(const std::string& name, const std::string& key, grpc::ClientContext* ctx,
+                   v1::GetResponse* resp) {
+    auto kv = v1::KV::NewStub(
+        grpc::CreateChannel(nodes_[name].process->address(), grpc::InsecureChannelCredentials()));
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::GetRequest req;
+    req.set_key(key);
+    return kv->Get(ctx, req, resp);
+  }
+
   // The node whose direct Get succeeds, once the others name it as the leader; "" when none
   // settles by the deadline.
   std::string FindLeader(const std::vector<std::string>& up, std::chrono::seconds within) {
@@ -164,6 +174,19 @@ TEST_F(GrovedReplicatedTest, GrovectlLaysOutReplicasAndRefusesBadLayouts) {
   EXPECT_NE(out.find("(replicas b, c)"), std::string::npos) << out;
   ASSERT_EQ(Grovectl({"status"}, &out), 0) << out;
   EXPECT_NE(out.find("replicas b, c"), std::string::npos) << out;
+  // Keys that are not UTF-8 in JSON status lines (text format) are replaced, not a crash.
+  const std::vector<std::string> binary = {
+      "cluster", "--etcd", etcd_->endpoint(), "--cluster", "binary", "--key-format", "hex"};
+  std::vector<std::string> init = binary;
+  init.insert(init.end(), {"init", "--owner", "a", "--split", "ff01=b", "--replicas", "a,b",
+                           "--replication-factor", "2"});
+  ASSERT_EQ(RunGrovectlInProcess(init, &out), 0) << out;
+  ASSERT_EQ(RunGrovectlInProcess({"-o", "json", "cluster", "--etcd", etcd_->endpoint(), "--cluster",
+                                  "binary", "status"},
+                                 &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"replicas\""), std::string::npos) << out;
   // A replicated range is not split or moved (not built yet), and says so.
   EXPECT_EQ(Grovectl({"split", "x"}, &out), 1) << out;
   EXPECT_NE(out.find("replicated"), std::string::npos) << out;
@@ -230,6 +253,45 @@ TEST_F(GrovedReplicatedTest, TheLeaderServesAndAKilledLeaderLosesNoAcknowledgedW
   client::DeleteRangeOutcome deleted;
   ASSERT_TRUE(router->DeleteRange("d", "e", 0, &deleted).ok());
   EXPECT_EQ(deleted.deleted, 2u);
+
+  // A stale read: any replica that heard from its leader lately serves it from its own engine and
+  // says how stale it may be; a bound that is not a number is refused, naming the metadata.
+  for (const char* name : {"a", "b", "c"}) {
+    if (name == leader) continue;
+    grpc::Status s;
+    v1::GetResponse resp;
+    std::string staleness;
+    // Applied here soon after the leader acknowledged it.
+    for (int i = 0; i < 100; ++i) {
+      grpc::ClientContext ctx;
+      ctx.AddMetadata(v1::kMaxStalenessMetadata, "5000");
+      s = Get(name, "k7", &ctx, &resp);
+      staleness = Trailer(ctx, v1::kStalenessMetadata);
+      if (!s.ok() || resp.value() == "cas-1") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(s.ok()) << name << ": " << s.error_message();
+    EXPECT_EQ(resp.value(), "cas-1");
+    EXPECT_NE(staleness, "") << "the bound is said";
+    grpc::ClientContext bad;
+    bad.AddMetadata(v1::kMaxStalenessMetadata, "soon");
+    s = Get(name, "k7", &bad, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find(v1::kMaxStalenessMetadata), std::string::npos)
+        << s.error_message();
+  }
+  {
+    // A routing client that accepts staleness spreads its reads over the replicas.
+    client::ClientOptions o;
+    o.address = "etcd://" + etcd_->endpoint() + "/" + kCluster;
+    o.metadata = {{v1::kMaxStalenessMetadata, "5000"}};
+    std::unique_ptr<client::Client> stale;
+    ASSERT_TRUE(client::Client::Create(o, &stale).ok());
+    for (int i = 0; i < 30; ++i) {
+      ASSERT_TRUE(stale->Get("k1", &value, &found).ok());
+      EXPECT_TRUE(found);
+    }
+  }
 
   // Kill -9 the leader: a new one is elected and the acknowledged writes are all there.
   nodes_[leader].process->Signal(SIGKILL);

@@ -28,5 +28,11 @@ inline constexpr char kDropForeignMetadata[] = "grove-drop-foreign";
 // "1"; nothing was applied), with kLeaderMetadata naming the node that leads it: resend there.
 inline constexpr char kNotLeaderMetadata[] = "grove-not-leader";
 inline constexpr char kLeaderMetadata[] = "grove-leader";
+// A read that may be served by any replica of a replicated range (value: the most milliseconds
+// of staleness the client accepts; docs/cluster.md, "Stale reads"). A replica that heard from
+// its group within that long, and applied all it knows committed, reads its own engine and says
+// the bound in kStalenessMetadata; otherwise the read is served as a linearizable one.
+inline constexpr char kMaxStalenessMetadata[] = "grove-max-staleness-ms";
+inline constexpr char kStalenessMetadata[] = "grove-staleness-ms";
 
 }  // namespace grove::v1

@@ -399,6 +399,8 @@ RaftStatus RaftGroup::GetStatus() {
     s.commit_index = raft_->commit_index;
     s.last_applied = raft_last_applied(raft_.get());
     s.last_index = raft_last_index(raft_.get());
+    const raft_time now = raft_->io->time(raft_->io);
+    s.contact_age_ms = now > raft_->election_timer_start ? now - raft_->election_timer_start : 0;
     if (raft_->state == RAFT_LEADER && raft_->leader_state.progress != nullptr) {
       for (unsigned i = 0; i < raft_->configuration.n; ++i) {
         const raft_id peer = raft_->configuration.servers[i].id;

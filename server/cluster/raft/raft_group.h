@@ -99,6 +99,10 @@ struct RaftStatus {
   uint64_t commit_index = 0;
   uint64_t last_applied = 0;
   uint64_t last_index = 0;
+  // How long ago this replica last heard from the group: a follower from its leader, a leader
+  // from a majority (libraft's election timer, reset at each contact). What a stale read here
+  // may miss is bounded by it.
+  uint64_t contact_age_ms = 0;
   // On the leader: each replica's id and the last entry it is known to hold (its own: its last
   // index).
   std::vector<std::pair<uint64_t, uint64_t>> follower_match;

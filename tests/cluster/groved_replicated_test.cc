@@ -15,6 +15,7 @@
 
 #include "cluster/etcd_process.h"
 #include "cluster/grovectl_runner.h"
+#include "cluster/node_calls.h"
 #include "cluster/shard_map.h"
 #include "service/integration.h"
 #include "testutil/status_macros.h"
@@ -78,24 +79,12 @@ class GrovedReplicatedTest : public ::testing::Test {
     return c;
   }
 
-  static std::string Trailer(const grpc::ClientContext& ctx, const std::string& key) {
-    const auto& md = ctx.GetServerTrailingMetadata();
-    auto it = md.find(key);
-    return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
-  }
-
   // A Get of `key` straight at node `name`, with the refusal's leader (if any).
   grpc::Status DirectGet(const std::string& name, const std::string& key, std::string* value,
                          std::string* leader) {
-    auto channel =
-        grpc::CreateChannel(nodes_[name].process->address(), grpc::InsecureChannelCredentials());
-    auto kv = v1::KV::NewStub(channel);
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::GetRequest req;
-    req.set_key(key);
     v1::GetResponse resp;
-    grpc::Status s = kv->Get(&ctx, req, &resp);
+    grpc::Status s = Get(name, key, &ctx, &resp);
     *value = resp.value();
     *leader = Trailer(ctx, v1::kLeaderMetadata);
     if (!s.ok()) {
@@ -106,12 +95,7 @@ class GrovedReplicatedTest : public ::testing::Test {
 
   grpc::Status Get(const std::string& name, const std::string& key, grpc::ClientContext* ctx,
                    v1::GetResponse* resp) {
-    auto kv = v1::KV::NewStub(
-        grpc::CreateChannel(nodes_[name].process->address(), grpc::InsecureChannelCredentials()));
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::GetRequest req;
-    req.set_key(key);
-    return kv->Get(ctx, req, resp);
+    return GetAt(nodes_[name].process->address(), key, ctx, resp);
   }
 
   // The node whose direct Get succeeds, once the others name it as the leader; "" when none

@@ -35,6 +35,7 @@
 
 #include "cluster/etcd_process.h"
 #include "cluster/grovectl_runner.h"
+#include "cluster/node_calls.h"
 #include "reliability/linearizability.h"
 #include "service/integration.h"
 #include "testutil/status_macros.h"
@@ -112,56 +113,23 @@ class ReplicatedFaultsTest : public ::testing::Test {
     n.up = false;
   }
 
-  static std::string Trailer(const grpc::ClientContext& ctx, const std::string& key) {
-    const auto& md = ctx.GetServerTrailingMetadata();
-    auto it = md.find(key);
-    return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
-  }
-
   // Straight at one node: OK at the leader; else the leader it names ("" when none).
   grpc::Status DirectGet(const std::string& name, const std::string& key, std::string* leader) {
-    auto kv = v1::KV::NewStub(
-        grpc::CreateChannel(nodes_[name].process->address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    v1::GetRequest req;
-    req.set_key(key);
     v1::GetResponse resp;
-    grpc::Status s = kv->Get(&ctx, req, &resp);
+    grpc::Status s =
+        GetAt(nodes_[name].process->address(), key, &ctx, &resp, std::chrono::seconds(2));
     *leader = Trailer(ctx, v1::kLeaderMetadata);
     return s;
   }
 
   grpc::Status DirectGetValue(const std::string& name, const std::string& key, std::string* value,
                               bool* found) {
-    auto kv = v1::KV::NewStub(
-        grpc::CreateChannel(nodes_[name].process->address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::GetRequest req;
-    req.set_key(key);
     v1::GetResponse resp;
-    grpc::Status s = kv->Get(&ctx, req, &resp);
+    grpc::Status s = GetAt(nodes_[name].process->address(), key, &ctx, &resp);
     *value = resp.value();
     *found = resp.found();
-    return s;
-  }
-
-  // A put straight at one node; NotApplied() holds for its refusals that applied nothing.
-  grpc::Status DirectPut(const std::string& name, const std::string& key,
-                         const std::string& value) {
-    auto kv = v1::KV::NewStub(
-        grpc::CreateChannel(nodes_[name].process->address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::PutRequest req;
-    req.set_key(key);
-    req.set_value(value);
-    v1::PutResponse resp;
-    grpc::Status s = kv->Put(&ctx, req, &resp);
-    if (!s.ok() && Trailer(ctx, v1::kNotAppliedMetadata) == "1") {
-      return grpc::Status(s.error_code(), s.error_message(), client::kNotAppliedDetails);
-    }
     return s;
   }
 
@@ -280,7 +248,7 @@ class ReplicatedFaultsTest : public ::testing::Test {
           write.client = 100;
           write.value = "probe-" + std::to_string(++probes_);
           write.invoke = Now();
-          grpc::Status s = DirectPut(next, probe, *write.value);
+          grpc::Status s = PutAt(nodes_[next].process->address(), probe, *write.value);
           write.complete = Now();
           write.known = s.ok();
           if (!client::NotApplied(s)) probe_history_[probe].push_back(write);
@@ -304,7 +272,7 @@ class ReplicatedFaultsTest : public ::testing::Test {
           w.client = 102;
           w.value = "stale-" + std::to_string(probes_);
           w.invoke = Now();
-          grpc::Status r = DirectPut(leader, probe, *w.value);
+          grpc::Status r = PutAt(nodes_[leader].process->address(), probe, *w.value);
           w.complete = Now();
           w.known = r.ok();
           std::lock_guard<std::mutex> lock(probe_mu_);

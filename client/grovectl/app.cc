@@ -362,6 +362,36 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
   cluster_move
       ->add_option("--batch", move_args.batch_keys, "Keys per write to the target (1..10000)")
       ->capture_default_str();
+  cluster_move->add_option("--from", move_args.from,
+                           "A replicated range: the node whose replica moves (default: the owner)");
+  cluster_move
+      ->add_option("--catch-up-timeout", move_args.catch_up_seconds,
+                   "A replicated range: seconds the new replica may take to catch up")
+      ->capture_default_str();
+
+  // add-replica, remove-replica, transfer-leader: RANGE NODE each.
+  ReplicaArgs replica_args;
+  std::string replica_start;
+  std::vector<CLI::App*> replica_commands;
+  for (const auto& [name, help] : std::vector<std::pair<std::string, std::string>>{
+           {"add-replica",
+            "Add a replica of the replicated range starting at RANGE on NODE: it catches up, then "
+            "votes (docs/cluster.md)"},
+           {"remove-replica",
+            "Take NODE's replica out of the range's Raft group; NODE drops its copy"},
+           {"transfer-leader", "Make NODE's replica the range's leader (and its owner)"}}) {
+    CLI::App* c = cluster->add_subcommand(name, help);
+    c->add_option("RANGE", replica_start,
+                  "The range's first key (\"\" for the first range), in --key-format")
+        ->required();
+    c->add_option("NODE", replica_args.node, "The node")->required();
+    if (name == "add-replica") {
+      c->add_option("--catch-up-timeout", replica_args.catch_up_seconds,
+                    "Seconds the new replica may take to catch up (a snapshot install included)")
+          ->capture_default_str();
+    }
+    replica_commands.push_back(c);
+  }
 
   std::string service;
   CLI::App* health =
@@ -439,6 +469,17 @@ int RunGrovectl(int argc, const char* const* argv, std::istream& in, std::ostrea
       move_args.node_options.timeout =
           std::chrono::milliseconds(static_cast<int64_t>(g.timeout_seconds * 1000));
       return RunClusterMove(cluster_args, move_args, *key_format, out, err);
+    }
+    for (CLI::App* c : replica_commands) {
+      if (!*c) continue;
+      std::string error;
+      if (!replica_start.empty() &&
+          !client::Decode(*key_format, replica_start, &replica_args.start, &error)) {
+        err << "grovectl: cluster " << c->get_name() << ": RANGE: " << error << "\n";
+        return kExitUsage;
+      }
+      replica_args.command = c->get_name();
+      return RunClusterReplicas(cluster_args, replica_args, *key_format, out, err);
     }
     if (*cluster_split) {
       std::string key, error;

@@ -152,10 +152,26 @@ struct MoveArgs {
   double max_keys_per_second = 0;      // the copy's pace; 0: as fast as it goes
   uint32_t batch_keys = 500;           // keys per BatchInsert to the target and per MoveChanges
   client::ClientOptions node_options;  // token, TLS and timeouts for the nodes
+  // A replicated range (its replica moves: add, leadership, remove; grovectl/replicas.cc):
+  std::string from;               // the replica that goes (default: the owner's)
+  double catch_up_seconds = 600;  // how long the new replica may take to catch up
 };
 // Moves the range starting at move.start to move.node (grovectl/move.cc).
 int RunClusterMove(const ClusterArgs& args, const MoveArgs& move, client::Format key_format,
                    std::ostream& out, std::ostream& err);
+
+// cluster add-replica / remove-replica / transfer-leader RANGE NODE, and cluster move of a
+// replicated range (`command` "move"): Raft configuration changes through the range's leader,
+// the shard map written to match (grovectl/replicas.cc).
+struct ReplicaArgs {
+  std::string command;  // add-replica, remove-replica, transfer-leader or move
+  std::string start;    // the range's first key (decoded)
+  std::string node;
+  std::string from;               // move: the replica that goes (default: the owner's)
+  double catch_up_seconds = 600;  // how long a new replica may take to catch up
+};
+int RunClusterReplicas(const ClusterArgs& args, const ReplicaArgs& replica,
+                       client::Format key_format, std::ostream& out, std::ostream& err);
 
 struct ScanArgs {
   std::string start;  // as written (decoded with the key format)

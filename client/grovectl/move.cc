@@ -15,6 +15,9 @@
 // Every map change is a transaction on the map as read. Interrupted (a node, the mover or etcd
 // killed), the range stays with its owner: run the command again to restart the copy under a
 // new move id (a fenced range is unfenced by that), or --abort to end the move.
+//
+// A replicated range moves one replica instead, through Raft (grovectl/replicas.cc): a replica
+// added on the target, leadership passed to it, the old replica removed.
 
 #include <chrono>
 #include <map>
@@ -237,6 +240,22 @@ int Mover::Run() {
   auto index = (*stored)->map.RangeAt(m_.start);
   if (!index.ok()) return Fail("RANGE", index.status());
   const cluster::ShardRange r = (*stored)->map.ranges()[*index];
+  if (r.replicated()) {
+    if (m_.abort) {
+      return Fail("--abort", Status::InvalidArgument(
+                                 "range " + Describe(r) +
+                                 " is replicated: its move has nothing to abort (run it again "
+                                 "to finish it, or cluster remove-replica to take back a replica "
+                                 "it added)"));
+    }
+    ReplicaArgs replica{"move", m_.start, m_.node, m_.from, m_.catch_up_seconds};
+    return RunClusterReplicas(args_, replica, key_format_, out_, err_);
+  }
+  if (!m_.from.empty()) {
+    return Fail("--from", Status::InvalidArgument("range " + Describe(r) +
+                                                  " is not replicated: its owner is where it "
+                                                  "moves from"));
+  }
   auto nodes = cluster::ListNodes(etcd_, args_.cluster);
   if (!nodes.ok()) return Fail("reading the members", nodes.status());
   for (const cluster::NodeStatus& n : *nodes) addresses_[n.name] = n.address;

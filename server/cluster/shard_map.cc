@@ -110,7 +110,7 @@ StatusOr<ShardMap> ShardMap::Decode(std::string_view bytes) {
   m.replication_factor_ = pb.replication_factor();
   for (const v1::ShardRange& r : pb.ranges()) {
     ShardRange range{r.start(),   r.end(),    r.owner(),        r.id(), r.moving_to(),
-                     r.move_id(), r.fenced(), r.cleanup_node(), {}};
+                     r.move_id(), r.fenced(), r.cleanup_node(), {},     r.reconfigured()};
     for (const v1::RangeReplica& replica : r.replicas()) {
       range.replicas.push_back({replica.node(), replica.id()});
     }
@@ -136,6 +136,7 @@ std::string ShardMap::Encode() const {
     out->set_move_id(r.move_id);
     out->set_fenced(r.fenced);
     out->set_cleanup_node(r.cleanup_node);
+    out->set_reconfigured(r.reconfigured);
     for (const RangeReplica& replica : r.replicas) {
       v1::RangeReplica* to = out->add_replicas();
       to->set_node(replica.node);
@@ -278,6 +279,50 @@ Status ShardMap::Assign(const std::string& start, const std::string& owner) {
         fmt::format("range {} is moving to '{}'", ranges_[i].Describe(), ranges_[i].moving_to));
   }
   ranges_[i].owner = owner;
+  ++version_;
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> ShardMap::AddReplica(const std::string& start, const std::string& node) {
+  GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
+  GROVE_RETURN_IF_ERROR(CheckNames("default", node));
+  ShardRange& r = ranges_[i];
+  if (!r.replicated()) {
+    return Status::FailedPrecondition(fmt::format(
+        "range {} is not replicated (its owner alone holds it): grovectl cluster move gives it "
+        "to another node",
+        r.Describe()));
+  }
+  if (const RangeReplica* there = r.ReplicaOn(node); there != nullptr) {
+    return Status::InvalidArgument(fmt::format("node: '{}' holds replica {} of range {} already",
+                                               node, there->id, r.Describe()));
+  }
+  const uint64_t id = next_replica_id_++;
+  r.replicas.push_back({node, id});
+  r.reconfigured = true;
+  ++version_;
+  return id;
+}
+
+Status ShardMap::RemoveReplica(const std::string& start, const std::string& node) {
+  GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
+  ShardRange& r = ranges_[i];
+  if (!r.replicated()) {
+    return Status::FailedPrecondition(
+        fmt::format("range {} is not replicated: it has no replica to remove", r.Describe()));
+  }
+  if (r.ReplicaOn(node) == nullptr) {
+    return Status::InvalidArgument(
+        fmt::format("node: '{}' holds no replica of range {}", node, r.Describe()));
+  }
+  if (r.replicas.size() == 1) {
+    return Status::FailedPrecondition(
+        fmt::format("range {} has one replica, on '{}': removing it would leave the range nowhere",
+                    r.Describe(), node));
+  }
+  std::erase_if(r.replicas, [&](const RangeReplica& x) { return x.node == node; });
+  if (r.owner == node) r.owner = r.replicas.front().node;
+  r.reconfigured = true;
   ++version_;
   return Status::Ok();
 }

@@ -52,6 +52,9 @@ struct ShardRange {
   bool fenced = false;
   std::string cleanup_node;            // a previous owner that may still hold the range's keys
   std::vector<RangeReplica> replicas;  // empty: not replicated, the owner alone holds it
+  // Replicas were added or removed since the group was created: a replica with no Raft state
+  // joins the group the leader has instead of bootstrapping one from `replicas`.
+  bool reconfigured = false;
 
   bool moving() const { return !moving_to.empty(); }
   bool replicated() const { return !replicas.empty(); }
@@ -103,6 +106,15 @@ class ShardMap {
   // Gives the range starting at `start` to `owner` (no move under way). For a range whose keys
   // are all elsewhere already: a new cluster's layout, tests. Moving data is Move's.
   Status Assign(const std::string& start, const std::string& owner);
+
+  // Membership of a replicated range (the one starting at `start`), written around the Raft
+  // configuration changes that make it true (docs/cluster.md, "Changing a range's replicas").
+  // AddReplica lists a new replica on `node` and returns its id; RemoveReplica takes the one on
+  // `node` out (the owner passes to the first other replica when it was the owner). Both mark
+  // the range reconfigured. FailedPrecondition for a range that is not replicated or would be
+  // left with no replica; InvalidArgument when `node` holds a replica already / holds none.
+  StatusOr<uint64_t> AddReplica(const std::string& start, const std::string& node);
+  Status RemoveReplica(const std::string& start, const std::string& node);
 
   // The steps of a range move (docs/cluster.md, "Moving a range"), for the range that starts at
   // `start`. StartMove begins one to `to` (or restarts one already going there: a new move id,

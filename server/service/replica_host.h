@@ -5,24 +5,33 @@
 //
 // It owns the node's Raft loop and transport (cluster.raft.listen: one port for all its groups)
 // and one ReplicatedRange per replicated range whose replicas list this node. A range's group is
-// the range's id, this replica's id in it the map's, its Raft log <data_dir>/raft/range-<id>,
-// and its marks in the engine raft/range-<id>/{applied,installing}.
+// the range's id, this replica's id in it the map's, its Raft log
+// <data_dir>/raft/range-<id>.<replica id>, and its marks in the engine
+// raft/range-<id>/{applied,installing}.
 //
 //   Start      the transport listens (an address in use fails groved's start)
-//   Open(db)   the starter thread runs: every 250 ms it looks at the watcher's map and starts
-//              the replicas it lists for this node that are not running yet. A new group is
-//              bootstrapped with every replica's Raft address, read from etcd (nodes/<name>,
-//              which each node writes at start): a replica whose peers have not registered yet
-//              waits for them.
+//   Open(db)   the starter thread runs: every 250 ms it looks at the watcher's map, starts the
+//              replicas it lists for this node that are not running yet, and stops those it no
+//              longer lists. A new group is bootstrapped with every replica's Raft address, read
+//              from etcd (nodes/<name>, which each node writes at start): a replica whose peers
+//              have not registered yet waits for them. A range whose replicas changed since
+//              (ShardRange::reconfigured) is joined instead: the replica starts empty and the
+//              leader, whose configuration lists it, brings it the log or a snapshot.
 //   Stop       the starter ends, each replica is closed (its group stops; the engine keeps
 //              what it applied), then the transport and the loop.
+//
+// A replica that starts without Raft state drops what the engine holds of its range first (the
+// keys and marks of an earlier replica on this node, or of one whose log was lost). A replica
+// the map no longer lists for this node (grovectl cluster remove-replica took it out of its
+// group) is stopped, and its keys, marks and log are dropped; a groved that was down then drops
+// them at its next start.
 //
 // A replica behind a snapshot installs its range from another replica over gRPC
 // (grove.v1.Replication/CopyRange, the service() registered on groved's port), trying the other
 // replicas in turn: any that has applied the snapshot's index can serve it.
 //
-// A map that no longer lists a replica does not stop it (removing replicas is not built yet),
-// and a range's replicas never change here: the group's configuration is its own from then on.
+// The group's configuration is the group's own: grovectl changes it through the leader
+// (grove.v1.RangeMembership) and writes the map to match; this host follows the map.
 //
 // Thread safety: every method from any thread. Find's replicas stay valid while the caller holds
 // them; Stop waits for nothing the callers hold, so it runs after the gRPC server drained.
@@ -95,10 +104,23 @@ class ReplicaHost {
   ReplicaHost(ReplicaHostOptions options, std::shared_ptr<cluster::EtcdClient> etcd,
               cluster::ShardMapWatcher* watcher, Logger* logger);
   void Run() GROVE_EXCLUDES(mu_);
-  // Starts the replicas of `map` that are not running; returns whether any is still missing.
-  bool StartMissing(const cluster::ShardMap& map) GROVE_EXCLUDES(mu_);
+  struct Hosted {
+    std::unique_ptr<raft::GrpcRangeSource> source;  // before the range, which uses it
+    std::shared_ptr<raft::ReplicatedRange> range;
+    raft::ReplicatedRangeOptions options;  // what it was started with
+  };
+  // Starts the replicas `map` lists for this node that are not running; stops and drops those
+  // it no longer lists (or lists under another replica id).
+  void Reconcile(const cluster::ShardMap& map) GROVE_EXCLUDES(mu_);
   Status StartReplica(const cluster::ShardRange& range,
                       const std::map<std::string, std::string>& raft_addresses) GROVE_EXCLUDES(mu_);
+  // A replica taken out of the map: closed, then (once the calls holding it let go) its keys,
+  // marks and Raft directory removed.
+  void StopAndDrop(Hosted hosted) GROVE_EXCLUDES(mu_);
+  // At the first map: the replica directories (and engine copies) of replicas this node no
+  // longer has, left by a groved stopped before it could drop them.
+  void DropLeftovers(const cluster::ShardMap& map) GROVE_EXCLUDES(mu_);
+  raft::ReplicatedRangeOptions Options(const cluster::ShardRange& range, uint64_t replica_id) const;
   // The gRPC address of another replica of `range_id` to copy from, a different one each call.
   StatusOr<std::string> CopySource(uint64_t range_id) GROVE_EXCLUDES(mu_);
   void Log(LogLevel level, const std::string& message) { logger_->Log(level, message); }
@@ -116,10 +138,6 @@ class ReplicaHost {
   CondVar wake_{&mu_};
   Db* db_ GROVE_GUARDED_BY(mu_) = nullptr;
   bool stop_ GROVE_GUARDED_BY(mu_) = false;
-  struct Hosted {
-    std::unique_ptr<raft::GrpcRangeSource> source;  // before the range, which uses it
-    std::shared_ptr<raft::ReplicatedRange> range;
-  };
   std::map<uint64_t, Hosted> replicas_ GROVE_GUARDED_BY(mu_);  // by range id
   std::map<uint64_t, std::string> problems_ GROVE_GUARDED_BY(mu_);
   std::thread starter_;

@@ -138,7 +138,11 @@ Status GroveServer::BuildGrpcServer() {
   builder.RegisterService(kv_.get());
   builder.RegisterService(admin_.get());
   builder.RegisterService(&health_);
-  if (replicas_ != nullptr) builder.RegisterService(replicas_->service());
+  if (replicas_ != nullptr) {
+    builder.RegisterService(replicas_->service());
+    range_membership_ = std::make_unique<MembershipService>(replicas_.get());
+    builder.RegisterService(range_membership_.get());
+  }
   // gRPC adds reflection through a process-wide plugin list; the call is idempotent.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 

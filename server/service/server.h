@@ -43,6 +43,7 @@
 #include "service/engine_handle.h"
 #include "service/health_service.h"
 #include "service/kv_service.h"
+#include "service/membership_service.h"
 #include "service/replica_host.h"
 #include "service/token_store.h"
 #include "util/mutex.h"
@@ -114,6 +115,8 @@ class GroveServer {
   // Cluster mode with cluster.raft: the replicas of replicated ranges. Before kv_ is built;
   // stopped in Drain after gRPC, before the engine closes.
   std::unique_ptr<ReplicaHost> replicas_;
+  // Their configuration changes (grove.v1.RangeMembership); null when replicas_ is.
+  std::unique_ptr<MembershipService> range_membership_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
 

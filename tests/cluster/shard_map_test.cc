@@ -203,6 +203,44 @@ TEST(ShardMapTest, AReplicatedRangeIsNeitherSplitNorMovedAndKeepsItsOwnerAmongIt
   EXPECT_EQ(ShardMap::Decode(moving.SerializeAsString()).status().code(), StatusCode::kDataLoss);
 }
 
+TEST(ShardMapTest, ReplicasAreAddedUnderNewIdsAndRemovedWithTheOwnerPassingOn) {
+  auto m = ShardMap::InitialReplicated("a", {}, {"a", "b", "c"}, 3);
+  ASSERT_OK(m.status());
+  EXPECT_FALSE(m->ranges()[0].reconfigured);
+  const uint64_t version = m->version();
+  StatusOr<uint64_t> d = m->AddReplica("", "d");
+  ASSERT_OK(d.status());
+  EXPECT_EQ(*d, 4u);  // after the three of the layout
+  EXPECT_EQ(m->version(), version + 1);
+  EXPECT_TRUE(m->ranges()[0].reconfigured);
+  ASSERT_NE(m->ranges()[0].ReplicaOn("d"), nullptr);
+  EXPECT_EQ(m->AddReplica("", "d").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m->AddReplica("", "B C").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m->AddReplica("zz", "e").status().code(), StatusCode::kInvalidArgument);
+
+  // The owner goes: the first other replica is tried first from then on.
+  ASSERT_OK(m->RemoveReplica("", "a"));
+  EXPECT_EQ(m->ranges()[0].owner, "b");
+  EXPECT_EQ(m->ranges()[0].ReplicaOn("a"), nullptr);
+  EXPECT_EQ(m->RemoveReplica("", "a").code(), StatusCode::kInvalidArgument);
+  // Back again, it is a new replica with a new id.
+  StatusOr<uint64_t> again = m->AddReplica("", "a");
+  ASSERT_OK(again.status());
+  EXPECT_EQ(*again, 5u);
+
+  // It round-trips, and a range is never left without a replica.
+  auto decoded = ShardMap::Decode(m->Encode());
+  ASSERT_OK(decoded.status());
+  EXPECT_TRUE(decoded->ranges()[0].reconfigured);
+  EXPECT_EQ(decoded->ranges()[0].replicas, m->ranges()[0].replicas);
+  auto one = ShardMap::InitialReplicated("a", {}, {"a", "b"}, 1);
+  ASSERT_OK(one.status());
+  EXPECT_EQ(one->RemoveReplica("", "a").code(), StatusCode::kFailedPrecondition);
+  ShardMap plain = ShardMap::Initial("a");
+  EXPECT_EQ(plain.AddReplica("", "b").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(plain.RemoveReplica("", "a").code(), StatusCode::kFailedPrecondition);
+}
+
 class ShardMapStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {

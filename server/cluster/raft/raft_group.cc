@@ -52,13 +52,48 @@ Status RaftError(int rv, const char* what, ::raft* r) {
     case RAFT_NOCONNECTION:
     case RAFT_BUSY:
       return Status::Unavailable(m);
-    case RAFT_CANTBOOTSTRAP:
     case RAFT_CANTCHANGE:
+      return Status::Aborted(m);
+    case RAFT_CANTBOOTSTRAP:
     case RAFT_NOTLEADER:
       return Status::FailedPrecondition(m);
     default:
       return Status::Internal(m);
   }
+}
+
+}  // namespace
+
+const char* MemberRoleName(MemberRole role) {
+  switch (role) {
+    case MemberRole::kVoter:
+      return "voter";
+    case MemberRole::kStandby:
+      return "standby";
+    case MemberRole::kSpare:
+      break;
+  }
+  return "spare";
+}
+
+namespace {
+
+int LibraftRole(MemberRole role) {
+  switch (role) {
+    case MemberRole::kVoter:
+      return RAFT_VOTER;
+    case MemberRole::kStandby:
+      return RAFT_STANDBY;
+    case MemberRole::kSpare:
+      break;
+  }
+  return RAFT_SPARE;
+}
+
+MemberRole FromLibraftRole(int role) {
+  if (role == RAFT_VOTER) return MemberRole::kVoter;
+  if (role == RAFT_STANDBY) return MemberRole::kStandby;
+  return MemberRole::kSpare;
 }
 
 }  // namespace
@@ -83,6 +118,13 @@ struct RaftGroup::Request {
   Done done;
   struct raft_apply apply {};
   struct raft_barrier barrier {};
+  struct raft_change change {};
+  struct raft_transfer transfer {};
+  // A configuration change: the server it is about, the role it gets, and whether an add must
+  // be followed by that role's assignment.
+  uint64_t target = 0;
+  int role = RAFT_SPARE;
+  bool assign_after_add = false;
 };
 
 // libraft's callbacks, with access to the group.
@@ -153,6 +195,34 @@ struct RaftGroup::Callbacks {
   static void BarrierDone(struct raft_barrier* req, int status) {
     auto* rq = static_cast<Request*>(req->data);
     rq->group->Finish(rq, status, req->index);
+  }
+  static void Changed(struct raft_change* req, int status) {
+    auto* rq = static_cast<Request*>(req->data);
+    if (status == 0 && rq->assign_after_add) {
+      rq->assign_after_add = false;
+      rq->group->Assign(rq);
+      return;
+    }
+    rq->group->Finish(rq, status, 0);
+  }
+  static void Transferred(struct raft_transfer* req) {
+    auto* rq = static_cast<Request*>(req->data);
+    RaftGroup* g = rq->group;
+    raft_id leader = 0;
+    const char* address = nullptr;
+    if (g->started_) raft_leader(g->raft_.get(), &leader, &address);
+    if (leader == rq->target) {
+      g->Finish(rq, 0, 0);
+      return;
+    }
+    --g->pending_;
+    Done done = std::move(rq->done);
+    const uint64_t target = rq->target;
+    delete rq;
+    done(Status::Unavailable(fmt::format(
+             "raft: leadership did not pass to replica {} within the election timeout{}", target,
+             leader == 0 ? " (no leader now)" : fmt::format(" (replica {} leads)", leader))),
+         0);
   }
 };
 
@@ -360,6 +430,130 @@ void RaftGroup::Barrier(Done done) {
   if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
 }
 
+const struct raft_server* RaftGroup::Member(uint64_t id) const {
+  for (unsigned i = 0; i < raft_->configuration.n; ++i) {
+    if (raft_->configuration.servers[i].id == id) return &raft_->configuration.servers[i];
+  }
+  return nullptr;
+}
+
+void RaftGroup::Assign(Request* req) {
+  if (int rv = raft_assign(raft_.get(), &req->change, req->target, req->role, &Callbacks::Changed);
+      rv != 0) {
+    Finish(req, rv, 0);
+  }
+}
+
+void RaftGroup::SetRole(uint64_t id, std::string address, MemberRole role, Done done) {
+  auto task = [this, id, address = std::move(address), role, done]() mutable {
+    if (Status refused = Refusal(); !refused.ok()) {
+      done(refused, 0);
+      return;
+    }
+    if (id == 0) {
+      done(Status::InvalidArgument("raft: a replica id must be nonzero"), 0);
+      return;
+    }
+    const struct raft_server* member = Member(id);
+    if (member != nullptr && !address.empty() && address != member->address) {
+      done(Status::FailedPrecondition(
+               fmt::format("raft: replica {} is in the group at {}, not {}; remove it first", id,
+                           member->address, address)),
+           0);
+      return;
+    }
+    if (member != nullptr && member->role == LibraftRole(role)) {
+      done(Status::Ok(), 0);
+      return;
+    }
+    if (member == nullptr && address.empty()) {
+      done(Status::InvalidArgument(
+               fmt::format("raft: replica {} is not in the group; its address is required", id)),
+           0);
+      return;
+    }
+    auto* req = new Request;
+    req->group = this;
+    req->done = std::move(done);
+    req->change.data = req;
+    req->target = id;
+    req->role = LibraftRole(role);
+    ++pending_;
+    if (member != nullptr) {
+      Assign(req);
+      return;
+    }
+    // libraft adds a server as a spare; any other role is a second change once that commits.
+    req->assign_after_add = req->role != RAFT_SPARE;
+    if (int rv = raft_add(raft_.get(), &req->change, id, address.c_str(), &Callbacks::Changed);
+        rv != 0) {
+      Finish(req, rv, 0);
+    }
+  };
+  if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
+}
+
+void RaftGroup::Remove(uint64_t id, Done done) {
+  auto task = [this, id, done]() mutable {
+    if (Status refused = Refusal(); !refused.ok()) {
+      done(refused, 0);
+      return;
+    }
+    if (Member(id) == nullptr) {
+      done(Status::Ok(), 0);
+      return;
+    }
+    if (id == options_.id) {
+      done(Status::FailedPrecondition(fmt::format(
+               "raft: replica {} leads the group and cannot remove itself: transfer leadership "
+               "first",
+               id)),
+           0);
+      return;
+    }
+    auto* req = new Request;
+    req->group = this;
+    req->done = std::move(done);
+    req->change.data = req;
+    req->target = id;
+    ++pending_;
+    if (int rv = raft_remove(raft_.get(), &req->change, id, &Callbacks::Changed); rv != 0) {
+      Finish(req, rv, 0);
+    }
+  };
+  if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
+}
+
+void RaftGroup::Transfer(uint64_t id, Done done) {
+  auto task = [this, id, done]() mutable {
+    if (Status refused = Refusal(); !refused.ok()) {
+      done(refused, 0);
+      return;
+    }
+    if (id == options_.id) {
+      done(Status::Ok(), 0);
+      return;
+    }
+    const struct raft_server* member = Member(id);
+    if (member == nullptr || member->role != RAFT_VOTER) {
+      done(Status::InvalidArgument(fmt::format(
+               "raft: replica {} is not a voter of the group; only a voter can lead", id)),
+           0);
+      return;
+    }
+    auto* req = new Request;
+    req->group = this;
+    req->done = std::move(done);
+    req->transfer.data = req;
+    req->target = id;
+    ++pending_;
+    if (int rv = raft_transfer(raft_.get(), &req->transfer, id, &Callbacks::Transferred); rv != 0) {
+      Finish(req, rv, 0);
+    }
+  };
+  if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
+}
+
 namespace {
 
 StatusOr<uint64_t> Wait(const std::function<void(RaftGroup::Done)>& start) {
@@ -407,6 +601,11 @@ RaftStatus RaftGroup::GetStatus() {
         s.follower_match.emplace_back(
             peer, peer == raft_->id ? s.last_index : raft_->leader_state.progress[i].match_index);
       }
+    }
+    for (unsigned i = 0; i < raft_->configuration.n; ++i) {
+      const struct raft_server& m = raft_->configuration.servers[i];
+      s.members.push_back({m.id, m.address != nullptr ? m.address : "", FromLibraftRole(m.role)});
+      if (m.id == raft_->id) s.voter = m.role == RAFT_VOTER;
     }
     s.failure = failure_.ok() ? restore_failure_ : failure_;
   });

@@ -39,6 +39,7 @@
 #include "cluster/raft/raft_loop.h"
 
 struct raft;
+struct raft_server;
 struct raft_io;
 struct raft_fsm;
 struct raft_uv_transport;
@@ -91,6 +92,17 @@ class StateMachine {
 enum class RaftRole { kUnavailable, kFollower, kCandidate, kLeader };
 const char* RaftRoleName(RaftRole role);
 
+// A replica's part in its group's configuration: a voter counts toward majorities; a standby
+// receives the log but does not vote (a replica catching up before it votes); a spare neither.
+enum class MemberRole { kVoter, kStandby, kSpare };
+const char* MemberRoleName(MemberRole role);
+
+struct RaftMember {
+  uint64_t id = 0;
+  std::string address;
+  MemberRole role = MemberRole::kVoter;
+};
+
 struct RaftStatus {
   RaftRole role = RaftRole::kUnavailable;
   uint64_t leader_id = 0;  // 0: none known
@@ -106,6 +118,10 @@ struct RaftStatus {
   // On the leader: each replica's id and the last entry it is known to hold (its own: its last
   // index).
   std::vector<std::pair<uint64_t, uint64_t>> follower_match;
+  // The configuration this replica holds (the latest it knows of, committed or not), and whether
+  // it votes in it. A replica added to a group holds none until the leader reaches it.
+  std::vector<RaftMember> members;
+  bool voter = false;
   // Why this replica stopped applying (an entry it could not apply), or why it refused the
   // last snapshot it was sent (it stays behind until one is restored), or OK.
   Status failure;
@@ -134,6 +150,22 @@ class RaftGroup {
   StatusOr<uint64_t> ProposeAndWait(std::string entry);
   StatusOr<uint64_t> BarrierAndWait();
 
+  // Configuration changes, on the leader, one at a time (libraft's rule): each completes once the
+  // new configuration is committed; FAILED_PRECONDITION naming the leader on a follower, ABORTED
+  // while another change is under way.
+  //   SetRole   adds replica `id` at `address` when the configuration lacks it (a spare, then
+  //             `role`), or gives it `role`. A voter is made one after libraft's catch-up rounds
+  //             (UNAVAILABLE when they do not catch up: make it a standby first and wait for its
+  //             log). Nothing to do when it has that role already.
+  //   Remove    takes replica `id` out (nothing to do when it is not in). Not the leader itself
+  //             (FAILED_PRECONDITION: transfer leadership first). The removed replica is not
+  //             told: whoever removes it must stop it.
+  //   Transfer  makes voter `id` the leader: OK once it leads, UNAVAILABLE when it did not within
+  //             the election timeout. Nothing to do when this replica is `id`.
+  void SetRole(uint64_t id, std::string address, MemberRole role, Done done);
+  void Remove(uint64_t id, Done done);
+  void Transfer(uint64_t id, Done done);
+
   RaftStatus GetStatus();
   uint64_t id() const { return options_.id; }
 
@@ -153,6 +185,10 @@ class RaftGroup {
   // The status of libraft's result code `rv` for a request (`what` names it).
   Status Outcome(int rv, const char* what);
   void Finish(Request* req, int status, uint64_t index);
+  // The member `id` of the configuration, or null.
+  const struct raft_server* Member(uint64_t id) const;
+  // Starts the role change `req` asks for (after an add, when the server is a spare).
+  void Assign(Request* req);
 
   RaftLoop* const loop_;
   const RaftGroupOptions options_;

@@ -19,6 +19,33 @@ constexpr char kDescriptorVersion = 1;
 std::string AppliedMark(const std::string& name) { return "raft/" + name + "/applied"; }
 std::string InstallingMark(const std::string& name) { return "raft/" + name + "/installing"; }
 
+// Installs and drops write synced batches, waiting for dirty-page room as long as it takes.
+WriteOptions InstallWrites() {
+  WriteOptions o;
+  o.room_wait = std::chrono::hours(1);
+  return o;
+}
+
+// Adds the delete of every key of the range's [start, end) to `batch`, writing it whenever it
+// holds half the engine's batch limit; what `batch` held before goes with the first write.
+Status DeleteKeys(Db* db, const ReplicatedRangeOptions& o, WriteBatch* batch) {
+  ScanOptions scan;
+  scan.lower = o.start;
+  scan.upper = o.end;
+  scan.has_upper = !o.end.empty();
+  scan.keys_only = true;
+  const uint64_t most_entries = std::max<uint64_t>(1, o.max_batch_entries / 2);
+  GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, db->NewIterator(scan));
+  for (; it->Valid(); it->Next()) {
+    batch->Delete(it->key());
+    if (batch->Count() >= most_entries) {
+      GROVE_RETURN_IF_ERROR(db->Write(*batch, InstallWrites(), nullptr));
+      batch->Clear();
+    }
+  }
+  return it->status();
+}
+
 std::string IndexValue(uint64_t index) {
   std::string v;
   PutFixed64(&v, index);
@@ -94,6 +121,16 @@ ReplicatedRange::ReplicatedRange(RaftLoop* loop, const ReplicatedRangeOptions& o
       applied_(applied) {}
 
 ReplicatedRange::~ReplicatedRange() { Close().IgnoreError(); }
+
+Status ReplicatedRange::DropLocal(Db* db, const ReplicatedRangeOptions& options) {
+  WriteBatch batch;
+  GROVE_RETURN_IF_ERROR(DeleteKeys(db, options, &batch));
+  // The marks go last: a drop cut short by a crash leaves them, and is done again.
+  batch.SetMark(AppliedMark(options.name), "");
+  batch.SetMark(InstallingMark(options.name), "");
+  return db->Write(batch, InstallWrites(), nullptr)
+      .WithContext(fmt::format("range {}: dropping this node's copy", options.name));
+}
 
 Status ReplicatedRange::Close() { return group_ ? group_->Close() : Status::Ok(); }
 
@@ -232,6 +269,60 @@ Status ReplicatedRange::DeleteRangeAndWait(std::string start, std::string end, u
 }
 
 StatusOr<uint64_t> ReplicatedRange::ReadBarrier() { return group_->BarrierAndWait(); }
+
+namespace {
+
+Status WaitFor(const std::function<void(RaftGroup::Done)>& start) {
+  auto result = std::make_shared<std::promise<Status>>();
+  std::future<Status> f = result->get_future();
+  start([result](const Status& s, uint64_t) { result->set_value(s); });
+  return f.get();
+}
+
+}  // namespace
+
+Status ReplicatedRange::AddVoter(uint64_t id, const std::string& address,
+                                 std::chrono::milliseconds catch_up) {
+  const RaftStatus before = group_->GetStatus();
+  for (const RaftMember& m : before.members) {
+    if (m.id == id && m.role == MemberRole::kVoter) return Status::Ok();
+  }
+  GROVE_RETURN_IF_ERROR(WaitFor([&](RaftGroup::Done d) {
+    group_->SetRole(id, address, MemberRole::kStandby, std::move(d));
+  }));
+  // Caught up: its log holds what the leader had committed once it became a standby.
+  const uint64_t target = group_->GetStatus().commit_index;
+  const auto give_up = std::chrono::steady_clock::now() + catch_up;
+  for (;;) {
+    const RaftStatus s = group_->GetStatus();
+    if (s.role != RaftRole::kLeader) {
+      return Status::FailedPrecondition(fmt::format(
+          "range {}: this replica stopped leading while replica {} caught up", options_.name, id));
+    }
+    uint64_t match = 0;
+    for (const auto& [peer, m] : s.follower_match) {
+      if (peer == id) match = m;
+    }
+    if (match >= target) break;
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return Status::DeadlineExceeded(fmt::format(
+          "range {}: replica {} holds the log up to {} after {} ms, not yet {}; it stays a "
+          "standby (adding it again resumes the wait)",
+          options_.name, id, match, catch_up.count(), target));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WaitFor(
+      [&](RaftGroup::Done d) { group_->SetRole(id, address, MemberRole::kVoter, std::move(d)); });
+}
+
+Status ReplicatedRange::RemoveReplica(uint64_t id) {
+  return WaitFor([&](RaftGroup::Done d) { group_->Remove(id, std::move(d)); });
+}
+
+Status ReplicatedRange::TransferLeadership(uint64_t id) {
+  return WaitFor([&](RaftGroup::Done d) { group_->Transfer(id, std::move(d)); });
+}
 
 // --- the state machine, on the loop thread ---
 
@@ -438,31 +529,16 @@ Status ReplicatedRange::InstallOnce(uint64_t index, bool* local_failure) {
     return st;
   };
   // 1. The installing mark, with the deletes of every key the range holds here.
-  ScanOptions scan;
-  scan.lower = options_.start;
-  scan.upper = options_.end;
-  scan.has_upper = !options_.end.empty();
-  scan.keys_only = true;
-  WriteOptions wait;
-  wait.room_wait = std::chrono::hours(1);
   const uint64_t most_entries = std::max<uint64_t>(1, options_.max_batch_entries / 2);
   const uint64_t most_bytes = std::max<uint64_t>(1, options_.max_batch_bytes / 2);
   WriteBatch batch;
   batch.SetMark(installing_mark_, IndexValue(index));
   auto flush = [&]() -> Status {
-    GROVE_RETURN_IF_ERROR(local(db_->Write(batch, wait, nullptr)));
+    GROVE_RETURN_IF_ERROR(local(db_->Write(batch, InstallWrites(), nullptr)));
     batch.Clear();
     return Status::Ok();
   };
-  {
-    StatusOr<std::unique_ptr<Iterator>> it = db_->NewIterator(scan);
-    GROVE_RETURN_IF_ERROR(local(it.status()));
-    for (; (*it)->Valid(); (*it)->Next()) {
-      batch.Delete((*it)->key());
-      if (batch.Count() >= most_entries) GROVE_RETURN_IF_ERROR(flush());
-    }
-    GROVE_RETURN_IF_ERROR(local((*it)->status()));
-  }
+  GROVE_RETURN_IF_ERROR(local(DeleteKeys(db_, options_, &batch)));
   if (!batch.Empty()) GROVE_RETURN_IF_ERROR(flush());
   installing_ = true;
   // 2. The copy, in batches; the last one sets the applied mark and clears the installing one.

@@ -118,6 +118,10 @@ class ReplicatedRange {
                                                           Db* db);
   ~ReplicatedRange();
   ReplicatedRange(const ReplicatedRange&) = delete;
+  // Removes what a replica of `options` left in `db` (not running): every key of its range and
+  // its marks. For a replica taken out of its group, and before a replica with no Raft state
+  // starts (a new one, or one whose log was lost): it holds nothing until its group brings it.
+  static Status DropLocal(Db* db, const ReplicatedRangeOptions& options);
   ReplicatedRange& operator=(const ReplicatedRange&) = delete;
 
   // Runs with the outcome: OK once applied here; kFailedPrecondition when a condition did not
@@ -140,6 +144,17 @@ class ReplicatedRange {
   // of this replica's engine after it is linearizable.
   StatusOr<uint64_t> ReadBarrier();
 
+  // Changes to the group's configuration, on the leader, blocking (RaftGroup::SetRole, Remove,
+  // Transfer say what each refuses). AddVoter adds replica `id` at `address` as a standby,
+  // waits up to `catch_up` for its log to reach the leader's commit index (a replica behind a
+  // snapshot installs the range meanwhile), then makes it a voter: a new replica votes only
+  // once it holds the range, so adding one to a group of two keeps a majority that can commit.
+  // DEADLINE_EXCEEDED when it has not caught up in time (it stays a standby; AddVoter again
+  // resumes); FAILED_PRECONDITION when this replica stopped leading meanwhile.
+  Status AddVoter(uint64_t id, const std::string& address, std::chrono::milliseconds catch_up);
+  Status RemoveReplica(uint64_t id);
+  Status TransferLeadership(uint64_t id);
+
   // Hands a consistent copy of the range to `sink` (RangeCopier): every key as of the moment
   // this replica had applied some index at least `at_least` (waiting up to `wait` for it), and
   // returns that index. Writes go on meanwhile. Not from this range's loop thread (the cut is
@@ -154,6 +169,7 @@ class ReplicatedRange {
   uint64_t proposals_committed() const { return proposals_committed_.load(); }
   uint64_t proposals_failed() const { return proposals_failed_.load(); }
   const std::string& mark_name() const { return mark_name_; }
+  uint64_t replica_id() const { return options_.raft.id; }
 
   Status Close();
 

@@ -228,7 +228,10 @@ grpc::Status KvService::StaleRead(const Call& call, const ReplicaBinding& bindin
                                     v1::kMaxStalenessMetadata, *asked));
   }
   const raft::RaftStatus s = binding.replica->GetStatus();
-  const bool member = s.role == raft::RaftRole::kLeader || s.role == raft::RaftRole::kFollower;
+  // A standby or spare (a replica still catching up after add-replica) holds no promise of
+  // how far behind it is: only voters serve stale reads.
+  const bool member =
+      s.voter && (s.role == raft::RaftRole::kLeader || s.role == raft::RaftRole::kFollower);
   if (!member || s.leader_id == 0 || s.last_applied < s.commit_index ||
       s.contact_age_ms > bound_ms) {
     return grpc::Status::OK;

@@ -195,6 +195,15 @@ int RunClusterSplit(const ClusterArgs& args, const std::string& key, uint64_t ex
                     client::Format key_format, std::ostream& out, std::ostream& err) {
   std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
   if (etcd == nullptr) return kExitUsage;
+  // A replicated range splits through its Raft group (grovectl/replicas.cc).
+  auto stored = cluster::ReadShardMap(etcd.get(), args.cluster);
+  if (stored.ok() && *stored && !key.empty() && (*stored)->map.Find(key).replicated() &&
+      (expect_version == 0 || (*stored)->map.version() == expect_version)) {
+    ReplicaArgs replica;
+    replica.command = "split";
+    replica.start = key;
+    return RunClusterReplicas(args, replica, key_format, out, err);
+  }
   auto updated = cluster::UpdateShardMap(etcd.get(), args.cluster, expect_version,
                                          [&](cluster::ShardMap* m) { return m->Split(key); });
   if (!updated.ok()) {

@@ -164,8 +164,8 @@ int RunClusterMove(const ClusterArgs& args, const MoveArgs& move, client::Format
 // replicated range (`command` "move"): Raft configuration changes through the range's leader,
 // the shard map written to match (grovectl/replicas.cc).
 struct ReplicaArgs {
-  std::string command;  // add-replica, remove-replica, transfer-leader or move
-  std::string start;    // the range's first key (decoded)
+  std::string command;  // add-replica, remove-replica, transfer-leader, move or split
+  std::string start;    // the range's first key (decoded); split: the key to split at
   std::string node;
   std::string from;               // move: the replica that goes (default: the owner's)
   double catch_up_seconds = 600;  // how long a new replica may take to catch up

@@ -13,6 +13,10 @@
 //   transfer-leader RANGE NODE  leader: TRANSFER_LEADER; map: NODE is the owner (tried first)
 //   move RANGE NODE             add-replica NODE, leadership to NODE, remove-replica of the
 //                               owner (or --from), the owner becoming NODE in the same map write
+//   split KEY                   map: the split reserved (the right-hand range's id); leader: the
+//                               split entry (the range ends at KEY on every replica, each
+//                               engine holding [KEY, end) as the new group's first state); map:
+//                               both ranges listed, so their replicas start the new group
 //
 // Every step is repeatable: interrupted, the same command again resumes where it stopped (an
 // added replica is found in the map, a change already made is nothing to do).
@@ -53,6 +57,7 @@ class Membership {
   int RemoveReplica();
   int TransferLeader();
   int Move();
+  int Split();
 
  private:
   int Fail(const std::string& what, const Status& s) {
@@ -337,6 +342,60 @@ int Membership::Remove(const std::string& node, const std::string& new_owner) {
   return kExitOk;
 }
 
+int Membership::Split() {
+  const std::string& key = r_.start;
+  auto stored = cluster::ReadShardMap(etcd_, args_.cluster);
+  if (!stored.ok()) return Fail("reading the shard map", stored.status());
+  if (!*stored) {
+    return Fail("reading the shard map",
+                Status::FailedPrecondition("cluster '" + args_.cluster + "' has no shard map"));
+  }
+  range_ = (*stored)->map.Find(key);
+  auto nodes = cluster::ListNodes(etcd_, args_.cluster);
+  if (!nodes.ok()) return Fail("reading the members", nodes.status());
+  for (const cluster::NodeStatus& n : *nodes) nodes_[n.name] = n;
+  // 1. The map reserves the right-hand range's id (or has: a split run again resumes).
+  uint64_t id = range_.split_id != 0 && range_.split_key == key ? range_.split_id : 0;
+  if (id == 0) {
+    if (!Edit("reserving the split", [&](cluster::ShardMap* m) -> Status {
+          GROVE_ASSIGN_OR_RETURN(id, m->ReserveSplit(key));
+          return Status::Ok();
+        })) {
+      return kExitFailed;
+    }
+  }
+  // 2. The split entry, committed by the range's group and applied at its leader.
+  ChangeReplicasRequest request;
+  request.set_range_id(range_.id);
+  request.set_change(ChangeReplicasRequest::SPLIT);
+  request.set_split_key(key);
+  request.set_new_range_id(id);
+  ChangeReplicasResponse response;
+  grpc::Status s;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::string leader;
+    ChangeReplicasResponse status;
+    if (!FindLeader(&leader, &status)) return kExitFailed;
+    s = Call(leader, request, CallTimeout(), &response);
+    if (s.error_code() != grpc::StatusCode::FAILED_PRECONDITION &&
+        s.error_code() != grpc::StatusCode::UNAVAILABLE) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  if (!s.ok()) return Fail("splitting in the range's group", s);
+  // 3. The map lists both ranges; the right one's replicas start its group.
+  auto updated = cluster::UpdateShardMap(
+      etcd_, args_.cluster, 0, [&](cluster::ShardMap* m) { return m->CompleteSplit(key); });
+  if (!updated.ok()) return Fail("listing the two ranges", updated.status());
+  const cluster::ShardRange& right = updated->Find(key);
+  const cluster::ShardRange& left = updated->ranges()[updated->IndexOf(key) - 1];
+  out_ << "split at " << client::Encode(key_format_, key) << ": range " << left.id << " "
+       << Describe(left) << " and range " << right.id << " " << Describe(right)
+       << ", replicated on the same nodes; map version " << updated->version() << "\n";
+  return kExitOk;
+}
+
 int Membership::AddReplica() {
   if (int rc = Load(); rc != kExitOk) return rc;
   bool added = false;
@@ -413,6 +472,7 @@ int RunClusterReplicas(const ClusterArgs& args, const ReplicaArgs& replica,
   if (replica.command == "add-replica") return m.AddReplica();
   if (replica.command == "remove-replica") return m.RemoveReplica();
   if (replica.command == "transfer-leader") return m.TransferLeader();
+  if (replica.command == "split") return m.Split();
   return m.Move();
 }
 

@@ -109,8 +109,9 @@ StatusOr<ShardMap> ShardMap::Decode(std::string_view bytes) {
   m.next_replica_id_ = pb.next_replica_id();
   m.replication_factor_ = pb.replication_factor();
   for (const v1::ShardRange& r : pb.ranges()) {
-    ShardRange range{r.start(),   r.end(),    r.owner(),        r.id(), r.moving_to(),
-                     r.move_id(), r.fenced(), r.cleanup_node(), {},     r.reconfigured()};
+    ShardRange range{r.start(),     r.end(),      r.owner(),        r.id(), r.moving_to(),
+                     r.move_id(),   r.fenced(),   r.cleanup_node(), {},     r.reconfigured(),
+                     r.split_key(), r.split_id(), r.from_split()};
     for (const v1::RangeReplica& replica : r.replicas()) {
       range.replicas.push_back({replica.node(), replica.id()});
     }
@@ -137,6 +138,9 @@ std::string ShardMap::Encode() const {
     out->set_fenced(r.fenced);
     out->set_cleanup_node(r.cleanup_node);
     out->set_reconfigured(r.reconfigured);
+    out->set_split_key(r.split_key);
+    out->set_split_id(r.split_id);
+    out->set_from_split(r.from_split);
     for (const RangeReplica& replica : r.replicas) {
       v1::RangeReplica* to = out->add_replicas();
       to->set_node(replica.node);
@@ -172,6 +176,14 @@ Status ShardMap::Validate() const {
           fmt::format("shard map: range {} has an inconsistent move", r.Describe()));
     }
     GROVE_RETURN_IF_ERROR(ValidateReplicas(r));
+    if (r.split_id != 0) {
+      ids.push_back(r.split_id);  // reserved: no range may have it
+      if (!r.replicated() || r.split_id >= next_range_id_ || r.split_key <= r.start ||
+          (!r.end.empty() && r.split_key >= r.end)) {
+        return Status::DataLoss(
+            fmt::format("shard map: range {} has an inconsistent split", r.Describe()));
+      }
+    }
     if (i + 1 < ranges_.size()) {
       if (r.end.empty() || r.end != ranges_[i + 1].start) {
         return Status::DataLoss(
@@ -184,7 +196,7 @@ Status ShardMap::Validate() const {
   }
   std::sort(ids.begin(), ids.end());
   if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
-    return Status::DataLoss("shard map: two ranges share an id");
+    return Status::DataLoss("shard map: two ranges (or a range and a split) share an id");
   }
   return Status::Ok();
 }
@@ -283,10 +295,66 @@ Status ShardMap::Assign(const std::string& start, const std::string& owner) {
   return Status::Ok();
 }
 
+namespace {
+
+Status NoSplitUnderWay(const ShardRange& r) {
+  if (r.split_id == 0) return Status::Ok();
+  return Status::FailedPrecondition(fmt::format(
+      "range {} is being split at '{}': finish the split first (grovectl cluster split {})",
+      r.Describe(), PrintableKey(r.split_key), PrintableKey(r.split_key)));
+}
+
+}  // namespace
+
+StatusOr<uint64_t> ShardMap::ReserveSplit(const std::string& key) {
+  if (key.empty()) return Status::InvalidArgument("split key: must not be empty");
+  const size_t i = IndexOf(key);
+  ShardRange& r = ranges_[i];
+  if (!r.replicated()) {
+    return Status::FailedPrecondition(
+        fmt::format("range {} is not replicated: Split cuts it", r.Describe()));
+  }
+  if (r.start == key) {
+    return Status::InvalidArgument(
+        fmt::format("split key: '{}' already starts a range", PrintableKey(key)));
+  }
+  if (r.split_id != 0) {
+    if (r.split_key == key) return r.split_id;
+    GROVE_RETURN_IF_ERROR(NoSplitUnderWay(r));
+  }
+  r.split_key = key;
+  r.split_id = next_range_id_++;
+  ++version_;
+  return r.split_id;
+}
+
+Status ShardMap::CompleteSplit(const std::string& key) {
+  const size_t i = IndexOf(key);
+  ShardRange& r = ranges_[i];
+  if (r.split_id == 0 || r.split_key != key) {
+    return Status::FailedPrecondition(
+        fmt::format("range {} is not being split at '{}'", r.Describe(), PrintableKey(key)));
+  }
+  ShardRange right;
+  right.start = key;
+  right.end = r.end;
+  right.owner = r.owner;
+  right.id = r.split_id;
+  right.replicas = r.replicas;
+  right.from_split = true;
+  r.end = key;
+  r.split_key.clear();
+  r.split_id = 0;
+  ranges_.insert(ranges_.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::move(right));
+  ++version_;
+  return Status::Ok();
+}
+
 StatusOr<uint64_t> ShardMap::AddReplica(const std::string& start, const std::string& node) {
   GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
   GROVE_RETURN_IF_ERROR(CheckNames("default", node));
   ShardRange& r = ranges_[i];
+  GROVE_RETURN_IF_ERROR(NoSplitUnderWay(r));
   if (!r.replicated()) {
     return Status::FailedPrecondition(fmt::format(
         "range {} is not replicated (its owner alone holds it): grovectl cluster move gives it "
@@ -307,6 +375,7 @@ StatusOr<uint64_t> ShardMap::AddReplica(const std::string& start, const std::str
 Status ShardMap::RemoveReplica(const std::string& start, const std::string& node) {
   GROVE_ASSIGN_OR_RETURN(size_t i, RangeAt(start));
   ShardRange& r = ranges_[i];
+  GROVE_RETURN_IF_ERROR(NoSplitUnderWay(r));
   if (!r.replicated()) {
     return Status::FailedPrecondition(
         fmt::format("range {} is not replicated: it has no replica to remove", r.Describe()));

@@ -55,6 +55,12 @@ struct ShardRange {
   // Replicas were added or removed since the group was created: a replica with no Raft state
   // joins the group the leader has instead of bootstrapping one from `replicas`.
   bool reconfigured = false;
+  // A replicated range being split (ReserveSplit, CompleteSplit): the key and the right-hand
+  // range's id; split_id 0: none under way.
+  std::string split_key;
+  uint64_t split_id = 0;
+  // Made by a split of a replicated range: a replica without the parent's keys installs first.
+  bool from_split = false;
 
   bool moving() const { return !moving_to.empty(); }
   bool replicated() const { return !replicas.empty(); }
@@ -115,6 +121,16 @@ class ShardMap {
   // left with no replica; InvalidArgument when `node` holds a replica already / holds none.
   StatusOr<uint64_t> AddReplica(const std::string& start, const std::string& node);
   Status RemoveReplica(const std::string& start, const std::string& node);
+
+  // A split of the replicated range holding `key`, in two map writes around the split entry
+  // its Raft group commits (docs/cluster.md, "Splitting a replicated range"): ReserveSplit
+  // records the split and gives the right-hand range its id (returned; the same split reserved
+  // again returns the same id); CompleteSplit ends the range at `key` and lists [key, end) as
+  // that id's range, on the same replicas, from_split. FailedPrecondition for a range that is
+  // not replicated or is being split at another key; InvalidArgument when `key` is "" or a
+  // range start.
+  StatusOr<uint64_t> ReserveSplit(const std::string& key);
+  Status CompleteSplit(const std::string& key);
 
   // The steps of a range move (docs/cluster.md, "Moving a range"), for the range that starts at
   // `start`. StartMove begins one to `to` (or restarts one already going there: a new move id,

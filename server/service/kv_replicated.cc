@@ -162,6 +162,7 @@ grpc::Status KvService::ReplicatedOutcome(const Call& call, const ReplicaBinding
     // Leadership lost with the entry in flight: it may still commit. Not "not applied".
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(s.message()));
   }
+  if (s.code() == StatusCode::kAborted) return SplitSince(call, s.message());
   *decided = false;
   return grpc::Status::OK;
 }
@@ -241,12 +242,32 @@ grpc::Status KvService::StaleRead(const Call& call, const ReplicaBinding& bindin
   return grpc::Status::OK;
 }
 
+grpc::Status KvService::SplitSince(const Call& call, std::string_view why) const {
+  CallMetadata* md = call.metadata();
+  md->AddTrailer(v1::kNotAppliedMetadata, "1");
+  md->AddTrailer(v1::kNotOwnerMetadata, "1");
+  md->AddTrailer(v1::kMapVersionMetadata, std::to_string(call.map()->version()));
+  return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
+                      fmt::format("not owner: {} (the shard map this node has, version {}, does "
+                                  "not show the split yet); refresh the map and retry",
+                                  why, call.map()->version()));
+}
+
 grpc::Status KvService::LeaderRead(const Call& call, const ReplicaBinding& binding) const {
   if (binding.replica == nullptr) return grpc::Status::OK;
+  // The replica applied a split this node's map does not show yet: the keys past it are read
+  // from the new range's group, once the map lists it.
+  auto split = [&]() -> grpc::Status {
+    if (binding.replica->end() == binding.range->end) return grpc::Status::OK;
+    return SplitSince(
+        call, fmt::format("range {} was split at its replica's end", binding.range->Describe()));
+  };
   bool stale = false;
-  if (grpc::Status s = StaleRead(call, binding, &stale); !s.ok() || stale) return s;
+  if (grpc::Status s = StaleRead(call, binding, &stale); !s.ok() || stale) {
+    return s.ok() ? split() : s;
+  }
   StatusOr<uint64_t> barrier = binding.replica->ReadBarrier();
-  if (barrier.ok()) return grpc::Status::OK;
+  if (barrier.ok()) return split();
   if (barrier.status().code() == StatusCode::kFailedPrecondition) {
     return NotLeader(call, binding, barrier.status());
   }

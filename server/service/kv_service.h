@@ -163,6 +163,9 @@ class KvService final : public v1::KV::Service {
   grpc::Status StaleRead(const Call& call, const ReplicaBinding& binding, bool* served) const;
   // A linearizable read: a barrier on the leader first (nothing for an unreplicated range), or a
   // stale one the client accepts (StaleReadServed).
+  // OUT_OF_RANGE, not owner and nothing applied: a replica of this node applied a split of
+  // its range that the node's map does not show yet (`why`).
+  grpc::Status SplitSince(const Call& call, std::string_view why) const;
   grpc::Status LeaderRead(const Call& call, const ReplicaBinding& binding) const;
   // A DeleteRange on a replicated range must stay within it (one group).
   grpc::Status SpanInOneReplicatedRange(const Call& call, const ReplicaBinding& binding,

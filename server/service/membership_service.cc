@@ -43,11 +43,18 @@ grpc::Status MembershipService::ChangeReplicas(grpc::ServerContext* context, con
   if (request->change() == Request::CHANGE_UNSPECIFIED ||
       !Request::Change_IsValid(request->change())) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        fmt::format("change: {} is not STATUS, ADD_VOTER, REMOVE or "
-                                    "TRANSFER_LEADER",
+                        fmt::format("change: {} is not STATUS, ADD_VOTER, REMOVE, "
+                                    "TRANSFER_LEADER or SPLIT",
                                     static_cast<int>(request->change())));
   }
-  if (changes && request->replica_id() == 0) {
+  const bool split = request->change() == Request::SPLIT;
+  if (split && request->split_key().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "split_key: required");
+  }
+  if (split && request->new_range_id() == 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "new_range_id: required (nonzero)");
+  }
+  if (changes && !split && request->replica_id() == 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "replica_id: required (nonzero)");
   }
   if (request->change() == Request::ADD_VOTER && request->raft_address().empty()) {
@@ -80,6 +87,9 @@ grpc::Status MembershipService::ChangeReplicas(grpc::ServerContext* context, con
       break;
     case Request::TRANSFER_LEADER:
       done = range->TransferLeadership(request->replica_id());
+      break;
+    case Request::SPLIT:
+      done = range->Split(request->split_key(), request->new_range_id());
       break;
     default:
       break;

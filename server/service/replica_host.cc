@@ -20,7 +20,7 @@ constexpr std::chrono::milliseconds kStartPeriod{250};
 // How long a removed replica's drop waits for the calls still holding it.
 constexpr std::chrono::seconds kReleaseWait{30};
 
-std::string RangeName(uint64_t range_id) { return "range-" + std::to_string(range_id); }
+std::string RangeName(uint64_t range_id) { return raft::ReplicatedRangeName(range_id); }
 // A replica's directory under cluster.raft's dir: range-<range id>.<replica id>.
 std::string ReplicaDirName(uint64_t range_id, uint64_t replica_id) {
   return RangeName(range_id) + "." + std::to_string(replica_id);
@@ -225,7 +225,8 @@ void ReplicaHost::Reconcile(const cluster::ShardMap& map) {
 }
 
 void ReplicaHost::StopAndDrop(Hosted hosted) {
-  const raft::ReplicatedRangeOptions& o = hosted.options;
+  raft::ReplicatedRangeOptions& o = hosted.options;
+  o.end = hosted.range->end();  // a split narrowed it: the keys past it are another range's
   service_.Remove(o.name);
   if (Status s = hosted.range->Close(); !s.ok()) {
     Log(LogLevel::kWarn,
@@ -314,6 +315,7 @@ raft::ReplicatedRangeOptions ReplicaHost::Options(const cluster::ShardRange& ran
   o.max_value_bytes = options_.max_value_bytes;
   o.max_batch_bytes = options_.max_batch_bytes;
   o.max_batch_entries = options_.max_batch_entries;
+  o.from_split = range.from_split;
   return o;
 }
 
@@ -354,9 +356,13 @@ Status ReplicaHost::StartReplica(const cluster::ShardRange& range,
           fmt::format("renaming {} to {}: {}", legacy, o.raft.dir, ec.message()));
     }
   }
-  // A replica without Raft state holds nothing of the range: what the engine has of it (an
-  // earlier replica's keys, a lost log's) goes before the group brings the range.
-  if (!HoldsRaftState(o.raft.dir)) GROVE_RETURN_IF_ERROR(raft::ReplicatedRange::DropLocal(db, o));
+  // A replica without Raft state goes on from the state the engine holds of its group (its
+  // applied mark: a lost log's, or a split's first state); keys of the range without one are
+  // no state of the group's, and go before the group brings the range.
+  if (!HoldsRaftState(o.raft.dir)) {
+    GROVE_ASSIGN_OR_RETURN(const bool holds, raft::ReplicatedRange::HoldsState(db, o.name));
+    if (!holds) GROVE_RETURN_IF_ERROR(raft::ReplicatedRange::DropLocal(db, o));
+  }
   raft::GrpcRangeSourceOptions so;
   const uint64_t id = range.id;
   so.address = [this, id] { return CopySource(id); };

@@ -191,5 +191,86 @@ TEST_F(GrovedMembershipTest, ARemovedReplicaThatWasDownDropsItsCopyWhenItComesBa
   ASSERT_TRUE(PutEventually(router.get(), "later", "v", std::chrono::seconds(10)).ok());
 }
 
+TEST_F(GrovedMembershipTest, AReplicatedRangeSplitsUnderWritesAndAReplicaAwayInstallsItsHalf) {
+  for (const char* name : {"a", "b", "c"}) AddNode(name);
+  std::string out;
+  ASSERT_EQ(Grovectl({"init", "--owner", "a", "--replicas", "a,b,c"}, &out), 0) << out;
+  for (const char* name : {"a", "b", "c"}) ASSERT_NO_FATAL_FAILURE(StartNode(name));
+  const std::string leader = FindLeader({"a", "b", "c"}, std::chrono::seconds(30));
+  ASSERT_FALSE(leader.empty());
+  std::unique_ptr<client::Client> router = Router();
+  std::map<std::string, std::string> acknowledged;
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = "k" + std::to_string(1000 + i);  // k1000..k1199
+    ASSERT_TRUE(
+        PutEventually(router.get(), key, "v" + std::to_string(i), std::chrono::seconds(10)).ok());
+    acknowledged[key] = "v" + std::to_string(i);
+  }
+  // A follower is away during the split: it learns of it from the log when it comes back, and
+  // holds none of the new range's first state.
+  const std::string away = leader == "c" ? "b" : "c";
+  nodes_[away].process->Signal(SIGKILL);
+  ASSERT_TRUE(nodes_[away].process->Wait(std::chrono::seconds(10)).has_value());
+
+  std::atomic<bool> stop{false};
+  Mutex mu;
+  std::map<std::string, std::string> during;
+  std::thread writer([&] {
+    std::unique_ptr<client::Client> w = Router();
+    for (int i = 0; !stop.load() && i < 100000; ++i) {
+      const std::string key = "k" + std::to_string(1000 + i % 200);
+      const std::string value = "w" + std::to_string(i);
+      if (w->Put(key, value).ok()) {
+        MutexLock lock(&mu);
+        during[key] = value;
+      }
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int split = Grovectl({"split", "k1100"}, &out);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  writer.join();
+  ASSERT_EQ(split, 0) << out << nodes_[leader].process->Log();
+  std::cout << out;
+  ASSERT_EQ(Grovectl({"status"}, &out), 0) << out;
+  EXPECT_NE(out.find("k1100"), std::string::npos) << out;
+  {
+    MutexLock lock(&mu);
+    for (const auto& [k, v] : during) acknowledged[k] = v;
+  }
+  // Both halves serve every acknowledged write, and take new ones.
+  for (const auto& [key, want] : acknowledged) {
+    std::string value;
+    bool found = false;
+    ASSERT_TRUE(router->Get(key, &value, &found).ok()) << key;
+    EXPECT_TRUE(found) << key;
+    EXPECT_EQ(value, want) << key;
+  }
+  for (const std::string key : {"k1050", "k1150", "zz"}) {
+    ASSERT_TRUE(PutEventually(router.get(), key, "after-split", std::chrono::seconds(10)).ok())
+        << key;
+    acknowledged[key] = "after-split";
+  }
+  // A write across the split point is two ranges now.
+  EXPECT_FALSE(router
+                   ->BatchInsert({client::Mutation(client::Mutation::Type::kPut, "k1001", "x"),
+                                  client::Mutation(client::Mutation::Type::kPut, "k1101", "x")})
+                   .ok());
+
+  // The replica that was away comes back and leads the right half: it installed that half's
+  // first state from another replica.
+  ASSERT_NO_FATAL_FAILURE(StartNode(away));
+  ASSERT_EQ(Grovectl({"transfer-leader", "k1100", away}, &out), 0) << out;
+  ASSERT_EQ(Grovectl({"transfer-leader", "", away}, &out), 0) << out;
+  std::map<std::string, std::string> right, left;
+  for (const auto& [key, value] : acknowledged) (key >= "k1100" ? right : left)[key] = value;
+  ExpectServes(away, right);
+  ExpectServes(away, left);
+  const std::string log = nodes_[away].process->Log();
+  EXPECT_NE(log.find("replica of range 2 is behind a snapshot: installing"), std::string::npos)
+      << log;
+}
+
 }  // namespace
 }  // namespace grove::testing

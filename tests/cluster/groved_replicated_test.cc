@@ -60,9 +60,6 @@ TEST_F(GrovedReplicatedTest, GrovectlLaysOutReplicasAndRefusesBadLayouts) {
             0)
       << out;
   EXPECT_NE(out.find("\"replicas\""), std::string::npos) << out;
-  // A replicated range is not split or moved (not built yet), and says so.
-  EXPECT_EQ(Grovectl({"split", "x"}, &out), 1) << out;
-  EXPECT_NE(out.find("replicated"), std::string::npos) << out;
 }
 
 TEST_F(GrovedReplicatedTest, TheLeaderServesAndAKilledLeaderLosesNoAcknowledgedWrite) {

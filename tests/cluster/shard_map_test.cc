@@ -241,6 +241,46 @@ TEST(ShardMapTest, ReplicasAreAddedUnderNewIdsAndRemovedWithTheOwnerPassingOn) {
   EXPECT_EQ(plain.RemoveReplica("", "a").code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(ShardMapTest, AReplicatedRangeSplitsInTwoStepsAndFreezesItsReplicasMeanwhile) {
+  auto m = ShardMap::InitialReplicated("a", {}, {"a", "b", "c"}, 3);
+  ASSERT_OK(m.status());
+  EXPECT_EQ(m->ReserveSplit("").status().code(), StatusCode::kInvalidArgument);
+  StatusOr<uint64_t> id = m->ReserveSplit("m");
+  ASSERT_OK(id.status());
+  EXPECT_EQ(*id, 2u);
+  StatusOr<uint64_t> again = m->ReserveSplit("m");
+  ASSERT_OK(again.status());
+  EXPECT_EQ(*again, *id);
+  EXPECT_EQ(m->ReserveSplit("q").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m->AddReplica("", "d").status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m->RemoveReplica("", "c").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m->CompleteSplit("q").code(), StatusCode::kFailedPrecondition);
+  auto decoded = ShardMap::Decode(m->Encode());  // the reservation round-trips
+  ASSERT_OK(decoded.status());
+  EXPECT_EQ(decoded->ranges()[0].split_id, *id);
+
+  ASSERT_OK(m->CompleteSplit("m"));
+  ASSERT_EQ(m->ranges().size(), 2u);
+  const ShardRange& left = m->ranges()[0];
+  const ShardRange& right = m->ranges()[1];
+  EXPECT_EQ(left.end, "m");
+  EXPECT_EQ(left.id, 1u);
+  EXPECT_EQ(left.split_id, 0u);
+  EXPECT_EQ(right.start, "m");
+  EXPECT_EQ(right.id, *id);
+  EXPECT_EQ(right.replicas, left.replicas);
+  EXPECT_TRUE(right.from_split);
+  ASSERT_OK(ShardMap::Decode(m->Encode()).status());
+  // A split id another range holds is damage.
+  v1::ShardMap pb;
+  ASSERT_TRUE(pb.ParseFromString(m->Encode()));
+  pb.mutable_ranges(0)->set_split_key("c");
+  pb.mutable_ranges(0)->set_split_id(right.id);
+  EXPECT_EQ(ShardMap::Decode(pb.SerializeAsString()).status().code(), StatusCode::kDataLoss);
+  ShardMap plain = ShardMap::Initial("a");
+  EXPECT_EQ(plain.ReserveSplit("m").status().code(), StatusCode::kFailedPrecondition);
+}
+
 class ShardMapStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -27,10 +27,13 @@ std::string EncodeRangeCommand(const RangeCommand& command) {
       PutLengthPrefixed(&out, c.value);
       PutVarint64(&out, c.version);
     }
-  } else {
+  } else if (command.kind == RangeCommand::Kind::kDeleteRange) {
     PutLengthPrefixed(&out, command.start);
     PutLengthPrefixed(&out, command.end);
     PutVarint64(&out, command.limit);
+  } else {
+    PutLengthPrefixed(&out, command.start);
+    PutVarint64(&out, command.new_group);
   }
   return out;
 }
@@ -84,6 +87,13 @@ StatusOr<RangeCommand> DecodeRangeCommand(Slice entry) {
     }
     c.start.assign(start);
     c.end.assign(end);
+  } else if (c.kind == RangeCommand::Kind::kSplit) {
+    Slice key;
+    if (!GetLengthPrefixed(&in, &key) || !GetVarint64(&in, &c.new_group)) {
+      return bad("truncated split");
+    }
+    if (key.empty() || c.new_group == 0) return bad("a split needs a key and a group");
+    c.start.assign(key);
   } else {
     return Status::DataLoss(
         fmt::format("range command: unknown kind {}", static_cast<int>(c.kind)));

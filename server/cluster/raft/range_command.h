@@ -11,6 +11,7 @@
 //   kind 1 (write):        varint32 batch_len | WriteBatch encoding (docs/formats/wal.md)
 //                          | varint32 conditions | each: kind u8 | key | value | version varint64
 //   kind 2 (delete range): start | end | limit varint64
+//   kind 3 (split):        key | new group varint64
 //   (key, value, start, end: varint32 length + bytes)
 //
 // The WriteBatch holds puts, deletes and expiring puts only: marks are the range's own (its
@@ -28,7 +29,7 @@
 namespace grove::raft {
 
 struct RangeCommand {
-  enum class Kind : uint8_t { kWrite = 1, kDeleteRange = 2 };
+  enum class Kind : uint8_t { kWrite = 1, kDeleteRange = 2, kSplit = 3 };
   Kind kind = Kind::kWrite;
   // Who proposed it: the replica, the life of its process (a random number per start, so that
   // an entry proposed before a restart is not taken for one proposed after) and a number that
@@ -43,6 +44,9 @@ struct RangeCommand {
   // most one write may hold, limits.max_batch_entries)
   std::string start, end;
   uint64_t limit = 0;
+  // kSplit: the range ends at `start` from this entry on; [start, old end) is the range of
+  // group `new_group`, whose first state is these keys as of this entry.
+  uint64_t new_group = 0;
 };
 
 std::string EncodeRangeCommand(const RangeCommand& command);

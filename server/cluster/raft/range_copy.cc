@@ -8,6 +8,7 @@ Status RangeCopier::Begin() {
   MutexLock lock(&mu_);
   if (active_) return Status::FailedPrecondition("range copy: one is running already");
   active_ = true;
+  copy_end_ = end_;
   passed_any_ = false;
   cursor_.clear();
   saved_.clear();
@@ -18,6 +19,11 @@ void RangeCopier::End() {
   MutexLock lock(&mu_);
   active_ = false;
   saved_.clear();
+}
+
+void RangeCopier::Narrow(std::string end) {
+  MutexLock lock(&mu_);
+  end_ = std::move(end);
 }
 
 bool RangeCopier::active() {
@@ -44,8 +50,11 @@ Status RangeCopier::Preserve(const std::vector<Slice>& keys) {
 Status RangeCopier::Run(const RangeSink& sink) {
   ScanOptions scan;
   scan.lower = start_;
-  scan.upper = end_;
-  scan.has_upper = !end_.empty();
+  {
+    MutexLock lock(&mu_);
+    scan.upper = copy_end_;
+  }
+  scan.has_upper = !scan.upper.empty();
   GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, db_->NewIterator(scan));
   std::string key, value;
   while (true) {

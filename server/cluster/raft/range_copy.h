@@ -61,6 +61,9 @@ class RangeCopier {
   void End() GROVE_EXCLUDES(mu_);
 
   bool active() GROVE_EXCLUDES(mu_);
+  // The range ends at `end` from the next copy on (a split); a running copy keeps its cut's
+  // bounds.
+  void Narrow(std::string end) GROVE_EXCLUDES(mu_);
 
  private:
   struct Saved {
@@ -68,15 +71,17 @@ class RangeCopier {
     uint64_t expires_ms = 0;
     uint64_t version = 0;
   };
-  bool InRange(Slice key) const {
-    return key >= Slice(start_) && (end_.empty() || key < Slice(end_));
+  bool InRange(Slice key) const GROVE_REQUIRES(mu_) {
+    return key >= Slice(start_) && (copy_end_.empty() || key < Slice(copy_end_));
   }
   // Whether the copy has not handed `key` over yet.
   bool Ahead(Slice key) const GROVE_REQUIRES(mu_) { return !passed_any_ || key > Slice(cursor_); }
 
   Db* const db_;
-  const std::string start_, end_;
+  const std::string start_;
   Mutex mu_;
+  std::string end_ GROVE_GUARDED_BY(mu_);
+  std::string copy_end_ GROVE_GUARDED_BY(mu_);  // the running copy's
   bool active_ GROVE_GUARDED_BY(mu_) = false;
   bool passed_any_ GROVE_GUARDED_BY(mu_) = false;
   std::string cursor_ GROVE_GUARDED_BY(mu_);  // the last key handed over (or skipped)

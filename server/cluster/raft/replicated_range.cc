@@ -12,12 +12,29 @@
 namespace grove::raft {
 namespace {
 
-// Snapshot descriptor: version | applied index fixed64 | range name (the rest).
-constexpr char kDescriptorVersion = 1;
+// Snapshot descriptor: version | applied index fixed64 | [2: varint32 end length | end] | range
+// name (the rest). Version 2 carries where the range ends at that index (a split narrows it).
+constexpr char kDescriptorVersion = 2;
 
 // The engine marks of range `name` (docs/formats/raft_entry.md).
 std::string AppliedMark(const std::string& name) { return "raft/" + name + "/applied"; }
 std::string InstallingMark(const std::string& name) { return "raft/" + name + "/installing"; }
+// A key for a message: printable bytes as they are, others as \xNN.
+std::string PrintableForLog(Slice key) {
+  std::string out;
+  for (const char c : std::string_view(key.data(), key.size())) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && u != '\\') {
+      out.push_back(c);
+    } else {
+      out += fmt::format("\\x{:02x}", u);
+    }
+  }
+  return out;
+}
+
+// Set by a split: where the range ends from then on (a split key is never empty).
+std::string EndMark(const std::string& name) { return "raft/" + name + "/end"; }
 
 // Installs and drops write synced batches, waiting for dirty-page room as long as it takes.
 WriteOptions InstallWrites() {
@@ -100,8 +117,13 @@ StatusOr<std::unique_ptr<ReplicatedRange>> ReplicatedRange::Start(
                          db->GetMark(InstallingMark(options.name), &ignored));
   // A half-done install holds nothing valid: the snapshot libraft restores first installs again.
   if (installing) applied = 0;
+  // A split applied here narrowed the range, whatever the caller's map says yet.
+  ReplicatedRangeOptions narrowed = options;
+  std::string end;
+  GROVE_ASSIGN_OR_RETURN(const bool split, db->GetMark(EndMark(options.name), &end));
+  if (split) narrowed.end = end;
   std::unique_ptr<ReplicatedRange> range(
-      new ReplicatedRange(loop, options, db, applied, installing));
+      new ReplicatedRange(loop, narrowed, db, applied, installing));
   GROVE_ASSIGN_OR_RETURN(range->group_,
                          RaftGroup::Start(loop, options.raft, range->machine_.get()));
   return range;
@@ -115,6 +137,7 @@ ReplicatedRange::ReplicatedRange(RaftLoop* loop, const ReplicatedRangeOptions& o
       mark_name_(AppliedMark(options.name)),
       installing_mark_(InstallingMark(options.name)),
       copier_(db, options.start, options.end),
+      end_(options.end),
       installing_(installing),
       incarnation_(NewIncarnation()),
       machine_(std::make_unique<Machine>(this)),
@@ -122,12 +145,35 @@ ReplicatedRange::ReplicatedRange(RaftLoop* loop, const ReplicatedRangeOptions& o
 
 ReplicatedRange::~ReplicatedRange() { Close().IgnoreError(); }
 
+StatusOr<bool> ReplicatedRange::HoldsState(Db* db, const std::string& name) {
+  std::string value;
+  return db->GetMark(AppliedMark(name), &value);
+}
+
+std::string ReplicatedRange::end() const {
+  MutexLock lock(&bounds_mu_);
+  return end_;
+}
+
+bool ReplicatedRange::Contains(Slice key) const {
+  MutexLock lock(&bounds_mu_);
+  return key >= Slice(options_.start) && (end_.empty() || key < Slice(end_));
+}
+
+Status ReplicatedRange::PastEnd(Slice key) const {
+  return Status::Aborted(fmt::format(
+      "range {}: key '{}' is past the range's end '{}' since a split; nothing was applied: it "
+      "belongs to the range the split made",
+      options_.name, PrintableForLog(key), PrintableForLog(Slice(end()))));
+}
+
 Status ReplicatedRange::DropLocal(Db* db, const ReplicatedRangeOptions& options) {
   WriteBatch batch;
   GROVE_RETURN_IF_ERROR(DeleteKeys(db, options, &batch));
   // The marks go last: a drop cut short by a crash leaves them, and is done again.
   batch.SetMark(AppliedMark(options.name), "");
   batch.SetMark(InstallingMark(options.name), "");
+  batch.SetMark(EndMark(options.name), "");
   return db->Write(batch, InstallWrites(), nullptr)
       .WithContext(fmt::format("range {}: dropping this node's copy", options.name));
 }
@@ -178,7 +224,20 @@ Status ReplicatedRange::CheckWrite(const WriteBatch& batch,
   for (size_t c = 0; c < conditions.size(); ++c) {
     GROVE_RETURN_IF_ERROR(key_error(fmt::format("conditions[{}].key", c), conditions[c].key));
   }
-  return Status::Ok();
+  return OutsideRange(batch, conditions);
+}
+
+Status ReplicatedRange::OutsideRange(const WriteBatch& batch,
+                                     const std::vector<WriteCondition>& conditions) const {
+  Status past;
+  GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) {
+    if (past.ok() && !Contains(op.key)) past = PastEnd(op.key);
+    return Status::Ok();
+  }));
+  for (const WriteCondition& c : conditions) {
+    if (past.ok() && !Contains(c.key)) past = PastEnd(c.key);
+  }
+  return past;
 }
 
 void ReplicatedRange::Write(const WriteBatch& batch, const std::vector<WriteCondition>& conditions,
@@ -268,6 +327,22 @@ Status ReplicatedRange::DeleteRangeAndWait(std::string start, std::string end, u
       [&](Done d) { DeleteRange(std::move(start), std::move(end), limit, std::move(d)); }, result);
 }
 
+Status ReplicatedRange::Split(const std::string& key, uint64_t new_group) {
+  if (key.empty() || key <= options_.start) {
+    return Status::InvalidArgument(fmt::format("split key: must lie after the range's start"));
+  }
+  if (new_group <= options_.raft.group || new_group > kMaxGroupForVersions) {
+    return Status::InvalidArgument(
+        fmt::format("new range id: {} must lie above the range's own ({}) and at most {}",
+                    new_group, options_.raft.group, kMaxGroupForVersions));
+  }
+  RangeCommand command;
+  command.kind = RangeCommand::Kind::kSplit;
+  command.start = key;
+  command.new_group = new_group;
+  return WaitFor([&](Done d) { Submit(std::move(command), std::move(d)); }, nullptr);
+}
+
 StatusOr<uint64_t> ReplicatedRange::ReadBarrier() { return group_->BarrierAndWait(); }
 
 namespace {
@@ -341,13 +416,21 @@ Status ReplicatedRange::Apply(uint64_t index, Slice entry) {
         "range (its halves start new groups)",
         options_.name, index, kVersionIndexBits));
   }
+  // A range made by a split starts from its parent's keys, not from nothing: a replica that
+  // holds none of them (one that was not at the split) installs them before its first entry.
+  if (options_.from_split && applied_.load(std::memory_order_relaxed) == 0) {
+    GROVE_RETURN_IF_ERROR(Install(index - 1));
+    if (index <= applied_.load(std::memory_order_relaxed)) return Status::Ok();
+  }
   GROVE_ASSIGN_OR_RETURN(RangeCommand command, DecodeRangeCommand(entry));
   Status outcome;
   RangeWriteResult result;
   if (command.kind == RangeCommand::Kind::kWrite) {
     GROVE_RETURN_IF_ERROR(ApplyWrite(index, command, &outcome, &result));
-  } else {
+  } else if (command.kind == RangeCommand::Kind::kDeleteRange) {
     GROVE_RETURN_IF_ERROR(ApplyDeleteRange(index, command, &outcome, &result));
+  } else {
+    GROVE_RETURN_IF_ERROR(ApplySplit(index, command, &outcome));
   }
   applied_.store(index, std::memory_order_release);
   if (command.proposer == options_.raft.id && command.incarnation == incarnation_) {
@@ -368,8 +451,19 @@ Status ReplicatedRange::WriteMarked(uint64_t index, WriteBatch batch, const Writ
   return db_->Write(batch, options, result);
 }
 
+Status ReplicatedRange::WriteRefusal(uint64_t index) {
+  WriteOptions refusal;
+  refusal.sync = false;
+  return WriteMarked(index, WriteBatch(), refusal, nullptr);
+}
+
 Status ReplicatedRange::ApplyWrite(uint64_t index, const RangeCommand& command, Status* outcome,
                                    RangeWriteResult* result) {
+  // Proposed before a split this replica applied since: every replica refuses it alike.
+  if (Status past = OutsideRange(command.batch, command.conditions); !past.ok()) {
+    *outcome = past;
+    return WriteRefusal(index);
+  }
   WriteOptions options;
   options.conditions = command.conditions;
   // Every replica must apply the entry: waiting for dirty-page room is not a reason to refuse.
@@ -403,9 +497,7 @@ Status ReplicatedRange::ApplyWrite(uint64_t index, const RangeCommand& command, 
   // limits the proposer did not share): the entry is applied as a refusal, its index recorded.
   if (s.code() == StatusCode::kFailedPrecondition || s.code() == StatusCode::kInvalidArgument) {
     *outcome = s;
-    WriteOptions refusal;
-    refusal.sync = false;
-    return WriteMarked(index, WriteBatch(), refusal, nullptr);
+    return WriteRefusal(index);
   }
   return s;  // the engine cannot write: this replica stops
 }
@@ -416,10 +508,17 @@ Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& com
   // by its mark or applied whole, never twice (a second pass would remove the next keys).
   const uint64_t most = options_.max_batch_entries;
   const uint64_t limit = command.limit == 0 ? most : std::min<uint64_t>(command.limit, most);
+  // An empty end is the range's end; an end past it (proposed before a split) is refused.
+  const std::string end = command.end.empty() ? this->end() : command.end;
+  const std::string range_end = this->end();
+  if (!Contains(command.start) || (!range_end.empty() && (end.empty() || end > range_end))) {
+    *outcome = PastEnd(Contains(command.start) ? Slice(end) : Slice(command.start));
+    return WriteRefusal(index);
+  }
   ScanOptions scan;
   scan.lower = command.start;
-  scan.upper = command.end;
-  scan.has_upper = !command.end.empty();
+  scan.upper = end;
+  scan.has_upper = !end.empty();
   scan.keys_only = true;
   GROVE_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> it, db_->NewIterator(scan));
   WriteBatch batch;
@@ -449,21 +548,71 @@ Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& com
   return Status::Ok();
 }
 
+Status ReplicatedRange::ApplySplit(uint64_t index, const RangeCommand& command, Status* outcome) {
+  const std::string& key = command.start;
+  if (key == end()) {  // split there already (the same split proposed twice)
+    *outcome = Status::Ok();
+    return WriteRefusal(index);
+  }
+  if (!Contains(key) || key == options_.start) {
+    *outcome = Status::InvalidArgument(fmt::format("split key: '{}' is not inside range {}",
+                                                   PrintableForLog(Slice(key)), options_.name));
+    return WriteRefusal(index);
+  }
+  // One record: this range ends at `key`, and the new group's range holds its keys as of this
+  // entry (its applied mark at 1, the group's bootstrap configuration), so its replicas here go
+  // on from that.
+  WriteBatch batch;
+  batch.SetMark(EndMark(options_.name), key);
+  batch.SetMark(AppliedMark(ReplicatedRangeName(command.new_group)), IndexValue(1));
+  WriteOptions options;
+  options.room_wait = std::chrono::hours(1);
+  options.sync = false;
+  GROVE_RETURN_IF_ERROR(WriteMarked(index, std::move(batch), options, nullptr));
+  {
+    MutexLock lock(&bounds_mu_);
+    end_ = key;
+  }
+  copier_.Narrow(key);
+  *outcome = Status::Ok();
+  return Status::Ok();
+}
+
 StatusOr<std::string> ReplicatedRange::Snapshot() {
   // libraft may drop the log behind this snapshot: the engine must hold those entries durably.
   GROVE_RETURN_IF_ERROR(db_->SyncWal());
   std::string out(1, kDescriptorVersion);
   PutFixed64(&out, applied_.load(std::memory_order_relaxed));
+  PutLengthPrefixed(&out, end());
   out += options_.name;
   return out;
 }
 
 Status ReplicatedRange::Restore(Slice snapshot) {
-  if (snapshot.size() < 9 || snapshot[0] != kDescriptorVersion) {
+  if (snapshot.size() < 9 || (snapshot[0] != 1 && snapshot[0] != kDescriptorVersion)) {
     return Status::DataLoss(fmt::format("range {}: a snapshot descriptor of {} bytes is malformed",
                                         options_.name, snapshot.size()));
   }
   const uint64_t index = DecodeFixed64(snapshot.data() + 1);
+  if (snapshot[0] == kDescriptorVersion) {
+    Slice rest = snapshot.substr(9);
+    Slice end;
+    if (!GetLengthPrefixed(&rest, &end)) {
+      return Status::DataLoss(
+          fmt::format("range {}: a snapshot descriptor's end is malformed", options_.name));
+    }
+    // Split at or before the snapshot: the range ends there, whichever entries this replica saw.
+    if (!end.empty() && end != Slice(this->end())) {
+      WriteBatch batch;
+      batch.SetMark(EndMark(options_.name), end);
+      GROVE_RETURN_IF_ERROR(db_->Write(batch, InstallWrites(), nullptr));
+      {
+        MutexLock lock(&bounds_mu_);
+        end_.assign(end.data(), end.size());
+      }
+      copier_.Narrow(std::string(end.data(), end.size()));
+    }
+  }
   const uint64_t applied = applied_.load(std::memory_order_relaxed);
   if (applied >= index) return Status::Ok();  // the engine holds it (and maybe more)
   if (options_.source == nullptr) {
@@ -538,7 +687,9 @@ Status ReplicatedRange::InstallOnce(uint64_t index, bool* local_failure) {
     batch.Clear();
     return Status::Ok();
   };
-  GROVE_RETURN_IF_ERROR(local(DeleteKeys(db_, options_, &batch)));
+  ReplicatedRangeOptions bounds = options_;
+  bounds.end = end();
+  GROVE_RETURN_IF_ERROR(local(DeleteKeys(db_, bounds, &batch)));
   if (!batch.Empty()) GROVE_RETURN_IF_ERROR(flush());
   installing_ = true;
   // 2. The copy, in batches; the last one sets the applied mark and clears the installing one.

@@ -39,7 +39,7 @@
 //
 // Thread safety: Write, DeleteRange, ReadBarrier, GetStatus and Close from any thread but the
 // loop's; `done` callbacks run on the loop thread and must not block. The state machine side runs
-// on the loop thread. Lock order: pending_mu_ is a leaf.
+// on the loop thread. Lock order: pending_mu_ and bounds_mu_ are leaves.
 
 #include <atomic>
 #include <chrono>
@@ -88,7 +88,15 @@ struct ReplicatedRangeOptions {
   uint32_t max_value_bytes = 64u << 10;
   uint64_t max_batch_bytes = 4ull << 20;
   uint32_t max_batch_entries = 10000;
+  // The range was made by a split (ShardRange::from_split): its first state is its parent's keys
+  // as of the split, not nothing, so a replica that holds none of them (its applied mark absent)
+  // installs the range from another replica before it applies its first entry.
+  bool from_split = false;
 };
+
+// The name (ReplicatedRangeOptions::name) of group `group`'s range on every node: range-<id>. A
+// split writes the new range's applied mark under it.
+inline std::string ReplicatedRangeName(uint64_t group) { return "range-" + std::to_string(group); }
 
 // The version a replicated write gives the keys it sets, the same on every replica:
 // group << kVersionIndexBits | index. It rises with the log, and lies above every engine LSN
@@ -122,6 +130,9 @@ class ReplicatedRange {
   // its marks. For a replica taken out of its group, and before a replica with no Raft state
   // starts (a new one, or one whose log was lost): it holds nothing until its group brings it.
   static Status DropLocal(Db* db, const ReplicatedRangeOptions& options);
+  // Whether `db` holds the applied mark of range `name`: a state of that group's own log (or a
+  // split's first state), which a replica starting without Raft state goes on from.
+  static StatusOr<bool> HoldsState(Db* db, const std::string& name);
   ReplicatedRange& operator=(const ReplicatedRange&) = delete;
 
   // Runs with the outcome: OK once applied here; kFailedPrecondition when a condition did not
@@ -143,6 +154,16 @@ class ReplicatedRange {
   // Returns once every write committed before the call is applied here, on the leader: a read
   // of this replica's engine after it is linearizable.
   StatusOr<uint64_t> ReadBarrier();
+
+  // Splits the range at `key` (on the leader, blocking): from the entry on, this range ends at
+  // `key`, every replica refuses writes past it (kAborted: they belong to the new range; nothing
+  // applied), and each replica's engine holds [key, old end) as the first state of group
+  // `new_group` (its applied mark set to 1, the index of that group's bootstrap configuration).
+  // The same split again is nothing to do. docs/cluster.md, "Splitting a replicated range".
+  Status Split(const std::string& key, uint64_t new_group);
+  // Where the range ends now (a split narrows it), and whether `key` is in the range.
+  std::string end() const GROVE_EXCLUDES(bounds_mu_);
+  bool Contains(Slice key) const GROVE_EXCLUDES(bounds_mu_);
 
   // Changes to the group's configuration, on the leader, blocking (RaftGroup::SetRole, Remove,
   // Transfer say what each refuses). AddVoter adds replica `id` at `address` as a standby,
@@ -185,6 +206,9 @@ class ReplicatedRange {
   ReplicatedRange(RaftLoop* loop, const ReplicatedRangeOptions& options, Db* db, uint64_t applied,
                   bool installing);
   Status CheckWrite(const WriteBatch& batch, const std::vector<WriteCondition>& conditions) const;
+  // kAborted naming the first key outside the range (past a split), or OK.
+  Status OutsideRange(const WriteBatch& batch, const std::vector<WriteCondition>& conditions) const;
+  Status PastEnd(Slice key) const;
   void Submit(RangeCommand command, Done done);
   // The state machine's side, on the loop thread.
   Status Apply(uint64_t index, Slice entry);
@@ -192,6 +216,9 @@ class ReplicatedRange {
                     RangeWriteResult* result);
   Status ApplyDeleteRange(uint64_t index, const RangeCommand& command, Status* outcome,
                           RangeWriteResult* result);
+  Status ApplySplit(uint64_t index, const RangeCommand& command, Status* outcome);
+  // Records entry `index` as applied and refused (the mark alone).
+  Status WriteRefusal(uint64_t index);
   // Writes `batch` with the applied mark set to `index`.
   Status WriteMarked(uint64_t index, WriteBatch batch, const WriteOptions& options,
                      WriteResult* result);
@@ -208,6 +235,8 @@ class ReplicatedRange {
   const std::string mark_name_;
   const std::string installing_mark_;
   RangeCopier copier_;
+  mutable Mutex bounds_mu_;  // a leaf
+  std::string end_ GROVE_GUARDED_BY(bounds_mu_);
   // An install began and did not finish (the installing mark is set): the range's keys are a
   // mix, and only a new install may follow. Loop thread only.
   bool installing_ = false;

@@ -423,6 +423,52 @@ TEST_F(ReplicatedRangeTest, ARangeDeleteWithALimitStopsAndSaysWhereToResume) {
   ExpectSameContents();
 }
 
+TEST_F(ReplicatedRangeTest, ASplitEndsTheRangeOnEveryReplicaAndHandsItsTailToTheNewGroup) {
+  const int leader = StartAll();
+  ASSERT_GE(leader, 0);
+  WriteBatch b;
+  for (int n = 0; n < 30; ++n) b.Put(Key(n), "v");
+  ASSERT_OK(ranges_[leader]->WriteAndWait(b, {}, nullptr));
+  EXPECT_EQ(ranges_[leader]->Split(Key(5), 7).code(), StatusCode::kInvalidArgument);  // its own id
+  EXPECT_EQ(ranges_[leader]->Split("", 8).code(), StatusCode::kInvalidArgument);
+  ASSERT_OK(ranges_[leader]->Split(Key(20), 8));
+  EXPECT_OK(ranges_[leader]->Split(Key(20), 8));  // again: nothing to do
+  EXPECT_EQ(ranges_[leader]->Split(Key(25), 8).code(), StatusCode::kInvalidArgument);
+  const uint64_t split_at = ranges_[leader]->applied();
+  WaitApplied(split_at);
+  for (int i = 0; i < kReplicas; ++i) {
+    EXPECT_EQ(ranges_[i]->end(), Key(20)) << "replica " << i + 1;
+    EXPECT_FALSE(ranges_[i]->Contains(Key(20)));
+    EXPECT_TRUE(ranges_[i]->Contains(Key(19)));
+    // The new group's first state: the tail's keys, as of its bootstrap entry.
+    EXPECT_EQ(AppliedMark(dbs_[i].get(), "raft/range-8/applied"), 1u);
+  }
+  // Past the end: refused before it is proposed, nothing written.
+  WriteBatch past;
+  past.Put(Key(25), "after");
+  Status refused = ranges_[leader]->WriteAndWait(past, {}, nullptr);
+  EXPECT_EQ(refused.code(), StatusCode::kAborted) << refused.ToString();
+  EXPECT_NE(refused.ToString().find("split"), std::string::npos) << refused.ToString();
+  // A range delete to the range's end stops at the split; one past it is refused.
+  RangeWriteResult r;
+  ASSERT_OK(ranges_[leader]->DeleteRangeAndWait(Key(10), "", 0, &r));
+  EXPECT_EQ(r.deleted.deleted, 10u);
+  EXPECT_EQ(ranges_[leader]->DeleteRangeAndWait(Key(10), Key(25), 0, nullptr).code(),
+            StatusCode::kAborted);
+  WaitApplied(r.index);
+  ExpectSameContents();
+  for (int i = 0; i < kReplicas; ++i) {
+    std::string v;
+    EXPECT_TRUE(*dbs_[i]->Get(Key(25), &v));  // the new range's, untouched
+    EXPECT_FALSE(*dbs_[i]->Get(Key(15), &v));
+  }
+  // A restarted replica still ends at the split, whatever its caller says.
+  const int follower = (leader + 1) % kReplicas;
+  StopReplica(follower, /*power_loss=*/false);
+  StartReplica(follower);
+  EXPECT_EQ(ranges_[follower]->end(), Key(20));
+}
+
 // The engine's log is not synced for replicated writes: a power loss takes the tail of a
 // follower's engine away, and its Raft log brings it back. Range deletes with a limit would
 // remove more keys if an entry were applied twice.

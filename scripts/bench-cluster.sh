@@ -4,7 +4,7 @@
 # nodes replicating every range by Raft on all three, beside one groved without cluster mode at
 # grpc:// (the ratio is the routing's and the replication's cost); on the replicated cluster, the
 # time from a leader's kill -9 to the first write acknowledged by the next (FAILOVERS times) and
-# the time a replica whose data was deleted takes to install its ranges again; then a range of
+# the time a replica added to a range (grovectl cluster add-replica) takes to install it and vote; then a range of
 # MOVE_RECORDS keys moved from one node to another (grovectl cluster move) while YCSB A runs
 # against it, with the clients' per-second p99 before, during and after the move. Every groved is
 # the Release build with the same cache; etcd (Debian's etcd-server) and all nodes run on this
@@ -63,11 +63,11 @@ run() {
 }
 
 # Free loopback ports: etcd client and peer, then gRPC and metrics of groved 0 (the plain one)
-# and of nodes 1-3, then the Raft ports of nodes 1-3.
+# and of nodes 1-4, then the Raft ports of nodes 1-4.
 read -r -a ports < <("$PYTHON" - <<'PY'
 import socket
 socks = []
-for _ in range(13):
+for _ in range(17):
     s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
 print(*[s.getsockname()[1] for s in socks])
 PY
@@ -120,7 +120,7 @@ YAML
   if [ -n "$raft" ]; then
     cat >>"$dir/groved.yaml" <<YAML
   raft:
-    listen: 127.0.0.1:${ports[$((9 + i))]}
+    listen: 127.0.0.1:${ports[$((12 + i))]}
 YAML
   fi
   echo "$GROVED --config $dir/groved.yaml" >>"$COMMANDS"
@@ -241,29 +241,23 @@ for f in $(seq "$FAILOVERS"); do
   sleep 3
 done
 echo "$GROVECTL --addr etcd://127.0.0.1:$etcd_port/fail --key-format u64 put 1 ...  # after kill -9 of the first range's leader, until acknowledged ($FAILOVERS times)" >>"$COMMANDS"
-# Install: kill -9 node 3, delete its data, start it again: it installs each range from the others
-# (its own snapshots and logs are gone). Timed until its engine holds every range to the
-# leader's commit index, by the metrics.
-kill -9 "${node_pid[3]}"; wait "${node_pid[3]}" 2>/dev/null || true
-rm -rf "$DATA/fail-n3/data"
-t_start=$(now_ms)
-start_node 3 n3 fail raft
-# Serving again (its restart waited for its previous etcd lease to expire): the installs begin.
-t0=$(now_ms)
-for _ in $(seq 3000); do
-  done_ranges=0
-  for r in $({ curl -sf "http://127.0.0.1:${ports[5]}/metrics" || true; } |
-      awk -F'"' '/^grove_raft_leader\{/ {print $2}'); do
-    l=$(leader_of "$r"); [ -n "$l" ] || continue
-    c=$(metric "$l" grove_raft_commit_index "$r"); a=$(metric 3 grove_raft_applied_index "$r")
-    [ -n "$a" ] && [ -n "$c" ] && awk -v a="$a" -v c="$c" 'BEGIN { exit !(a + 0 >= c + 0) }' &&
-      done_ranges=$((done_ranges + 1))
-  done
-  [ "$done_ranges" -ge 3 ] && break
-  sleep 0.1
+# Install: a fourth node joins the first range (grovectl cluster add-replica): its replica
+# starts empty, the leader's log is truncated behind snapshots, so it installs the range from
+# another replica over gRPC, catches up as a standby, then votes. grovectl reports the time from
+# the request to the vote.
+start_node 4 n4 fail raft
+for _ in $(seq 100); do
+  "$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster fail status 2>/dev/null |
+    grep -q "n4.*up" && break
+  sleep 0.2
 done
-echo "INSTALL ms=$(($(now_ms) - t0)) ranges=$done_ranges restart_ms=$((t0 - t_start)) records=$RECORDS value_bytes=$VALUE" >>"$FAILOVER_REPORT"
-echo "kill -9 n3; rm -rf its data_dir; $GROVED --config $DATA/fail-n3/groved.yaml  # timed until its ranges are applied to the leaders' commit index" >>"$COMMANDS"
+add_log="$DATA/add-replica.log"
+echo "$GROVECTL cluster --etcd 127.0.0.1:$etcd_port --cluster fail add-replica '' n4 --catch-up-timeout 1800  # the first range, $third keys" >>"$COMMANDS"
+"$GROVECTL" cluster --etcd "127.0.0.1:$etcd_port" --cluster fail add-replica "" n4 \
+  --catch-up-timeout 1800 >"$add_log" 2>&1 || { cat "$add_log" >&2; exit 1; }
+cat "$add_log" >&2
+seconds=$(sed -n 's/.*votes (after \([0-9.]*\) s).*/\1/p' "$add_log")
+echo "INSTALL add_replica_s=$seconds records=$third value_bytes=$VALUE" >>"$FAILOVER_REPORT"
 cat "$FAILOVER_REPORT" >&2
 stop_all_nodes
 fi
@@ -337,8 +331,7 @@ print()
 import re
 failover = open(sys.argv[6]).read() if os.path.exists(sys.argv[6]) else ""
 kills = [int(x) for x in re.findall(r"kill_to_first_write_ms=(\d+)", failover)]
-install = re.search(r"INSTALL ms=(\d+) ranges=(\d+) restart_ms=(\d+) records=(\d+) "
-                    r"value_bytes=(\d+)", failover)
+install = re.search(r"INSTALL add_replica_s=([0-9.]+) records=(\d+) value_bytes=(\d+)", failover)
 if kills:
     kills_sorted = sorted(kills)
     print(f"**Replicated cluster.** The `replicated, 3 nodes` rows run the same three ranges, each "
@@ -359,14 +352,15 @@ if kills:
           f"{kills_sorted[len(kills) // 2] / 1000:.2f} s, target at most 3 election timeouts, "
           f"3 s; each try is a grovectl process through `etcd://`, about 30 ms).")
     if install:
-        ms, ranges, restart, records, value = (int(install.group(i)) for i in range(1, 6))
+        seconds = float(install.group(1))
+        records, value = int(install.group(2)), int(install.group(3))
         size = records * (8 + value)
-        print(f" Then node n3 was killed, its data directory deleted and the node started "
-              f"again (it served after {restart / 1000:.1f} s, most of it waiting for its "
-              f"previous etcd lease to expire): from then it installed its {ranges} ranges "
-              f"({records:,} keys, {size / 1e6:.0f} MB of keys and values) from the other "
-              f"replicas over gRPC in **{ms / 1000:.1f} s** ({size / 1e6 / max(ms / 1000, 1e-3):.0f} "
-              f"MB/s), timed until its log was applied up to each leader's commit index.")
+        print(f" Then a fourth node joined the first range (`grovectl cluster add-replica`): "
+              f"its replica started empty, installed the range ({records:,} keys, "
+              f"{size / 1e6:.0f} MB of keys and values) from another replica over gRPC, caught "
+              f"up as a standby and voted **{seconds:.1f} s** after the request "
+              f"({size / 1e6 / max(seconds, 1e-3):.0f} MB/s), the cost of a snapshot install "
+              f"at this size.")
     print()
     print("Commands of the failovers and the install:")
     print()

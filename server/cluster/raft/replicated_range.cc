@@ -343,7 +343,55 @@ Status ReplicatedRange::Split(const std::string& key, uint64_t new_group) {
   return WaitFor([&](Done d) { Submit(std::move(command), std::move(d)); }, nullptr);
 }
 
-StatusOr<uint64_t> ReplicatedRange::ReadBarrier() { return group_->BarrierAndWait(); }
+// Reads share barriers: a read joins the next barrier to start, never one already in flight
+// (that one may have been appended before the writes this read must see were acknowledged). One
+// barrier runs at a time; the reads that arrive meanwhile all wait for the one after it.
+struct ReplicatedRange::BarrierRound {
+  std::promise<StatusOr<uint64_t>> promise;
+  std::shared_future<StatusOr<uint64_t>> result = promise.get_future().share();
+};
+
+void ReplicatedRange::StartBarrier(std::shared_ptr<BarrierRound> round) {
+  {
+    MutexLock lock(&barrier_mu_);
+    ++barriers_;
+  }
+  group_->Barrier([this, round](const Status& s, uint64_t index) {
+    if (s.ok()) {
+      round->promise.set_value(index);
+    } else {
+      round->promise.set_value(s);
+    }
+    std::shared_ptr<BarrierRound> next;
+    {
+      MutexLock lock(&barrier_mu_);
+      barrier_running_ = std::move(barrier_waiting_);
+      barrier_waiting_ = nullptr;
+      next = barrier_running_;
+    }
+    if (next != nullptr) StartBarrier(std::move(next));
+  });
+}
+
+StatusOr<uint64_t> ReplicatedRange::ReadBarrier() {
+  std::shared_ptr<BarrierRound> round;
+  bool start = false;
+  {
+    MutexLock lock(&barrier_mu_);
+    if (barrier_running_ == nullptr) {
+      barrier_running_ = std::make_shared<BarrierRound>();
+      round = barrier_running_;
+      start = true;
+    } else {
+      if (barrier_waiting_ == nullptr) barrier_waiting_ = std::make_shared<BarrierRound>();
+      round = barrier_waiting_;
+    }
+    ++barrier_reads_;
+  }
+  std::shared_future<StatusOr<uint64_t>> result = round->result;
+  if (start) StartBarrier(std::move(round));
+  return result.get();
+}
 
 namespace {
 

@@ -39,7 +39,7 @@
 //
 // Thread safety: Write, DeleteRange, ReadBarrier, GetStatus and Close from any thread but the
 // loop's; `done` callbacks run on the loop thread and must not block. The state machine side runs
-// on the loop thread. Lock order: pending_mu_ and bounds_mu_ are leaves.
+// on the loop thread. Lock order: pending_mu_, bounds_mu_ and barrier_mu_ are leaves.
 
 #include <atomic>
 #include <chrono>
@@ -152,8 +152,18 @@ class ReplicatedRange {
                             RangeWriteResult* result);
 
   // Returns once every write committed before the call is applied here, on the leader: a read
-  // of this replica's engine after it is linearizable.
-  StatusOr<uint64_t> ReadBarrier();
+  // of this replica's engine after it is linearizable. Calls share barriers: one runs at a time,
+  // and the calls that arrive while it runs wait for the next, together.
+  StatusOr<uint64_t> ReadBarrier() GROVE_EXCLUDES(barrier_mu_);
+  // Reads that asked for a barrier, and the barriers run for them (fewer: shared).
+  uint64_t barrier_reads() const GROVE_EXCLUDES(barrier_mu_) {
+    MutexLock lock(&barrier_mu_);
+    return barrier_reads_;
+  }
+  uint64_t barriers() const GROVE_EXCLUDES(barrier_mu_) {
+    MutexLock lock(&barrier_mu_);
+    return barriers_;
+  }
 
   // Splits the range at `key` (on the leader, blocking): from the entry on, this range ends at
   // `key`, every replica refuses writes past it (kAborted: they belong to the new range; nothing
@@ -196,6 +206,9 @@ class ReplicatedRange {
 
  private:
   class Machine;
+  struct BarrierRound;
+  // Runs `round`'s barrier, then the next round's if reads joined one meanwhile.
+  void StartBarrier(std::shared_ptr<BarrierRound> round) GROVE_EXCLUDES(barrier_mu_);
   struct Pending {
     Done done;
     Status status;  // set by the apply, for the proposal's callback
@@ -235,7 +248,12 @@ class ReplicatedRange {
   const std::string mark_name_;
   const std::string installing_mark_;
   RangeCopier copier_;
-  mutable Mutex bounds_mu_;  // a leaf
+  mutable Mutex bounds_mu_;   // a leaf
+  mutable Mutex barrier_mu_;  // a leaf
+  std::shared_ptr<BarrierRound> barrier_running_ GROVE_GUARDED_BY(barrier_mu_);
+  std::shared_ptr<BarrierRound> barrier_waiting_ GROVE_GUARDED_BY(barrier_mu_);
+  uint64_t barrier_reads_ GROVE_GUARDED_BY(barrier_mu_) = 0;
+  uint64_t barriers_ GROVE_GUARDED_BY(barrier_mu_) = 0;
   std::string end_ GROVE_GUARDED_BY(bounds_mu_);
   // An install began and did not finish (the installing mark is set): the range's keys are a
   // mix, and only a new install may follow. Loop thread only.

@@ -423,6 +423,34 @@ TEST_F(ReplicatedRangeTest, ARangeDeleteWithALimitStopsAndSaysWhereToResume) {
   ExpectSameContents();
 }
 
+TEST_F(ReplicatedRangeTest, ReadsArrivingWhileABarrierRunsShareTheNextOne) {
+  const int leader = StartAll();
+  ASSERT_GE(leader, 0);
+  Put(leader, Key(1), "before");
+  // The leader's loop is held: the first read's barrier cannot complete, and the reads after it
+  // join the next one.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ASSERT_TRUE(loops_[leader]->Post([released] { released.wait(); }));
+  constexpr int kReads = 8;
+  std::vector<std::thread> readers;
+  std::atomic<int> ok{0};
+  for (int r = 0; r < kReads; ++r) {
+    readers.emplace_back([&] {
+      if (ranges_[leader]->ReadBarrier().ok()) ++ok;
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] { return ranges_[leader]->barrier_reads() == kReads; }));
+  release.set_value();
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(ok.load(), kReads);
+  EXPECT_EQ(ranges_[leader]->barriers(), 2u);
+  // A read after an acknowledged write still runs a barrier of its own.
+  Put(leader, Key(2), "after");
+  ASSERT_OK(ranges_[leader]->ReadBarrier().status());
+  EXPECT_EQ(ranges_[leader]->barriers(), 3u);
+}
+
 TEST_F(ReplicatedRangeTest, ASplitEndsTheRangeOnEveryReplicaAndHandsItsTailToTheNewGroup) {
   const int leader = StartAll();
   ASSERT_GE(leader, 0);

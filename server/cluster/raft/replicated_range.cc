@@ -178,7 +178,12 @@ Status ReplicatedRange::DropLocal(Db* db, const ReplicatedRangeOptions& options)
       .WithContext(fmt::format("range {}: dropping this node's copy", options.name));
 }
 
-Status ReplicatedRange::Close() { return group_ ? group_->Close() : Status::Ok(); }
+Status ReplicatedRange::Close() {
+  // An install under way (inside libraft's restore, on the loop) gives up at its next batch, so
+  // that closing does not wait for the copy; the installing mark makes the next start redo it.
+  closing_.store(true, std::memory_order_release);
+  return group_ ? group_->Close() : Status::Ok();
+}
 
 Status ReplicatedRange::CheckWrite(const WriteBatch& batch,
                                    const std::vector<WriteCondition>& conditions) const {
@@ -712,7 +717,7 @@ Status ReplicatedRange::Install(uint64_t index) {
   for (int attempt = 1; attempt <= kAttempts; ++attempt) {
     bool local_failure = false;
     s = InstallOnce(index, &local_failure);
-    if (s.ok() || local_failure) return s;
+    if (s.ok() || local_failure || closing_.load(std::memory_order_acquire)) return s;
     std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
   }
   return s.WithContext(
@@ -743,6 +748,10 @@ Status ReplicatedRange::InstallOnce(uint64_t index, bool* local_failure) {
   // 2. The copy, in batches; the last one sets the applied mark and clears the installing one.
   StatusOr<uint64_t> copied =
       options_.source->CopyRange(options_.name, index, [&](const CopiedKey& e) -> Status {
+        if (closing_.load(std::memory_order_acquire)) {
+          return Status::Aborted(fmt::format(
+              "range {}: closing; the install starts over at the next start", options_.name));
+        }
         // The key keeps its version: a compare-and-set on it decides alike here and elsewhere.
         if (e.version != 0) {
           batch.PutVersioned(e.key, e.value, e.version, e.expires_ms);

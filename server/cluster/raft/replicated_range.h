@@ -30,7 +30,8 @@
 // installs again when libraft restores its snapshot. A failing source is retried a few times
 // (libraft 0.15 does not send again a snapshot whose restore failed). Without a source, Restore
 // fails and the
-// replica stays behind rather than serve a range it lacks. The install runs inside Restore, on
+// replica stays behind rather than serve a range it lacks. Close cuts an install under way short
+// (the installing mark stays; the next start installs again). The install runs inside Restore, on
 // the loop thread: the groups sharing that loop wait for it.
 //
 // Applying is an engine write on the loop thread (libraft's state machine is synchronous): a
@@ -262,6 +263,7 @@ class ReplicatedRange {
   std::unique_ptr<Machine> machine_;
   std::unique_ptr<RaftGroup> group_;
   std::atomic<uint64_t> applied_;
+  std::atomic<bool> closing_{false};  // Close began: an install under way gives up
   std::atomic<uint64_t> next_sequence_{1};
   std::atomic<uint64_t> proposals_committed_{0}, proposals_failed_{0};
   Mutex pending_mu_;

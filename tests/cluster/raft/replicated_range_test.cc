@@ -55,6 +55,7 @@ class ReplicatedRangeTest : public ::testing::Test {
             return Status::Unavailable("the connection to the source broke");
           }
           if (keys == 1 && during_copy) std::exchange(during_copy, nullptr)();
+          if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(1));
           return sink(e);
         });
       }
@@ -63,6 +64,7 @@ class ReplicatedRangeTest : public ::testing::Test {
     std::atomic<int> copies{0};
     std::atomic<int> fail_after{0};
     std::atomic<bool> broken{false};  // every copy fails at its first key
+    std::atomic<bool> slow{false};    // 1 ms per key
     // Runs once, in the middle of the next copy (after its first key).
     std::function<void()> during_copy;
 
@@ -594,6 +596,44 @@ TEST_F(ReplicatedRangeTest, AReplicaBehindTheOthersSnapshotsSaysItCannotInstallI
   EXPECT_LT(ranges_[follower]->applied(), r.index);
   const RangeWriteResult after = Put(leader, "b", "2");
   EXPECT_GT(after.index, r.index);
+}
+
+// Closing a replica in the middle of an install does not wait for the copy: the install gives
+// up, its mark stays, and the next start installs again.
+TEST_F(ReplicatedRangeTest, ClosingAReplicaCutsItsInstallShortAndTheNextStartRedoesIt) {
+  threshold_ = 16;
+  trailing_ = 4;
+  with_source_ = true;
+  const int leader = StartAll();
+  ASSERT_GE(leader, 0);
+  const int follower = (leader + 2) % kReplicas;
+  StopReplica(follower, /*power_loss=*/false);
+  RangeWriteResult r;
+  for (int b = 0; b < 8; ++b) {
+    WriteBatch batch;
+    for (int n = 0; n < 500; ++n) batch.Put(Key(b * 500 + n), "v");
+    ASSERT_OK(ranges_[leader]->WriteAndWait(batch, {}, &r));
+  }
+  for (int n = 0; n < 40; ++n) r = Put(leader, Key(n), "again");  // past a snapshot
+  source_.slow = true;                                            // 4,000 keys: 4 s of copy
+  std::thread closer;
+  std::atomic<bool> began{false};
+  source_.during_copy = [&] {
+    closer = std::thread([&] { EXPECT_OK(ranges_[follower]->Close()); });
+    began = true;
+  };
+  StartReplica(follower);
+  ASSERT_TRUE(WaitFor([&] { return began.load(); })) << "no install began";
+  closer.join();
+  EXPECT_TRUE(Installing(follower));
+  StopReplica(follower, /*power_loss=*/false);  // its range closed already
+  source_.slow = false;
+  StartReplica(follower);
+  EXPECT_TRUE(WaitFor([&] { return !Installing(follower); }));
+  r = Put(leader, "last", "1");
+  WaitApplied(r.index);
+  EXPECT_OK(ranges_[follower]->GetStatus().failure);
+  ExpectSameContents();
 }
 
 // As above, with a source: the replica installs the range from the leader while a writer keeps

@@ -386,6 +386,9 @@ def build():
     d.timeseries("Raft proposals/s", "Writes proposed to the ranges' groups, by outcome; failed "
                  "ones were refused (not leader) or lost their leader mid-way.", "ops",
                  [(rate("grove_raft_proposals_total", by="result"), "{{result}}")], w=6)
+    d.timeseries("Raft read barriers/s", "Linearizable reads of replicated ranges that waited for "
+                 "a barrier, and the barriers run for them: reads arriving together share one.",
+                 "ops", [(rate("grove_raft_read_barriers_total", by="kind"), "{{kind}}")], w=6)
 
     # ---- TreeLine (variant-specific figures; empty for other variants) ----
     def tl(name):

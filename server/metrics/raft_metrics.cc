@@ -40,6 +40,10 @@ std::vector<prometheus::MetricFamily> RaftCollector::Collect() const {
   auto proposals =
       Family("grove_raft_proposals_total",
              "Writes this replica proposed to the range's group, by outcome.", MetricType::Counter);
+  auto barriers = Family("grove_raft_read_barriers_total",
+                         "Linearizable reads that waited for a barrier (kind reads), and the "
+                         "barriers run for them (kind barriers).",
+                         MetricType::Counter);
   auto failed =
       Family("grove_raft_replica_failed",
              "1 when this replica stopped applying or refused a snapshot.", MetricType::Gauge);
@@ -55,17 +59,22 @@ std::vector<prometheus::MetricFamily> RaftCollector::Collect() const {
       m.label.push_back({"replica", std::to_string(replica)});
       lag.metric.push_back(std::move(m));
     }
-    for (const auto& [result, value] :
-         {std::pair{"committed", g.proposals_committed}, {"failed", g.proposals_failed}}) {
+    auto counter = [&](prometheus::MetricFamily* family, const char* label, const char* value,
+                       uint64_t count) {
       prometheus::ClientMetric m;
       m.label.push_back({"range", std::to_string(g.range)});
-      m.label.push_back({"result", result});
-      m.counter.value = static_cast<double>(value);
-      proposals.metric.push_back(std::move(m));
-    }
+      m.label.push_back({label, value});
+      m.counter.value = static_cast<double>(count);
+      family->metric.push_back(std::move(m));
+    };
+    counter(&proposals, "result", "committed", g.proposals_committed);
+    counter(&proposals, "result", "failed", g.proposals_failed);
+    counter(&barriers, "kind", "reads", g.barrier_reads);
+    counter(&barriers, "kind", "barriers", g.barriers);
   }
-  return {std::move(leader), std::move(term), std::move(commit),    std::move(applied),
-          std::move(last),   std::move(lag),  std::move(proposals), std::move(failed)};
+  return {std::move(leader),    std::move(term),     std::move(commit),
+          std::move(applied),   std::move(last),     std::move(lag),
+          std::move(proposals), std::move(barriers), std::move(failed)};
 }
 
 }  // namespace grove::metrics

@@ -13,6 +13,10 @@
 //                                            each replica holds (its own series reads 0)
 //   grove_raft_proposals_total{result}       counter, writes this replica proposed:
 //                                            committed | failed
+//   grove_raft_read_barriers_total{kind}     counter, linearizable reads at this replica that
+//                                            waited for a barrier (kind="reads"), and the
+//                                            barriers run for them (kind="barriers"; fewer:
+//                                            reads arriving together share one)
 //   grove_raft_replica_failed                gauge, 1 when the replica stopped applying or
 //                                            refused a snapshot (its log says why)
 //
@@ -34,6 +38,7 @@ struct RaftGroupFigures {
   uint64_t term = 0, commit_index = 0, applied_index = 0, last_index = 0;
   std::vector<std::pair<uint64_t, uint64_t>> follower_lag;  // (replica id, entries behind)
   uint64_t proposals_committed = 0, proposals_failed = 0;
+  uint64_t barrier_reads = 0, barriers = 0;
   bool failed = false;
 };
 

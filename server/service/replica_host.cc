@@ -132,6 +132,8 @@ std::vector<metrics::RaftGroupFigures> ReplicaHost::Figures() const {
     }
     f.proposals_committed = range->proposals_committed();
     f.proposals_failed = range->proposals_failed();
+    f.barrier_reads = range->barrier_reads();
+    f.barriers = range->barriers();
     f.failed = !s.failure.ok();
     out.push_back(std::move(f));
   }

@@ -104,6 +104,10 @@ TEST_F(GrovedReplicatedTest, TheLeaderServesAndAKilledLeaderLosesNoAcknowledgedW
             std::string::npos);
   EXPECT_NE(leader_metrics.find("grove_raft_proposals_total{range=\"1\",result=\"committed\"}"),
             std::string::npos);
+  // The reads above waited for barriers at the leader, at most one each.
+  EXPECT_NE(leader_metrics.find("grove_raft_read_barriers_total{range=\"1\",kind=\"reads\"}"),
+            std::string::npos)
+      << leader_metrics;
   for (const char* name : {"a", "b", "c"}) {
     if (name == leader) continue;
     const std::string m = HttpGet(nodes_[name].process->metrics_port(), "/metrics").body;

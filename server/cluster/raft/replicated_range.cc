@@ -124,6 +124,18 @@ StatusOr<std::unique_ptr<ReplicatedRange>> ReplicatedRange::Start(
   if (split) narrowed.end = end;
   std::unique_ptr<ReplicatedRange> range(
       new ReplicatedRange(loop, narrowed, db, applied, installing));
+  // A range made by a split whose first state this engine lacks (a replica that was not at the
+  // split) gets it before its group starts: a replica holding nothing could otherwise win the
+  // new group's first election and answer reads (barriers apply no entry) from no data.
+  if (options.from_split && applied == 0) {
+    if (options.source == nullptr) {
+      return Status::FailedPrecondition(fmt::format(
+          "range {}: made by a split, and this engine holds none of its keys; it needs them from "
+          "another replica, and no source is configured",
+          options.name));
+    }
+    GROVE_RETURN_IF_ERROR(range->Install(1));
+  }
   GROVE_ASSIGN_OR_RETURN(range->group_,
                          RaftGroup::Start(loop, options.raft, range->machine_.get()));
   return range;
@@ -470,7 +482,8 @@ Status ReplicatedRange::Apply(uint64_t index, Slice entry) {
         options_.name, index, kVersionIndexBits));
   }
   // A range made by a split starts from its parent's keys, not from nothing: a replica that
-  // holds none of them (one that was not at the split) installs them before its first entry.
+  // holds none of them installs them at start (above); should its mark be gone since, before
+  // its next entry.
   if (options_.from_split && applied_.load(std::memory_order_relaxed) == 0) {
     GROVE_RETURN_IF_ERROR(Install(index - 1));
     if (index <= applied_.load(std::memory_order_relaxed)) return Status::Ok();

@@ -91,7 +91,8 @@ struct ReplicatedRangeOptions {
   uint32_t max_batch_entries = 10000;
   // The range was made by a split (ShardRange::from_split): its first state is its parent's keys
   // as of the split, not nothing, so a replica that holds none of them (its applied mark absent)
-  // installs the range from another replica before it applies its first entry.
+  // installs the range from another replica (which must hold it: applied at least 1) before
+  // its group starts; Start fails when that install does.
   bool from_split = false;
 };
 

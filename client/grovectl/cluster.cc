@@ -31,8 +31,9 @@ std::string Bound(client::Format format, const std::string& key, bool as_end) {
   return client::Encode(format, key);
 }
 
-// The etcd client of a cluster command; null (with the message written) on a bad argument.
-std::unique_ptr<cluster::EtcdClient> Connect(const ClusterArgs& args, std::ostream& err) {
+}  // namespace
+
+std::unique_ptr<cluster::EtcdClient> ConnectEtcd(const ClusterArgs& args, std::ostream& err) {
   cluster::EtcdOptions eo;
   eo.endpoints = args.etcd_endpoints;
   eo.ca_file = args.etcd_ca_file;
@@ -51,8 +52,6 @@ std::unique_ptr<cluster::EtcdClient> Connect(const ClusterArgs& args, std::ostre
   return std::move(*etcd);
 }
 
-}  // namespace
-
 // " (replicas a, b, c)" for a replicated range, "" otherwise.
 std::string ReplicaList(const cluster::ShardRange& r) {
   if (!r.replicated()) return "";
@@ -65,7 +64,7 @@ std::string ReplicaList(const cluster::ShardRange& r) {
 
 int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_format,
                      std::ostream& out, std::ostream& err) {
-  std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
+  std::unique_ptr<cluster::EtcdClient> etcd = ConnectEtcd(args, err);
   if (etcd == nullptr) return kExitUsage;
   auto nodes = cluster::ListNodes(etcd.get(), args.cluster);
   if (!nodes.ok()) {
@@ -163,7 +162,7 @@ int RunClusterInit(const ClusterArgs& args, const std::string& owner,
                    const std::vector<std::pair<std::string, std::string>>& splits,
                    const std::vector<std::string>& replicas, uint32_t factor,
                    client::Format key_format, std::ostream& out, std::ostream& err) {
-  std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
+  std::unique_ptr<cluster::EtcdClient> etcd = ConnectEtcd(args, err);
   if (etcd == nullptr) return kExitUsage;
   if (Status s = cluster::CheckNames(args.cluster, owner); !s.ok()) {
     err << "grovectl: cluster init: --owner: " << s.ToString() << "\n";
@@ -193,7 +192,7 @@ int RunClusterInit(const ClusterArgs& args, const std::string& owner,
 
 int RunClusterSplit(const ClusterArgs& args, const std::string& key, uint64_t expect_version,
                     client::Format key_format, std::ostream& out, std::ostream& err) {
-  std::unique_ptr<cluster::EtcdClient> etcd = Connect(args, err);
+  std::unique_ptr<cluster::EtcdClient> etcd = ConnectEtcd(args, err);
   if (etcd == nullptr) return kExitUsage;
   // A replicated range splits through its Raft group (grovectl/replicas.cc).
   auto stored = cluster::ReadShardMap(etcd.get(), args.cluster);

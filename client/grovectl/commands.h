@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@
 #include "grove/client/record_reader.h"
 
 #include <nlohmann/json_fwd.hpp>
+
+namespace grove::cluster {
+class EtcdClient;
+}  // namespace grove::cluster
 
 namespace grove::grovectl {
 
@@ -130,6 +135,8 @@ struct ClusterArgs {
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
   double timeout_seconds = 5;
 };
+// The etcd client of a cluster command; null (with the message written) on a bad argument.
+std::unique_ptr<cluster::EtcdClient> ConnectEtcd(const ClusterArgs& args, std::ostream& err);
 // Nodes with liveness, then the shard map's ranges (keys shown in `key_format`).
 int RunClusterStatus(const ClusterArgs& args, Output output, client::Format key_format,
                      std::ostream& out, std::ostream& err);

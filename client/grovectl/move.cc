@@ -387,22 +387,13 @@ int Mover::Run() {
 
 int RunClusterMove(const ClusterArgs& args, const MoveArgs& move, client::Format key_format,
                    std::ostream& out, std::ostream& err) {
-  cluster::EtcdOptions eo;
-  eo.endpoints = args.etcd_endpoints;
-  eo.ca_file = args.etcd_ca_file;
-  eo.cert_file = args.etcd_cert_file;
-  eo.key_file = args.etcd_key_file;
-  eo.call_timeout_seconds = args.timeout_seconds;
-  auto etcd = cluster::EtcdClient::Create(eo);
-  if (!etcd.ok()) {
-    err << "grovectl: cluster: " << etcd.status().ToString() << "\n";
-    return kExitUsage;
-  }
+  std::unique_ptr<cluster::EtcdClient> etcd = ConnectEtcd(args, err);
+  if (etcd == nullptr) return kExitUsage;
   if (move.batch_keys == 0 || move.batch_keys > 10000) {
     err << "grovectl: cluster move: --batch: 1..10000 keys\n";
     return kExitUsage;
   }
-  Mover mover(args, move, key_format, out, err, etcd->get());
+  Mover mover(args, move, key_format, out, err, etcd.get());
   return mover.Run();
 }
 

@@ -443,21 +443,6 @@ int Membership::Move() {
   return kExitOk;
 }
 
-std::unique_ptr<cluster::EtcdClient> ConnectEtcd(const ClusterArgs& args, std::ostream& err) {
-  cluster::EtcdOptions eo;
-  eo.endpoints = args.etcd_endpoints;
-  eo.ca_file = args.etcd_ca_file;
-  eo.cert_file = args.etcd_cert_file;
-  eo.key_file = args.etcd_key_file;
-  eo.call_timeout_seconds = args.timeout_seconds;
-  auto etcd = cluster::EtcdClient::Create(eo);
-  if (!etcd.ok()) {
-    err << "grovectl: cluster: " << etcd.status().ToString() << "\n";
-    return nullptr;
-  }
-  return std::move(*etcd);
-}
-
 }  // namespace
 
 int RunClusterReplicas(const ClusterArgs& args, const ReplicaArgs& replica,

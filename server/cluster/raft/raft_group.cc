@@ -444,12 +444,30 @@ void RaftGroup::Assign(Request* req) {
   }
 }
 
-void RaftGroup::SetRole(uint64_t id, std::string address, MemberRole role, Done done) {
-  auto task = [this, id, address = std::move(address), role, done]() mutable {
+void RaftGroup::AtLeader(Done done, std::function<void(Done)> change) {
+  auto task = [this, done, change = std::move(change)]() mutable {
     if (Status refused = Refusal(); !refused.ok()) {
       done(refused, 0);
       return;
     }
+    change(std::move(done));
+  };
+  if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
+}
+
+RaftGroup::Request* RaftGroup::NewChange(Done done, uint64_t target) {
+  auto* req = new Request;
+  req->group = this;
+  req->done = std::move(done);
+  req->change.data = req;
+  req->transfer.data = req;
+  req->target = target;
+  ++pending_;
+  return req;
+}
+
+void RaftGroup::SetRole(uint64_t id, std::string address, MemberRole role, Done done) {
+  AtLeader(std::move(done), [this, id, address = std::move(address), role](Done done) {
     if (id == 0) {
       done(Status::InvalidArgument("raft: a replica id must be nonzero"), 0);
       return;
@@ -472,13 +490,8 @@ void RaftGroup::SetRole(uint64_t id, std::string address, MemberRole role, Done 
            0);
       return;
     }
-    auto* req = new Request;
-    req->group = this;
-    req->done = std::move(done);
-    req->change.data = req;
-    req->target = id;
+    Request* req = NewChange(std::move(done), id);
     req->role = LibraftRole(role);
-    ++pending_;
     if (member != nullptr) {
       Assign(req);
       return;
@@ -489,16 +502,11 @@ void RaftGroup::SetRole(uint64_t id, std::string address, MemberRole role, Done 
         rv != 0) {
       Finish(req, rv, 0);
     }
-  };
-  if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
+  });
 }
 
 void RaftGroup::Remove(uint64_t id, Done done) {
-  auto task = [this, id, done]() mutable {
-    if (Status refused = Refusal(); !refused.ok()) {
-      done(refused, 0);
-      return;
-    }
+  AtLeader(std::move(done), [this, id](Done done) {
     if (Member(id) == nullptr) {
       done(Status::Ok(), 0);
       return;
@@ -511,25 +519,15 @@ void RaftGroup::Remove(uint64_t id, Done done) {
            0);
       return;
     }
-    auto* req = new Request;
-    req->group = this;
-    req->done = std::move(done);
-    req->change.data = req;
-    req->target = id;
-    ++pending_;
+    Request* req = NewChange(std::move(done), id);
     if (int rv = raft_remove(raft_.get(), &req->change, id, &Callbacks::Changed); rv != 0) {
       Finish(req, rv, 0);
     }
-  };
-  if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
+  });
 }
 
 void RaftGroup::Transfer(uint64_t id, Done done) {
-  auto task = [this, id, done]() mutable {
-    if (Status refused = Refusal(); !refused.ok()) {
-      done(refused, 0);
-      return;
-    }
+  AtLeader(std::move(done), [this, id](Done done) {
     if (id == options_.id) {
       done(Status::Ok(), 0);
       return;
@@ -541,17 +539,11 @@ void RaftGroup::Transfer(uint64_t id, Done done) {
            0);
       return;
     }
-    auto* req = new Request;
-    req->group = this;
-    req->done = std::move(done);
-    req->transfer.data = req;
-    req->target = id;
-    ++pending_;
+    Request* req = NewChange(std::move(done), id);
     if (int rv = raft_transfer(raft_.get(), &req->transfer, id, &Callbacks::Transferred); rv != 0) {
       Finish(req, rv, 0);
     }
-  };
-  if (!loop_->Post(std::move(task))) done(Status::Unavailable("raft: the loop is stopping"), 0);
+  });
 }
 
 namespace {

@@ -189,6 +189,11 @@ class RaftGroup {
   const struct raft_server* Member(uint64_t id) const;
   // Starts the role change `req` asks for (after an add, when the server is a spare).
   void Assign(Request* req);
+  // Runs `change` on the loop thread when this replica may take a request; `done` gets the
+  // refusal otherwise.
+  void AtLeader(Done done, std::function<void(Done)> change);
+  // A configuration change or transfer about `target`, pending until Finish.
+  Request* NewChange(Done done, uint64_t target);
 
   RaftLoop* const loop_;
   const RaftGroupOptions options_;

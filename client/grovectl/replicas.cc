@@ -74,8 +74,9 @@ class Membership {
     return "[" + (r.start.empty() ? "-inf" : client::Encode(key_format_, r.start)) + ", " +
            (r.end.empty() ? "+inf" : client::Encode(key_format_, r.end)) + ")";
   }
-  // Reads the map's range starting at r_.start and the members: kExitOk, or the exit code with
-  // the message written.
+  // Reads the map and the members: kExitOk, or the exit code with the message written.
+  int ReadMap(cluster::ShardMap* map);
+  // ReadMap, then the replicated range starting at r_.start.
   int Load();
   bool Edit(const std::string& what, const std::function<Status(cluster::ShardMap*)>& edit) {
     auto updated = cluster::UpdateShardMap(etcd_, args_.cluster, 0, edit);
@@ -94,9 +95,13 @@ class Membership {
   // The node whose replica leads the range now (asking the replicas in turn); false with the
   // message written when none is found within kFindLeader.
   bool FindLeader(std::string* node, ChangeReplicasResponse* status);
-  // Sends `change` about `replica_id` to the leader, finding it again when leadership moved.
+  // Sends `change` about `replica_id` to the leader, finding it again when leadership moved or
+  // another change was under way.
   grpc::Status AtLeader(ChangeReplicasRequest::Change change, uint64_t replica_id,
                         const std::string& raft_address, std::chrono::milliseconds timeout,
+                        ChangeReplicasResponse* response);
+  // The same for a request filled in by the caller (its range id is set here).
+  grpc::Status AtLeader(ChangeReplicasRequest request, std::chrono::milliseconds timeout,
                         ChangeReplicasResponse* response);
   std::string NodeOf(uint64_t replica_id) const {
     for (const cluster::RangeReplica& x : range_.replicas) {
@@ -134,26 +139,33 @@ class Membership {
   std::map<std::string, cluster::NodeStatus> nodes_;
 };
 
-int Membership::Load() {
+int Membership::ReadMap(cluster::ShardMap* map) {
   auto stored = cluster::ReadShardMap(etcd_, args_.cluster);
   if (!stored.ok()) return Fail("reading the shard map", stored.status());
   if (!*stored) {
     return Fail("reading the shard map",
                 Status::FailedPrecondition("cluster '" + args_.cluster + "' has no shard map"));
   }
-  auto index = (*stored)->map.RangeAt(r_.start);
+  *map = std::move((*stored)->map);
+  version_ = map->version();
+  auto nodes = cluster::ListNodes(etcd_, args_.cluster);
+  if (!nodes.ok()) return Fail("reading the members", nodes.status());
+  for (const cluster::NodeStatus& n : *nodes) nodes_[n.name] = n;
+  return kExitOk;
+}
+
+int Membership::Load() {
+  cluster::ShardMap map;
+  if (int rc = ReadMap(&map); rc != kExitOk) return rc;
+  auto index = map.RangeAt(r_.start);
   if (!index.ok()) return Fail("RANGE", index.status());
-  range_ = (*stored)->map.ranges()[*index];
-  version_ = (*stored)->map.version();
+  range_ = map.ranges()[*index];
   if (!range_.replicated()) {
     return Fail("RANGE", Status::FailedPrecondition(
                              "range " + Describe(range_) +
                              " is not replicated (its owner alone holds it): grovectl cluster "
                              "move gives it to another node"));
   }
-  auto nodes = cluster::ListNodes(etcd_, args_.cluster);
-  if (!nodes.ok()) return Fail("reading the members", nodes.status());
-  for (const cluster::NodeStatus& n : *nodes) nodes_[n.name] = n;
   return kExitOk;
 }
 
@@ -215,6 +227,17 @@ grpc::Status Membership::AtLeader(ChangeReplicasRequest::Change change, uint64_t
                                   const std::string& raft_address,
                                   std::chrono::milliseconds timeout,
                                   ChangeReplicasResponse* response) {
+  ChangeReplicasRequest request;
+  request.set_change(change);
+  request.set_replica_id(replica_id);
+  request.set_raft_address(raft_address);
+  request.set_catch_up_ms(static_cast<uint64_t>(r_.catch_up_seconds * 1000));
+  return AtLeader(std::move(request), timeout, response);
+}
+
+grpc::Status Membership::AtLeader(ChangeReplicasRequest request, std::chrono::milliseconds timeout,
+                                  ChangeReplicasResponse* response) {
+  request.set_range_id(range_.id);
   grpc::Status s;
   for (int attempt = 0; attempt < 5; ++attempt) {
     std::string leader;
@@ -222,12 +245,6 @@ grpc::Status Membership::AtLeader(ChangeReplicasRequest::Change change, uint64_t
     if (!FindLeader(&leader, &status)) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no leader found");
     }
-    ChangeReplicasRequest request;
-    request.set_range_id(range_.id);
-    request.set_change(change);
-    request.set_replica_id(replica_id);
-    request.set_raft_address(raft_address);
-    request.set_catch_up_ms(static_cast<uint64_t>(r_.catch_up_seconds * 1000));
     s = Call(leader, request, timeout, response);
     // Leadership moved, or another change was under way: look again.
     if (s.error_code() != grpc::StatusCode::FAILED_PRECONDITION &&
@@ -344,16 +361,9 @@ int Membership::Remove(const std::string& node, const std::string& new_owner) {
 
 int Membership::Split() {
   const std::string& key = r_.start;
-  auto stored = cluster::ReadShardMap(etcd_, args_.cluster);
-  if (!stored.ok()) return Fail("reading the shard map", stored.status());
-  if (!*stored) {
-    return Fail("reading the shard map",
-                Status::FailedPrecondition("cluster '" + args_.cluster + "' has no shard map"));
-  }
-  range_ = (*stored)->map.Find(key);
-  auto nodes = cluster::ListNodes(etcd_, args_.cluster);
-  if (!nodes.ok()) return Fail("reading the members", nodes.status());
-  for (const cluster::NodeStatus& n : *nodes) nodes_[n.name] = n;
+  cluster::ShardMap map;
+  if (int rc = ReadMap(&map); rc != kExitOk) return rc;
+  range_ = map.Find(key);
   // 1. The map reserves the right-hand range's id (or has: a split run again resumes).
   uint64_t id = range_.split_id != 0 && range_.split_key == key ? range_.split_id : 0;
   if (id == 0) {
@@ -366,23 +376,11 @@ int Membership::Split() {
   }
   // 2. The split entry, committed by the range's group and applied at its leader.
   ChangeReplicasRequest request;
-  request.set_range_id(range_.id);
   request.set_change(ChangeReplicasRequest::SPLIT);
   request.set_split_key(key);
   request.set_new_range_id(id);
   ChangeReplicasResponse response;
-  grpc::Status s;
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    std::string leader;
-    ChangeReplicasResponse status;
-    if (!FindLeader(&leader, &status)) return kExitFailed;
-    s = Call(leader, request, CallTimeout(), &response);
-    if (s.error_code() != grpc::StatusCode::FAILED_PRECONDITION &&
-        s.error_code() != grpc::StatusCode::UNAVAILABLE) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
+  grpc::Status s = AtLeader(std::move(request), CallTimeout(), &response);
   if (!s.ok()) return Fail("splitting in the range's group", s);
   // 3. The map lists both ranges; the right one's replicas start its group.
   auto updated = cluster::UpdateShardMap(

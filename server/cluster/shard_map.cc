@@ -396,6 +396,13 @@ Status ShardMap::RemoveReplica(const std::string& start, const std::string& node
   return Status::Ok();
 }
 
+const ShardRange* ShardMap::RangeWithId(uint64_t id) const {
+  for (const ShardRange& r : ranges_) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
 StatusOr<size_t> ShardMap::RangeAt(const std::string& start) const {
   const size_t i = IndexOf(start);
   if (ranges_[i].start != start) {

@@ -102,6 +102,8 @@ class ShardMap {
   // The range holding `key` (there is always one).
   const ShardRange& Find(std::string_view key) const { return ranges_[IndexOf(key)]; }
   size_t IndexOf(std::string_view key) const;
+  // The range with id `id`, or null.
+  const ShardRange* RangeWithId(uint64_t id) const;
   // The ranges `owner` holds, in key order: those it owns and those it is a replica of.
   std::vector<ShardRange> OwnedBy(std::string_view owner) const;
 

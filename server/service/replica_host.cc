@@ -172,10 +172,7 @@ void ReplicaHost::Reconcile(const cluster::ShardMap& map) {
   {
     MutexLock lock(&mu_);
     for (auto it = replicas_.begin(); it != replicas_.end();) {
-      const cluster::ShardRange* listed = nullptr;
-      for (const cluster::ShardRange& r : map.ranges()) {
-        if (r.id == it->first) listed = &r;
-      }
+      const cluster::ShardRange* listed = map.RangeWithId(it->first);
       const cluster::RangeReplica* mine =
           listed == nullptr ? nullptr : listed->ReplicaOn(options_.node);
       if (mine != nullptr && mine->id == it->second.range->replica_id()) {
@@ -270,10 +267,7 @@ void ReplicaHost::DropLeftovers(const cluster::ShardMap& map) {
   for (const std::string& name : names) {
     uint64_t range_id = 0, replica_id = 0;
     if (!ParseReplicaDir(name, &range_id, &replica_id)) continue;
-    const cluster::ShardRange* range = nullptr;
-    for (const cluster::ShardRange& r : map.ranges()) {
-      if (r.id == range_id) range = &r;
-    }
+    const cluster::ShardRange* range = map.RangeWithId(range_id);
     const cluster::RangeReplica* mine =
         range == nullptr ? nullptr : range->ReplicaOn(options_.node);
     if (mine != nullptr && mine->id == replica_id) continue;
@@ -386,10 +380,7 @@ Status ReplicaHost::StartReplica(const cluster::ShardRange& range,
 StatusOr<std::string> ReplicaHost::CopySource(uint64_t range_id) {
   std::shared_ptr<const cluster::ShardMap> map = watcher_->current();
   if (map == nullptr) return Status::Unavailable("range copy: no shard map known");
-  const cluster::ShardRange* range = nullptr;
-  for (const cluster::ShardRange& r : map->ranges()) {
-    if (r.id == range_id) range = &r;
-  }
+  const cluster::ShardRange* range = map->RangeWithId(range_id);
   if (range == nullptr) {
     return Status::Unavailable(fmt::format("range copy: range {} is not in the map", range_id));
   }

@@ -246,15 +246,20 @@ Status ReplicatedRange::CheckWrite(const WriteBatch& batch,
 
 Status ReplicatedRange::OutsideRange(const WriteBatch& batch,
                                      const std::vector<WriteCondition>& conditions) const {
-  Status past;
+  // The bounds read once for the whole batch (Contains locks per key).
+  const std::string range_end = end();
+  auto outside = [&](Slice key) {
+    return key < Slice(options_.start) || (!range_end.empty() && key >= Slice(range_end));
+  };
+  Status refused;
   GROVE_RETURN_IF_ERROR(batch.ForEachOp([&](const WriteBatch::Op& op) {
-    if (past.ok() && !Contains(op.key)) past = PastEnd(op.key);
+    if (refused.ok() && outside(op.key)) refused = PastEnd(op.key);
     return Status::Ok();
   }));
   for (const WriteCondition& c : conditions) {
-    if (past.ok() && !Contains(c.key)) past = PastEnd(c.key);
+    if (refused.ok() && outside(c.key)) refused = PastEnd(c.key);
   }
-  return past;
+  return refused;
 }
 
 void ReplicatedRange::Write(const WriteBatch& batch, const std::vector<WriteCondition>& conditions,
@@ -481,13 +486,6 @@ Status ReplicatedRange::Apply(uint64_t index, Slice entry) {
         "range (its halves start new groups)",
         options_.name, index, kVersionIndexBits));
   }
-  // A range made by a split starts from its parent's keys, not from nothing: a replica that
-  // holds none of them installs them at start (above); should its mark be gone since, before
-  // its next entry.
-  if (options_.from_split && applied_.load(std::memory_order_relaxed) == 0) {
-    GROVE_RETURN_IF_ERROR(Install(index - 1));
-    if (index <= applied_.load(std::memory_order_relaxed)) return Status::Ok();
-  }
   GROVE_ASSIGN_OR_RETURN(RangeCommand command, DecodeRangeCommand(entry));
   Status outcome;
   RangeWriteResult result;
@@ -575,8 +573,8 @@ Status ReplicatedRange::ApplyDeleteRange(uint64_t index, const RangeCommand& com
   const uint64_t most = options_.max_batch_entries;
   const uint64_t limit = command.limit == 0 ? most : std::min<uint64_t>(command.limit, most);
   // An empty end is the range's end; an end past it (proposed before a split) is refused.
-  const std::string end = command.end.empty() ? this->end() : command.end;
   const std::string range_end = this->end();
+  const std::string end = command.end.empty() ? range_end : command.end;
   if (!Contains(command.start) || (!range_end.empty() && (end.empty() || end > range_end))) {
     *outcome = PastEnd(Contains(command.start) ? Slice(end) : Slice(command.start));
     return WriteRefusal(index);
